@@ -1,0 +1,496 @@
+/*
+ * mark/mark.h - static instrumentation markers.
+ *
+ *   #include <mark/mark.h>
+ *   MARK(subsys_event, "%d %p", count, ptr);     // a marker site
+ *   if (MARK_ENABLED(subsys_event)) { ... }      // is-enabled test
+ *
+ * A disarmed site costs a 5-byte NOP (jump kind), an immediate load and a
+ * predicted branch (immediate kind), or a flag load and a predicted branch
+ * (generic kind).  The argument set-up lives out of line and runs only when
+ * the site is armed with mark_arm().  Link with `pkg-config --libs mark`.
+ *
+ * Site kind, per build or per translation unit:
+ *   -DMARK_SITE=jump        default where the compiler has asm goto (x86-64)
+ *   -DMARK_SITE=immediate   x86-64: "movb $imm8,%al; test; jne"
+ *   -DMARK_SITE=generic     any architecture: load flag, test, branch
+ *   -DMARK_DISABLE          every marker compiled out (format still checked)
+ *
+ * USDT: every site is also a <sys/sdt.h>-style probe (.note.stapsdt) with
+ * provider MARK_PROVIDER (default "mark"), so bpftrace/perf/gdb/systemtap see
+ * it.  Define MARK_PROVIDER before including this header (or with -D) to set
+ * the provider of a translation unit.
+ *
+ * This header compiles as C (gnu11) and C++ (gnu++11 or later).
+ */
+#ifndef MARK_MARK_H
+#define MARK_MARK_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#pragma GCC visibility push(default)
+
+/* ------------------------------------------------------------------ */
+/* Public run-time API                                                 */
+/* ------------------------------------------------------------------ */
+
+struct mark_marker;   /* one per marker name (all its sites), owned by libmark */
+
+/* Argument types, derived from the conversion in the format string. */
+enum mark_arg_type {
+	MARK_ARG_SIGNED = 1,   /* %d %i %ld %lld %zd %hd ...          */
+	MARK_ARG_UNSIGNED,     /* %u %lu %llu %zu %o ...               */
+	MARK_ARG_HEX,          /* %x %lx %llx %X                       */
+	MARK_ARG_POINTER,      /* %p                                   */
+	MARK_ARG_STRING,       /* %s: slot holds a const char *        */
+	MARK_ARG_DOUBLE,       /* %f %e %g %a                          */
+	MARK_ARG_CHAR,         /* %c                                   */
+};
+
+/*
+ * The compile-time argument layout: argument i of a site is stored in
+ * args[i], one 64-bit slot each.  The low `size` bytes of the slot hold the
+ * value (little endian on x86-64); a double occupies the whole slot; a
+ * string slot holds the pointer.  `name` is the argument expression when it
+ * is an identifier or member access (req->len becomes "req_len"), otherwise
+ * "argN".
+ */
+struct mark_arg {
+	const char *name;
+	enum mark_arg_type type;
+	unsigned size;          /* bytes of the slot that hold the value */
+};
+
+/* Varargs probe: receives the arguments as the program passed them. */
+typedef void (*mark_probe_fn)(const struct mark_marker *marker, void *priv,
+			      const char *fmt, va_list *args);
+/* Fast probe: receives the slots laid out at compile time; no parsing. */
+typedef void (*mark_fast_probe_fn)(const struct mark_marker *marker, void *priv,
+				   const uint64_t *args);
+
+/*
+ * Arm or disarm every site whose marker name matches `glob` (`*`, `?`, and
+ * `[...]`), now and in objects loaded later.  Returns the number of sites
+ * changed, or -errno; on failure mark_last_error() says why.
+ */
+int mark_arm(const char *glob);
+int mark_disarm(const char *glob);
+
+/*
+ * Connect a probe to marker `name` (a glob is accepted too).  `fmt` must be
+ * equal to the marker's format, or NULL to accept any format.  Probes of a
+ * marker run in registration order.  A probe for a name that no loaded
+ * object defines yet is connected when such an object is loaded.
+ * Errors: -EINVAL (format mismatch: see mark_last_error()), -EEXIST (same
+ * probe and priv already registered for this name), -ENOMEM.
+ */
+int mark_probe_register(const char *name, const char *fmt, mark_probe_fn probe, void *priv);
+int mark_probe_unregister(const char *name, mark_probe_fn probe, void *priv);
+int mark_probe_register_fast(const char *name, mark_fast_probe_fn probe, void *priv);
+int mark_probe_unregister_fast(const char *name, mark_fast_probe_fn probe, void *priv);
+
+/* Wait until no probe unregistered before this call is still running. */
+void mark_synchronize(void);
+
+/* The message of the last failed call on this thread ("" if none). */
+const char *mark_last_error(void);
+
+const char *mark_marker_name(const struct mark_marker *marker);     /* "name" or "provider:name" */
+const char *mark_marker_provider(const struct mark_marker *marker);
+const char *mark_marker_format(const struct mark_marker *marker);
+unsigned mark_marker_nargs(const struct mark_marker *marker);
+const struct mark_arg *mark_marker_args(const struct mark_marker *marker);
+unsigned mark_marker_id(const struct mark_marker *marker);          /* dense, stable for the process */
+unsigned mark_marker_probe_count(const struct mark_marker *marker);
+
+/* Call cb for each marker matching glob (NULL = all); stops if cb returns non-zero, which is returned. */
+int mark_list(const char *glob, int (*cb)(const struct mark_marker *m, void *arg), void *arg);
+
+/* Per-site details. */
+enum mark_site_kind { MARK_KIND_JUMP = 1, MARK_KIND_IMMEDIATE = 2, MARK_KIND_GENERIC = 3 };
+struct mark_site_info {
+	const char *file;
+	unsigned line;
+	const char *object;      /* path of the executable or shared object */
+	enum mark_site_kind kind;
+	int armed;
+	int is_enabled_test;     /* a MARK_ENABLED() site */
+	const void *address;     /* patched instruction, or the flag for generic */
+};
+int mark_marker_sites(const struct mark_marker *marker,
+		      int (*cb)(const struct mark_site_info *site, void *arg), void *arg);
+
+const char *mark_site_kind_name(enum mark_site_kind kind);
+
+/* ------------------------------------------------------------------ */
+/* Site machinery (private: used by the macros below)                  */
+/* ------------------------------------------------------------------ */
+
+#define MARK__ABI 1
+#define MARK__MAX_ARGS 12
+
+#define MARK__F_ENABLED_TEST 0x1   /* MARK_ENABLED(): no arguments, no call   */
+#define MARK__F_EVENTHANDLER 0x2   /* an EVENTHANDLER_INVOKE site              */
+
+/*
+ * One descriptor per site, in section __mark_descs (found at load time
+ * through __start___mark_descs/__stop___mark_descs of each object).  64-byte
+ * aligned and sized so that descriptors from different translation units
+ * lie back to back with no padding.  Fields after `marker` are written by
+ * libmark under its registry lock.
+ */
+struct mark__site {
+	uint32_t abi;
+	uint8_t kind;                 /* enum mark_site_kind                    */
+	uint8_t nargs;
+	uint16_t flags;
+	const char *provider;
+	const char *name;
+	const char *format;
+	const char *arg_names;        /* the argument expressions, stringified  */
+	const char *file;
+	uint32_t line;
+	/* generic kind: the enable flag, also the USDT semaphore; the kernel's
+	 * uprobe reference counter and mark_arm() both add to it atomically. */
+	unsigned short semaphore;
+	/* set once by libmark (release) before the site can be armed; read with
+	 * acquire by mark__fire(); never changes afterwards (markers live until exit). */
+	struct mark_marker *marker;
+	uintptr_t reserved[2];
+} __attribute__((aligned(64)));
+
+/*
+ * One entry per patchable code site, in section __mark_sites, emitted by the
+ * asm of jump and immediate sites.  Every field is PC-relative, so PIE and
+ * shared objects need no relocation for it.
+ */
+struct mark__code_entry {
+	int32_t code;      /* the 5-byte NOP (jump) or the movb (immediate)       */
+	int32_t target;    /* jump: out-of-line block; immediate: 0               */
+	int32_t desc;      /* its struct mark__site                              */
+};
+
+void mark__fire(struct mark__site *site, const uint64_t *args);
+void mark__register_object(const void *descs_begin, const void *descs_end,
+			   const void *codes_begin, const void *codes_end);
+void mark__unregister_object(const void *descs_begin);
+
+#pragma GCC visibility pop
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+/* printf-style check of the format against the arguments: compile-time only. */
+static inline __attribute__((format(printf, 1, 2), unused))
+void mark__check_format(const char *fmt, ...) { (void)fmt; }
+
+/* ---------------- argument counting and iteration ------------------ */
+
+#define MARK__CAT_(a, b) a##b
+#define MARK__CAT(a, b) MARK__CAT_(a, b)
+#define MARK__STR_(x) #x
+#define MARK__STR(x) MARK__STR_(x)
+
+#define MARK__NARGS(...) MARK__NARGS_(0, ##__VA_ARGS__, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define MARK__NARGS_(z, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, n, ...) n
+
+/* MARK__EACH(M, a, b, c) -> M(0, a) M(1, b) M(2, c) */
+#define MARK__EACH(M, ...) MARK__CAT(MARK__EACH_, MARK__NARGS(__VA_ARGS__))(M, ##__VA_ARGS__)
+#define MARK__EACH_0(M)
+#define MARK__EACH_1(M, a) M(0, a)
+#define MARK__EACH_2(M, a, b) M(0, a) M(1, b)
+#define MARK__EACH_3(M, a, b, c) MARK__EACH_2(M, a, b) M(2, c)
+#define MARK__EACH_4(M, a, b, c, d) MARK__EACH_3(M, a, b, c) M(3, d)
+#define MARK__EACH_5(M, a, b, c, d, e) MARK__EACH_4(M, a, b, c, d) M(4, e)
+#define MARK__EACH_6(M, a, b, c, d, e, f) MARK__EACH_5(M, a, b, c, d, e) M(5, f)
+#define MARK__EACH_7(M, a, b, c, d, e, f, g) MARK__EACH_6(M, a, b, c, d, e, f) M(6, g)
+#define MARK__EACH_8(M, a, b, c, d, e, f, g, h) MARK__EACH_7(M, a, b, c, d, e, f, g) M(7, h)
+#define MARK__EACH_9(M, a, b, c, d, e, f, g, h, i) MARK__EACH_8(M, a, b, c, d, e, f, g, h) M(8, i)
+#define MARK__EACH_10(M, a, b, c, d, e, f, g, h, i, j) MARK__EACH_9(M, a, b, c, d, e, f, g, h, i) M(9, j)
+#define MARK__EACH_11(M, a, b, c, d, e, f, g, h, i, j, k) MARK__EACH_10(M, a, b, c, d, e, f, g, h, i, j) M(10, k)
+#define MARK__EACH_12(M, a, b, c, d, e, f, g, h, i, j, k, l) MARK__EACH_11(M, a, b, c, d, e, f, g, h, i, j, k) M(11, l)
+
+/*
+ * The promoted type of an argument, as a variadic call would pass it:
+ * arrays decay, char/short/bool/bit-fields become int, float becomes double.
+ */
+#ifdef __cplusplus
+extern "C++" {
+namespace mark_detail {
+template <class T> T promote(T v);
+int promote(bool);
+int promote(char);
+int promote(signed char);
+int promote(unsigned char);
+int promote(short);
+int promote(unsigned short);
+double promote(float);
+template <class T> struct arg_sign { enum { value = (T)-1 < (T)0 ? -1 : 1 }; };
+template <class T> struct arg_sign<T *> { enum { value = 1 }; };
+template <> struct arg_sign<double> { enum { value = 1 }; };
+template <> struct arg_sign<decltype(nullptr)> { enum { value = 1 }; };
+} /* namespace mark_detail */
+}
+#define MARK__PROMOTED_TYPE(x) __typeof__(::mark_detail::promote(x))
+#define MARK__SIGN(T) ((int)::mark_detail::arg_sign<T>::value)
+#else
+#define MARK__PROMOTED_TYPE(x) \
+	__typeof__(_Generic((1 ? (x) : (x)), float: (double)0, default: (1 ? (x) : (x))))
+#define MARK__SIGN(T) \
+	_Generic((T)0, signed char: -1, short: -1, int: -1, long: -1, long long: -1, default: 1)
+#endif
+
+/* Store argument i into slot i: zeroed, then the promoted value's bytes. */
+#define MARK__STORE(i, x)                                                \
+	MARK__PROMOTED_TYPE(x) mark__v##i = (x);                         \
+	mark__slots[i] = 0;                                              \
+	__builtin_memcpy(&mark__slots[i], &mark__v##i, sizeof(mark__v##i));
+
+#ifndef MARK_PROVIDER
+#define MARK_PROVIDER mark
+#endif
+
+/* ---------------- choosing the site kind ---------------------------- */
+
+#define MARK__KIND_jump 1
+#define MARK__KIND_immediate 2
+#define MARK__KIND_generic 3
+#define MARK__KIND_OF_(k) MARK__KIND_##k
+#define MARK__KIND_OF(k) MARK__KIND_OF_(k)
+
+#if !defined(MARK_SITE)
+#if (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
+#define MARK__KIND 1
+#else
+#define MARK__KIND 3
+#endif
+#else
+#define MARK__KIND MARK__KIND_OF(MARK_SITE)
+#endif
+
+#if (MARK__KIND == 1 || MARK__KIND == 2) && !defined(__x86_64__)
+#error "mark: MARK_SITE=jump and MARK_SITE=immediate need x86-64; use -DMARK_SITE=generic"
+#endif
+
+/*
+ * The descriptor.  In C it is a static local.  In C++ a static local of an
+ * inline function or template has vague linkage, which an "i" asm operand
+ * cannot name in PIC code; a static member of a class template instantiated
+ * with a type from an unnamed namespace has internal linkage instead.
+ */
+#define MARK__DESC_INIT(kind, flags, prov, nm, fmt, argnames, nargs)          \
+	{ MARK__ABI, (uint8_t)(kind), (uint8_t)(nargs), (uint16_t)(flags),    \
+	  MARK__STR(prov), nm, fmt, argnames, __FILE__, (uint32_t)__LINE__, 0, 0, { 0, 0 } }
+
+#ifdef __cplusplus
+extern "C++" {
+namespace {
+struct mark__tu_tag {};
+}
+namespace mark_detail {
+template <class TU, class Local> struct site_holder { static struct mark__site desc; };
+template <class TU, class Local>
+struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_descs"))) = Local::make();
+} /* namespace mark_detail */
+}
+#define MARK__DEFINE_DESC(var, kind, flags, prov, nm, fmt, argnames, nargs)               \
+	struct mark__local_tag {                                                          \
+		static constexpr struct mark__site make() {                               \
+			return MARK__DESC_INIT(kind, flags, prov, nm, fmt, argnames, nargs); \
+		}                                                                         \
+	}
+#define MARK__DESC_REF(var) (::mark_detail::site_holder<mark__tu_tag, mark__local_tag>::desc)
+#else
+#define MARK__DEFINE_DESC(var, kind, flags, prov, nm, fmt, argnames, nargs)      \
+	static struct mark__site var __attribute__((section("__mark_descs"))) = \
+		MARK__DESC_INIT(kind, flags, prov, nm, fmt, argnames, nargs)
+#define MARK__DESC_REF(var) (var)
+#endif
+
+/* ---------------- the is-armed test of each kind -------------------- */
+
+/*
+ * Jump: one 5-byte NOP, never straddling a 64-byte line (.p2align 6,,4 pads
+ * only when the NOP would cross one).  Arming rewrites it into "jmp rel32"
+ * to the out-of-line block.  The statement expression yields 1 only on the
+ * jump path, so the compiler places the block out of line.
+ */
+#define MARK__TEST_JUMP(desc)                                                          \
+	({                                                                             \
+		__label__ mark__on;                                                    \
+		int mark__r = 0;                                                       \
+		__asm__ goto(".p2align 6,,4\n"                                         \
+			     "1: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"                 \
+			     ".pushsection __mark_sites, \"a?\"\n"                     \
+			     ".balign 4\n"                                             \
+			     ".long 1b - ., %l[mark__on] - ., %c0 - .\n"               \
+			     ".popsection\n"                                           \
+			     : : "i"(&(desc)) : : mark__on);                           \
+		if (0) {                                                               \
+		mark__on:                                                              \
+			mark__r = 1;                                                   \
+		}                                                                      \
+		mark__r;                                                               \
+	})
+
+/*
+ * Immediate: "movb $imm8, %al" (b0 ib); arming patches the immediate byte.
+ * The compiler adds the test and the predicted branch.
+ */
+#define MARK__TEST_IMMEDIATE(desc)                                            \
+	({                                                                    \
+		unsigned char mark__imm;                                      \
+		__asm__ volatile("1: movb $0, %0\n"                           \
+				 ".pushsection __mark_sites, \"a?\"\n"        \
+				 ".balign 4\n"                                \
+				 ".long 1b - ., 0, %c1 - .\n"                 \
+				 ".popsection\n"                              \
+				 : "=a"(mark__imm) : "i"(&(desc)));           \
+		mark__imm;                                                    \
+	})
+
+/* Generic: a plain load of the per-site flag, a test and a predicted branch. */
+#define MARK__TEST_GENERIC(desc) (__atomic_load_n(&(desc).semaphore, __ATOMIC_RELAXED) != 0)
+
+#if MARK__KIND == 1
+#define MARK__TEST(desc) MARK__TEST_JUMP(desc)
+#elif MARK__KIND == 2
+#define MARK__TEST(desc) MARK__TEST_IMMEDIATE(desc)
+#else
+#define MARK__TEST(desc) MARK__TEST_GENERIC(desc)
+#endif
+
+/* ---------------- USDT (.note.stapsdt) ------------------------------ */
+
+#if defined(__x86_64__) && !defined(MARK_NO_USDT)
+#define MARK__USDT_SEP_0 ""
+#define MARK__USDT_SEP_1 " "
+#define MARK__USDT_SEP_2 " "
+#define MARK__USDT_SEP_3 " "
+#define MARK__USDT_SEP_4 " "
+#define MARK__USDT_SEP_5 " "
+#define MARK__USDT_SEP_6 " "
+#define MARK__USDT_SEP_7 " "
+#define MARK__USDT_SEP_8 " "
+#define MARK__USDT_SEP_9 " "
+#define MARK__USDT_SEP_10 " "
+#define MARK__USDT_SEP_11 " "
+#define MARK__USDT_SPEC(i, x) MARK__USDT_SEP_##i "%c[s" #i "]@%[a" #i "]"
+#define MARK__USDT_OPS(i, x) , [s##i] "n"((int)sizeof(mark__v##i) * MARK__SIGN(__typeof__(mark__v##i))), [a##i] "nor"(mark__v##i)
+/*
+ * The note of sys/sdt.h's format (type 3, owner "stapsdt"): probe address,
+ * link-time address of .stapsdt.base, semaphore, provider, name, argument
+ * specs.  The single-byte NOP is the probe location, where the arguments
+ * are live.  The semaphore is the site flag for generic sites, 0 otherwise.
+ */
+#define MARK__USDT(desc, sem, prov, nm, ...)                                                  \
+	__asm__ volatile("990: nop\n"                                                         \
+			 ".pushsection .note.stapsdt, \"?\", \"note\"\n"                      \
+			 ".balign 4\n"                                                        \
+			 ".4byte 992f-991f, 994f-993f, 3\n"                                   \
+			 "991: .asciz \"stapsdt\"\n"                                          \
+			 "992: .balign 4\n"                                                   \
+			 "993: .8byte 990b\n"                                                 \
+			 ".8byte _.stapsdt.base\n"                                            \
+			 ".8byte %c[mark_sem]\n"                                                   \
+			 ".asciz \"" prov "\"\n"                                              \
+			 ".asciz \"" nm "\"\n"                                                \
+			 ".asciz \"" MARK__EACH(MARK__USDT_SPEC, ##__VA_ARGS__) "\"\n"       \
+			 "994: .balign 4\n"                                                   \
+			 ".popsection\n"                                                      \
+			 ".ifndef _.stapsdt.base\n"                                           \
+			 ".pushsection .stapsdt.base, \"aG\", \"progbits\", .stapsdt.base, comdat\n" \
+			 ".weak _.stapsdt.base\n"                                             \
+			 ".hidden _.stapsdt.base\n"                                           \
+			 "_.stapsdt.base: .space 1\n"                                         \
+			 ".size _.stapsdt.base, 1\n"                                          \
+			 ".popsection\n"                                                      \
+			 ".endif\n"                                                           \
+			 : : [mark_sem] "i"(sem) MARK__EACH(MARK__USDT_OPS, ##__VA_ARGS__))
+#else
+#define MARK__USDT(desc, sem, prov, nm, ...) ((void)0)
+#endif
+
+#if MARK__KIND == 3
+#define MARK__USDT_SEM(desc) (&(desc).semaphore)
+#else
+#define MARK__USDT_SEM(desc) 0
+#endif
+
+/* ---------------- the user-facing macros ---------------------------- */
+
+/*
+ * MARK__SITE(provider, name_string, usdt_name_string, flags, fmt, args...):
+ * shared by MARK() and the code that `mark dtrace -h` generates.
+ */
+#define MARK__SITE(prov, nm, usdtnm, flags, fmt, ...)                                        \
+	do {                                                                                 \
+		MARK__DEFINE_DESC(mark__desc, MARK__KIND, flags, prov, nm, fmt, #__VA_ARGS__, \
+				  MARK__NARGS(__VA_ARGS__));                                 \
+		if (0)                                                                       \
+			mark__check_format("M" fmt, ##__VA_ARGS__);                          \
+		if (__builtin_expect(MARK__TEST(MARK__DESC_REF(mark__desc)), 0)) {          \
+			uint64_t mark__slots[MARK__NARGS(__VA_ARGS__) + 1];                  \
+			MARK__EACH(MARK__STORE, ##__VA_ARGS__)                               \
+			MARK__USDT(MARK__DESC_REF(mark__desc),                               \
+				   MARK__USDT_SEM(MARK__DESC_REF(mark__desc)), MARK__STR(prov), \
+				   usdtnm, ##__VA_ARGS__);                                   \
+			mark__fire(&MARK__DESC_REF(mark__desc), mark__slots);                \
+		}                                                                            \
+	} while (0)
+
+#define MARK__ENABLED(prov, nm, flags)                                                    \
+	__builtin_expect(({                                                               \
+		MARK__DEFINE_DESC(mark__desc, MARK__KIND, (flags) | MARK__F_ENABLED_TEST, prov, \
+				  nm, "", "", 0);                                         \
+		MARK__TEST(MARK__DESC_REF(mark__desc));                                   \
+	}), 0)
+
+#ifdef MARK_DISABLE
+#define MARK(name, fmt, ...)                                          \
+	do {                                                          \
+		if (0)                                                \
+			mark__check_format("M" fmt, ##__VA_ARGS__);   \
+	} while (0)
+#define MARK_ENABLED(name) 0
+#else
+/* MARK(name, "fmt", args...): a marker site.  name is a C identifier. */
+#define MARK(name, fmt, ...) MARK__SITE(MARK_PROVIDER, #name, #name, 0, fmt, ##__VA_ARGS__)
+/* MARK_ENABLED(name): non-zero when marker `name` is armed at this site. */
+#define MARK_ENABLED(name) MARK__ENABLED(MARK_PROVIDER, #name, 0)
+
+/*
+ * Every object that includes this header registers its descriptors with
+ * libmark at load time and unregisters them at unload (dlclose).  The
+ * section bounds are hidden, so each executable or shared object sees its
+ * own.  Registration is idempotent, so one constructor per translation
+ * unit is harmless.
+ */
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern const struct mark__site __start___mark_descs[] __attribute__((weak, visibility("hidden")));
+extern const struct mark__site __stop___mark_descs[] __attribute__((weak, visibility("hidden")));
+extern const struct mark__code_entry __start___mark_sites[] __attribute__((weak, visibility("hidden")));
+extern const struct mark__code_entry __stop___mark_sites[] __attribute__((weak, visibility("hidden")));
+#ifdef __cplusplus
+}
+#endif
+
+static void __attribute__((constructor, used)) mark__object_ctor(void)
+{
+	mark__register_object(__start___mark_descs, __stop___mark_descs,
+			      __start___mark_sites, __stop___mark_sites);
+}
+static void __attribute__((destructor, used)) mark__object_dtor(void)
+{
+	mark__unregister_object(__start___mark_descs);
+}
+#endif /* MARK_DISABLE */
+
+#endif /* MARK_MARK_H */

@@ -1,0 +1,97 @@
+/*
+ * Internal interfaces of libmark's core: the registry (objects, markers,
+ * sites, arming rules) and probes.  Not installed.
+ *
+ * Locking: one mutex, the registry lock, serialises every change to the
+ * registry, to probe lists and to code.  The hot path (mark__fire) takes no
+ * lock: it reads site->marker (acquire; written once) and the marker's
+ * probe array under an RCU read-side critical section (liburcu-bp).
+ */
+#ifndef MARK_CORE_INTERNAL_H
+#define MARK_CORE_INTERNAL_H
+
+#include <mark/mark.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MARK_HIDDEN __attribute__((visibility("hidden")))
+
+/* ---- errors ---- */
+/* Record the message returned by mark_last_error() on this thread; returns -err. */
+MARK_HIDDEN int mark_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+MARK_HIDDEN void mark_error_clear(void);
+
+/* ---- formats ---- */
+/* Parse a printf format into argument descriptions.  Returns the argument
+ * count, or -EINVAL with a message naming the offending conversion. */
+MARK_HIDDEN int mark_format_parse(const char *fmt, enum mark_arg_type *types, unsigned *sizes,
+				  unsigned max, char *err, size_t errlen);
+/* Field names from the stringified argument list ("count, req->len"). */
+MARK_HIDDEN void mark_format_arg_names(const char *arg_names, unsigned nargs, char **names);
+
+/* ---- probes ---- */
+struct mark_probe {
+	mark_probe_fn va;
+	mark_fast_probe_fn fast;
+	void *priv;
+};
+
+/* RCU-protected: replaced as a whole, freed after a grace period. */
+struct mark_probe_array {
+	unsigned count;
+	struct mark_probe probes[];
+};
+
+struct mark_site_rt;
+
+struct mark_marker {
+	char *name;            /* display name: "name" or "provider:name"      */
+	char *provider;
+	char *probe;           /* name without provider                         */
+	char *format;          /* from the first site with arguments/format      */
+	const char *first_file;
+	unsigned first_line;
+	unsigned id;
+	unsigned nargs;
+	struct mark_arg *args;
+	bool format_known;
+	bool eventhandler;     /* sites belong to an event-handler list          */
+	bool user_armed;       /* mark_arm()/mark_disarm() rules say armed         */
+	unsigned eh_arm_count; /* event handlers: armed while > 0                */
+	/* rcu_dereference()d by mark__fire; assigned under the registry lock.   */
+	struct mark_probe_array *probes;
+	struct mark_site_rt **sites;
+	size_t nsites, cap_sites;
+	struct mark_marker *hash_next;
+};
+
+struct mark_object;
+
+struct mark_site_rt {
+	struct mark__site *desc;
+	struct mark_object *object;
+	struct mark_marker *marker;
+	uint8_t *code;          /* NULL for generic sites                          */
+	uint8_t *target;        /* jump: out-of-line block                          */
+	uint8_t kind;
+	bool armed;
+	bool conflict;          /* format differs from the marker's: never armed    */
+};
+
+/* Registry lock helpers, for modules layered on the core (event handlers). */
+MARK_HIDDEN void mark_registry_lock(void);
+MARK_HIDDEN void mark_registry_unlock(void);
+MARK_HIDDEN struct mark_marker *mark_marker_lookup_locked(const char *provider, const char *probe);
+/* Arm/disarm the invoke sites of an event-handler list (reference counted). */
+MARK_HIDDEN int mark_eventhandler_arm_locked(struct mark_marker *m, bool on);
+/* Rebuild m->probes from the registered probes (registry lock held). */
+MARK_HIDDEN void mark_probes_rebuild_locked(struct mark_marker *m, void ***retired, size_t *nretired);
+MARK_HIDDEN void mark_probes_retire(void **retired, size_t nretired);
+MARK_HIDDEN bool mark_glob_match(const char *glob, const struct mark_marker *m);
+/* Iterate every marker (registry lock held). */
+MARK_HIDDEN struct mark_marker **mark_markers_locked(size_t *count);
+/* One-time initialisation (fork handlers); safe to call often. */
+MARK_HIDDEN void mark_init(void);
+
+#endif

@@ -1,0 +1,297 @@
+/*
+ * Probes: registration, and the call from an armed site.
+ *
+ * Each marker holds an array of its probes, in registration order.  The
+ * array is never modified in place: a change builds a new array, publishes
+ * it with a release store, and frees the old one after an RCU grace period
+ * (liburcu's bulletproof flavour: application threads need no
+ * registration, which a library cannot demand of them).
+ *
+ * mark__fire() is the only hot function here.  It takes no lock and does no
+ * atomic read-modify-write: an acquire load of site->marker (written once),
+ * the urcu-bp read lock (a thread-local counter), a consume load of the
+ * array, and the calls.
+ */
+#define _GNU_SOURCE
+#define _LGPL_SOURCE   /* inline urcu-bp read-side fast paths */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <urcu-bp.h>
+
+/*
+ * ThreadSanitizer does not see the grace period as synchronisation: tell it
+ * that a reader's accesses to an array happen before the writer frees it.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define MARK_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MARK_TSAN 1
+#endif
+#endif
+#ifdef MARK_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define TSAN_RELEASE(p) __tsan_release(p)
+#define TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define TSAN_RELEASE(p) ((void)0)
+#define TSAN_ACQUIRE(p) ((void)0)
+#endif
+
+struct probe_registration {
+	char *name;               /* name or glob */
+	char *format;             /* NULL: any format */
+	mark_probe_fn va;
+	mark_fast_probe_fn fast;
+	void *priv;
+	struct probe_registration *next;
+};
+
+/* In registration order; protected by the registry lock. */
+static struct probe_registration *registrations;
+
+static bool registration_matches(const struct probe_registration *r, const struct mark_marker *m)
+{
+	if (m->eventhandler || !mark_glob_match(r->name, m))
+		return false;
+	return !r->format || (m->format_known && strcmp(r->format, m->format) == 0);
+}
+
+void mark_probes_rebuild_locked(struct mark_marker *m, void ***retired, size_t *nretired)
+{
+	unsigned count = 0;
+	for (const struct probe_registration *r = registrations; r; r = r->next)
+		count += registration_matches(r, m);
+	struct mark_probe_array *array = NULL;
+	if (count) {
+		array = malloc(sizeof(*array) + count * sizeof(array->probes[0]));
+		if (!array) {
+			fprintf(stderr, "mark: out of memory connecting probes to %s; its probes are unchanged\n",
+				m->name);
+			return;
+		}
+		array->count = 0;
+		for (const struct probe_registration *r = registrations; r; r = r->next) {
+			if (!registration_matches(r, m))
+				continue;
+			struct mark_probe *p = &array->probes[array->count++];
+			p->va = r->va;
+			p->fast = r->fast;
+			p->priv = r->priv;
+		}
+	}
+	struct mark_probe_array *old = m->probes;
+	/* Release: the array's contents are visible before the pointer. */
+	__atomic_store_n(&m->probes, array, __ATOMIC_RELEASE);
+	if (old) {
+		void **n = realloc(*retired, (*nretired + 1) * sizeof(void *));
+		if (n) {
+			*retired = n;
+			n[(*nretired)++] = old;
+		}
+		/* else: leak the old array rather than free it under readers. */
+	}
+}
+
+void mark_probes_retire(void **retired, size_t nretired)
+{
+	if (nretired) {
+		urcu_bp_synchronize_rcu();
+		for (size_t i = 0; i < nretired; i++) {
+			TSAN_ACQUIRE(retired[i]);
+			free(retired[i]);
+		}
+	}
+	free(retired);
+}
+
+void mark_synchronize(void)
+{
+	urcu_bp_synchronize_rcu();
+}
+
+static void rebuild_matching_locked(const char *name, void ***retired, size_t *nretired)
+{
+	size_t n;
+	struct mark_marker **ms = mark_markers_locked(&n);
+	for (size_t i = 0; i < n; i++)
+		if (mark_glob_match(name, ms[i]))
+			mark_probes_rebuild_locked(ms[i], retired, nretired);
+}
+
+static int probe_register(const char *name, const char *fmt, mark_probe_fn va, mark_fast_probe_fn fast,
+			  void *priv)
+{
+	if (!name || !*name)
+		return mark_error(EINVAL, "mark: probe registration needs a marker name");
+	if (!va && !fast)
+		return mark_error(EINVAL, "mark: probe registration for %s: the probe function is NULL", name);
+#if !defined(__x86_64__) && !defined(__aarch64__)
+	if (va)
+		return mark_error(ENOTSUP, "mark: varargs probes are not supported on this architecture; "
+					   "use mark_probe_register_fast()");
+#endif
+	mark_init();
+	mark_error_clear();
+	mark_registry_lock();
+	for (const struct probe_registration *r = registrations; r; r = r->next) {
+		if (r->va == va && r->fast == fast && r->priv == priv && strcmp(r->name, name) == 0) {
+			mark_registry_unlock();
+			return mark_error(EEXIST, "mark: this probe is already registered for %s with the same "
+						  "private data", name);
+		}
+	}
+	if (fmt) {
+		size_t n;
+		struct mark_marker **ms = mark_markers_locked(&n);
+		for (size_t i = 0; i < n; i++) {
+			struct mark_marker *m = ms[i];
+			if (m->eventhandler || !m->format_known || !mark_glob_match(name, m))
+				continue;
+			if (strcmp(m->format, fmt) != 0) {
+				mark_registry_unlock();
+				return mark_error(EINVAL,
+					"mark: probe format \"%s\" does not match marker %s, whose format is "
+					"\"%s\" (%s:%u)", fmt, m->name, m->format, m->first_file, m->first_line);
+			}
+		}
+	}
+	struct probe_registration *reg = calloc(1, sizeof(*reg));
+	if (!reg || !(reg->name = strdup(name)) || (fmt && !(reg->format = strdup(fmt)))) {
+		if (reg)
+			free(reg->name);
+		free(reg);
+		mark_registry_unlock();
+		return mark_error(ENOMEM, "mark: out of memory registering a probe for %s", name);
+	}
+	reg->va = va;
+	reg->fast = fast;
+	reg->priv = priv;
+	struct probe_registration **tail = &registrations;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = reg;
+
+	void **retired = NULL;
+	size_t nretired = 0;
+	rebuild_matching_locked(name, &retired, &nretired);
+	mark_registry_unlock();
+	mark_probes_retire(retired, nretired);
+	return 0;
+}
+
+static int probe_unregister(const char *name, mark_probe_fn va, mark_fast_probe_fn fast, void *priv)
+{
+	if (!name)
+		return mark_error(EINVAL, "mark: probe unregistration needs a marker name");
+	mark_error_clear();
+	mark_registry_lock();
+	struct probe_registration **pp = &registrations;
+	while (*pp && !((*pp)->va == va && (*pp)->fast == fast && (*pp)->priv == priv &&
+			strcmp((*pp)->name, name) == 0))
+		pp = &(*pp)->next;
+	struct probe_registration *reg = *pp;
+	if (!reg) {
+		mark_registry_unlock();
+		return mark_error(ENOENT, "mark: no such probe is registered for %s", name);
+	}
+	*pp = reg->next;
+	void **retired = NULL;
+	size_t nretired = 0;
+	rebuild_matching_locked(name, &retired, &nretired);
+	mark_registry_unlock();
+	/* After this grace period no thread still runs the probe through an old array. */
+	mark_probes_retire(retired, nretired);
+	free(reg->name);
+	free(reg->format);
+	free(reg);
+	return 0;
+}
+
+int mark_probe_register(const char *name, const char *fmt, mark_probe_fn probe, void *priv)
+{
+	if (!probe)
+		return mark_error(EINVAL, "mark_probe_register: the probe function is NULL");
+	return probe_register(name, fmt, probe, NULL, priv);
+}
+
+int mark_probe_unregister(const char *name, mark_probe_fn probe, void *priv)
+{
+	return probe_unregister(name, probe, NULL, priv);
+}
+
+int mark_probe_register_fast(const char *name, mark_fast_probe_fn probe, void *priv)
+{
+	if (!probe)
+		return mark_error(EINVAL, "mark_probe_register_fast: the probe function is NULL");
+	return probe_register(name, NULL, NULL, probe, priv);
+}
+
+int mark_probe_unregister_fast(const char *name, mark_fast_probe_fn probe, void *priv)
+{
+	return probe_unregister(name, NULL, probe, priv);
+}
+
+unsigned mark_marker_probe_count(const struct mark_marker *m)
+{
+	urcu_bp_read_lock();
+	const struct mark_probe_array *a = __atomic_load_n(&m->probes, __ATOMIC_CONSUME);
+	unsigned n = a ? a->count : 0;
+	urcu_bp_read_unlock();
+	return n;
+}
+
+/*
+ * Build a va_list over the slots.  The slots are laid out exactly like the
+ * stack area of a variadic call (8 bytes per argument), so a va_list whose
+ * register areas are marked exhausted reads them in order.
+ */
+static void call_varargs_probe(const struct mark_probe *p, const struct mark_marker *m,
+			       const uint64_t *args)
+{
+#if defined(__x86_64__)
+	va_list ap;
+	ap[0].gp_offset = 6 * 8;            /* all six integer registers consumed */
+	ap[0].fp_offset = 6 * 8 + 8 * 16;   /* all eight vector registers consumed */
+	ap[0].overflow_arg_area = (void *)args;
+	ap[0].reg_save_area = NULL;
+	p->va(m, p->priv, m->format, &ap);
+#elif defined(__aarch64__)
+	va_list ap;
+	ap.__stack = (void *)args;
+	ap.__gr_top = NULL;
+	ap.__vr_top = NULL;
+	ap.__gr_offs = 0;
+	ap.__vr_offs = 0;
+	p->va(m, p->priv, m->format, &ap);
+#else
+	(void)p;
+	(void)m;
+	(void)args;
+#endif
+}
+
+void mark__fire(struct mark__site *site, const uint64_t *args)
+{
+	struct mark_marker *m = __atomic_load_n(&site->marker, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(m == NULL, 0))
+		return;   /* constructor not run yet */
+	urcu_bp_read_lock();
+	struct mark_probe_array *a = __atomic_load_n(&m->probes, __ATOMIC_CONSUME);
+	if (a) {
+		for (unsigned i = 0; i < a->count; i++) {
+			const struct mark_probe *p = &a->probes[i];
+			if (p->fast)
+				p->fast(m, p->priv, args);
+			else
+				call_varargs_probe(p, m, args);
+		}
+		TSAN_RELEASE(a);
+	}
+	urcu_bp_read_unlock();
+}

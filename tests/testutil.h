@@ -1,0 +1,59 @@
+/* Minimal assertion helpers shared by the C tests. */
+#ifndef MARK_TESTUTIL_H
+#define MARK_TESTUTIL_H
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int testutil_failures;
+
+#define CHECK(cond)                                                                    \
+	do {                                                                           \
+		if (!(cond)) {                                                         \
+			fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+			testutil_failures++;                                           \
+		}                                                                      \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                                 \
+	do {                                                                           \
+		long long check_a = (long long)(a), check_b = (long long)(b);          \
+		if (check_a != check_b) {                                              \
+			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", \
+				__FILE__, __LINE__, #a, check_a, #b, check_b);         \
+			testutil_failures++;                                           \
+		}                                                                      \
+	} while (0)
+
+#define CHECK_STR(a, b)                                                                \
+	do {                                                                           \
+		const char *check_a = (a), *check_b = (b);                             \
+		if (!check_a || !check_b || strcmp(check_a, check_b) != 0) {           \
+			fprintf(stderr, "%s:%d: CHECK_STR failed: %s == \"%s\", expected \"%s\"\n", \
+				__FILE__, __LINE__, #a, check_a ? check_a : "(null)",  \
+				check_b ? check_b : "(null)");                         \
+			testutil_failures++;                                           \
+		}                                                                      \
+	} while (0)
+
+/* Print a closing line and exit non-zero on any failure. */
+#define TEST_DONE()                                                                    \
+	do {                                                                           \
+		if (testutil_failures) {                                               \
+			fprintf(stderr, "FAILED: %d check(s)\n", testutil_failures);   \
+			return 1;                                                      \
+		}                                                                      \
+		printf("ok\n");                                                        \
+		return 0;                                                              \
+	} while (0)
+
+/* Skip with a printed reason (ctest SKIP_RETURN_CODE 77). */
+#define TEST_SKIP(...)                                                                 \
+	do {                                                                           \
+		printf("SKIP: ");                                                      \
+		printf(__VA_ARGS__);                                                   \
+		printf("\n");                                                          \
+		exit(77);                                                              \
+	} while (0)
+
+#endif
