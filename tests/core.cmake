@@ -1,2 +1,39 @@
 # Core: sites, registry, arming, probes.
 mark_kind_test(test_api SOURCES test_api.c test_api_other_tu.c)
+mark_kind_test(test_stress SOURCES test_stress.c)
+
+# dlopen/dlclose 1,000 times while other threads run.
+foreach(kind jump immediate generic)
+  add_library(dl_markers_${kind} SHARED dl_markers.c)
+  target_link_libraries(dl_markers_${kind} PRIVATE mark)
+  target_compile_definitions(dl_markers_${kind} PRIVATE MARK_SITE=${kind})
+  mark_test(test_dlopen_${kind} SOURCES test_dlopen.c
+            DEFS MARK_SITE=${kind} DL_MARKERS_PATH="$<TARGET_FILE:dl_markers_${kind}>")
+  add_dependencies(test_dlopen_${kind} dl_markers_${kind})
+endforeach()
+
+mark_kind_test(test_fork SOURCES test_fork.c)
+mark_kind_test(test_wx_refusal SOURCES test_wx_refusal.c)
+mark_kind_test(test_sigtrap_chain SOURCES test_sigtrap_chain.c)
+
+# Batching and cache-line placement: jump sites, static library (reads the sync counter).
+add_executable(test_batch test_batch.c)
+target_compile_definitions(test_batch PRIVATE MARK_SITE=jump)
+target_include_directories(test_batch PRIVATE ${MARK_TEST_DIR})
+target_link_libraries(test_batch PRIVATE mark_static)
+add_test(NAME test_batch COMMAND test_batch)
+
+# C++: inline functions, templates, members; C++11 and C++17; in an exe and a shared object.
+foreach(kind jump immediate generic)
+  foreach(std 11 17)
+    add_library(cxx_lib_${kind}_${std} SHARED cxx_lib.cc)
+    target_link_libraries(cxx_lib_${kind}_${std} PRIVATE mark)
+    target_compile_definitions(cxx_lib_${kind}_${std} PRIVATE MARK_SITE=${kind})
+    set_target_properties(cxx_lib_${kind}_${std} PROPERTIES CXX_STANDARD ${std} CXX_EXTENSIONS OFF)
+    add_executable(test_cxx${std}_${kind} test_cxx.cc)
+    target_compile_definitions(test_cxx${std}_${kind} PRIVATE MARK_SITE=${kind})
+    set_target_properties(test_cxx${std}_${kind} PROPERTIES CXX_STANDARD ${std} CXX_EXTENSIONS OFF)
+    target_link_libraries(test_cxx${std}_${kind} PRIVATE mark cxx_lib_${kind}_${std})
+    add_test(NAME test_cxx${std}_${kind} COMMAND test_cxx${std}_${kind})
+  endforeach()
+endforeach()

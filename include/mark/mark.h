@@ -170,7 +170,8 @@ struct mark__site {
  * shared objects need no relocation for it.
  */
 struct mark__code_entry {
-	int32_t code;      /* the 5-byte NOP (jump) or the movb (immediate)       */
+	int32_t code;      /* the 5-byte NOP (jump) or the movb (immediate); 0 for a
+			      data-only entry that just announces a generic descriptor */
 	int32_t target;    /* jump: out-of-line block; immediate: 0               */
 	int32_t desc;      /* its struct mark__site                              */
 };
@@ -178,7 +179,7 @@ struct mark__code_entry {
 void mark__fire(struct mark__site *site, const uint64_t *args);
 void mark__register_object(const void *descs_begin, const void *descs_end,
 			   const void *codes_begin, const void *codes_end);
-void mark__unregister_object(const void *descs_begin);
+void mark__unregister_object(const void *descs_begin, const void *codes_begin);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus
@@ -293,7 +294,9 @@ namespace {
 struct mark__tu_tag {};
 }
 namespace mark_detail {
-template <class TU, class Local> struct site_holder { static struct mark__site desc; };
+template <class TU, class Local> struct site_holder {
+	static struct mark__site desc __attribute__((section("__mark_descs")));
+};
 template <class TU, class Local>
 struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_descs"))) = Local::make();
 } /* namespace mark_detail */
@@ -355,7 +358,23 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 	})
 
 /* Generic: a plain load of the per-site flag, a test and a predicted branch. */
+#ifdef __cplusplus
+/*
+ * GCC ignores the section attribute of a class template's static member, so
+ * in C++ the descriptor is also announced by a data-only entry (code 0) in
+ * __mark_sites.  It emits no instruction.
+ */
+#define MARK__TEST_GENERIC(desc)                                                       \
+	({                                                                             \
+		__asm__(".pushsection __mark_sites, \"a?\"\n"                          \
+			".balign 4\n"                                                  \
+			".long 0, 0, %c0 - .\n"                                        \
+			".popsection\n" : : "i"(&(desc)));                             \
+		__atomic_load_n(&(desc).semaphore, __ATOMIC_RELAXED) != 0;             \
+	})
+#else
 #define MARK__TEST_GENERIC(desc) (__atomic_load_n(&(desc).semaphore, __ATOMIC_RELAXED) != 0)
+#endif
 
 #if MARK__KIND == 1
 #define MARK__TEST(desc) MARK__TEST_JUMP(desc)
@@ -411,15 +430,42 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 			 ".size _.stapsdt.base, 1\n"                                          \
 			 ".popsection\n"                                                      \
 			 ".endif\n"                                                           \
+			 MARK__USDT_PROBES_ANCHOR                                             \
 			 : : [mark_sem] "i"(sem) MARK__EACH(MARK__USDT_OPS, ##__VA_ARGS__))
 #else
 #define MARK__USDT(desc, sem, prov, nm, ...) ((void)0)
 #endif
 
+/*
+ * Semaphores.  A generic site's semaphore is its enable flag, inside the
+ * descriptor in section __mark_descs.  Tools turn the semaphore's link-time
+ * address into the file offset the kernel's uprobe reference counter wants
+ * (ref_ctr_offset) with the formula of sys/sdt.h's layout:
+ *     offset = sem - shdr(".probes").sh_addr + shdr(".probes").sh_offset
+ * (bcc, hence bpftrace; perf).  Without a ".probes" section they compute no
+ * offset and the semaphore is never incremented.  The formula holds for any
+ * address in the same PT_LOAD segment as .probes, because a segment maps
+ * file offsets to addresses by one constant.  Both .probes and __mark_descs
+ * are writable PROGBITS orphan sections, which the linkers (ld.bfd, gold,
+ * lld) place in the same read-write segment, so each object with generic
+ * sites carries one 2-byte anchor ".probes" section (a comdat group: one
+ * per link; "R" keeps it under --gc-sections).  tests/usdt checks the
+ * resulting offsets against the program headers of real binaries.
+ */
 #if MARK__KIND == 3
 #define MARK__USDT_SEM(desc) (&(desc).semaphore)
+#define MARK__USDT_PROBES_ANCHOR                                                                \
+	".ifndef _.mark.probes.anchor\n"                                                      \
+	".pushsection .probes, \"awGR\", \"progbits\", _.mark.probes.anchor, comdat\n"        \
+	".weak _.mark.probes.anchor\n"                                                        \
+	".hidden _.mark.probes.anchor\n"                                                      \
+	"_.mark.probes.anchor: .space 2\n"                                                    \
+	".size _.mark.probes.anchor, 2\n"                                                     \
+	".popsection\n"                                                                       \
+	".endif\n"
 #else
 #define MARK__USDT_SEM(desc) 0
+#define MARK__USDT_PROBES_ANCHOR ""
 #endif
 
 /* ---------------- the user-facing macros ---------------------------- */
@@ -489,7 +535,7 @@ static void __attribute__((constructor, used)) mark__object_ctor(void)
 }
 static void __attribute__((destructor, used)) mark__object_dtor(void)
 {
-	mark__unregister_object(__start___mark_descs);
+	mark__unregister_object(__start___mark_descs, __start___mark_sites);
 }
 #endif /* MARK_DISABLE */
 

@@ -85,6 +85,11 @@ MARK_HIDDEN void mark_registry_unlock(void);
 MARK_HIDDEN struct mark_marker *mark_marker_lookup_locked(const char *provider, const char *probe);
 /* Arm/disarm the invoke sites of an event-handler list (reference counted). */
 MARK_HIDDEN int mark_eventhandler_arm_locked(struct mark_marker *m, bool on);
+/* The marker of event-handler list `name` (provider "eventhandler"), created
+ * if no loaded object has an invoke site for it yet, so that its count can
+ * be raised before such an object is loaded.  NULL: out of memory, or the
+ * name belongs to a marker that is not an event-handler list. */
+MARK_HIDDEN struct mark_marker *mark_eventhandler_marker_get_locked(const char *name);
 /* Rebuild m->probes from the registered probes (registry lock held). */
 MARK_HIDDEN void mark_probes_rebuild_locked(struct mark_marker *m, void ***retired, size_t *nretired);
 MARK_HIDDEN void mark_probes_retire(void **retired, size_t nretired);

@@ -340,6 +340,20 @@ int mark_eventhandler_arm_locked(struct mark_marker *m, bool on)
 	return r;
 }
 
+struct mark_marker *mark_eventhandler_marker_get_locked(const char *name)
+{
+	/* A descriptor-shaped key: marker_get_locked reads provider, name and flags. */
+	struct mark__site key;
+	memset(&key, 0, sizeof(key));
+	key.provider = "eventhandler";
+	key.name = name;
+	key.format = "";
+	key.flags = MARK__F_EVENTHANDLER;
+	bool created;
+	struct mark_marker *m = marker_get_locked(&key, &created);
+	return m && m->eventhandler ? m : NULL;
+}
+
 static void add_rule_locked(const char *glob, bool arm)
 {
 	struct arm_rule **pp = &rules;
@@ -465,17 +479,55 @@ static struct mark__site *entry_desc(const struct mark__code_entry *e)
 	return (struct mark__site *)((const char *)&e->desc + e->desc);
 }
 
+static int compare_pointers(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The descriptors of an object: those in its __mark_descs section (C) and
+ * those its code entries point to (C++ template members, which GCC does not
+ * place in the section), each once.
+ */
+static struct mark__site **collect_descs(struct mark__site *descs, size_t ndescs,
+					 const struct mark__code_entry *codes, size_t ncodes, size_t *count)
+{
+	struct mark__site **all = malloc((ndescs + ncodes + 1) * sizeof(*all));
+	size_t n = 0;
+	if (!all)
+		return NULL;
+	for (size_t i = 0; i < ndescs; i++)
+		all[n++] = &descs[i];
+	for (size_t i = 0; i < ncodes; i++)
+		all[n++] = entry_desc(&codes[i]);
+	qsort(all, n, sizeof(*all), compare_pointers);
+	size_t unique = 0;
+	for (size_t i = 0; i < n; i++)
+		if (unique == 0 || all[unique - 1] != all[i])
+			all[unique++] = all[i];
+	*count = unique;
+	return all;
+}
+
+static const void *object_key(const void *descs_begin, const void *codes_begin)
+{
+	return descs_begin ? descs_begin : codes_begin;
+}
+
 void mark__register_object(const void *descs_begin, const void *descs_end,
 			   const void *codes_begin, const void *codes_end)
 {
-	if (!descs_begin || descs_begin == descs_end)
+	const void *key = object_key(descs_begin != descs_end ? descs_begin : NULL,
+				     codes_begin != codes_end ? codes_begin : NULL);
+	if (!key)
 		return;
 	mark_init();
-	char *path = object_path(descs_begin);
+	char *path = object_path(key);
 
 	pthread_mutex_lock(&registry_mutex);
 	for (struct mark_object *o = objects; o; o = o->next) {
-		if (o->descs_begin == descs_begin) {
+		if (o->descs_begin == key) {
 			o->refs++;   /* another translation unit of the same object */
 			pthread_mutex_unlock(&registry_mutex);
 			free(path);
@@ -483,32 +535,35 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 		}
 	}
 
-	struct mark__site *descs = (struct mark__site *)descs_begin;
-	size_t ndescs = (size_t)((const struct mark__site *)descs_end - descs);
+	struct mark__site *section_descs = (struct mark__site *)descs_begin;
+	size_t nsection = descs_begin ? (size_t)((const struct mark__site *)descs_end - section_descs) : 0;
 	const struct mark__code_entry *codes = codes_begin;
 	size_t ncodes = codes ? (size_t)((const struct mark__code_entry *)codes_end - codes) : 0;
+	size_t ndescs = 0;
+	struct mark__site **descs = collect_descs(section_descs, nsection, codes, ncodes, &ndescs);
 
 	struct mark_object *obj = calloc(1, sizeof(*obj));
-	struct mark_site_rt *sites = calloc(ndescs + ncodes, sizeof(*sites));
-	if (!obj || !sites) {
+	struct mark_site_rt *sites = calloc(ndescs + ncodes + 1, sizeof(*sites));
+	struct mark_marker **new_markers = calloc(ndescs + 1, sizeof(*new_markers));
+	if (!descs || !obj || !sites || !new_markers) {
 		pthread_mutex_unlock(&registry_mutex);
 		fprintf(stderr, "mark: out of memory registering the markers of %s\n", path);
+		free(descs);
 		free(obj);
 		free(sites);
+		free(new_markers);
 		free(path);
 		return;
 	}
-	obj->descs_begin = descs_begin;
+	obj->descs_begin = key;
 	obj->refs = 1;
 	obj->path = path;
 	obj->sites = sites;
-
-	struct mark_marker **new_markers = calloc(ndescs + 1, sizeof(*new_markers));
 	size_t nnew = 0;
 
 	/* Pass 1: every descriptor gets its marker. */
 	for (size_t i = 0; i < ndescs; i++) {
-		struct mark__site *d = &descs[i];
+		struct mark__site *d = descs[i];
 		if (d->abi != MARK__ABI) {
 			fprintf(stderr, "mark: %s: a marker descriptor has ABI %u, this libmark expects %u; "
 					"rebuild it against the installed <mark/mark.h>\n", path, d->abi, MARK__ABI);
@@ -520,7 +575,7 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 			fprintf(stderr, "mark: out of memory registering marker %s of %s\n", d->name, path);
 			continue;
 		}
-		if (created && new_markers)
+		if (created)
 			new_markers[nnew++] = m;
 		if (!(d->flags & MARK__F_ENABLED_TEST) && !m->format_known)
 			marker_take_format_locked(m, d);
@@ -536,11 +591,13 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 		struct mark__site *d;
 		struct mark_site_rt *s = &sites[n];
 		if (i < ndescs) {
-			d = &descs[i];
+			d = descs[i];
 			if (d->kind != MARK_KIND_GENERIC)
 				continue;
 		} else {
 			const struct mark__code_entry *e = &codes[i - ndescs];
+			if (e->code == 0)
+				continue;   /* data-only entry: its generic descriptor is handled above */
 			d = entry_desc(e);
 			s->code = (uint8_t *)((const char *)&e->code + e->code);
 			s->target = e->target ? (uint8_t *)((const char *)&e->target + e->target) : NULL;
@@ -575,6 +632,7 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 	obj->nsites = n;
 	obj->next = objects;
 	objects = obj;
+	free(descs);
 
 	/* Probes registered before this object was loaded. */
 	void **retired = NULL;
@@ -596,13 +654,14 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 	free(new_markers);
 }
 
-void mark__unregister_object(const void *descs_begin)
+void mark__unregister_object(const void *descs_begin, const void *codes_begin)
 {
-	if (!descs_begin)
+	const void *key = object_key(descs_begin, codes_begin);
+	if (!key)
 		return;
 	pthread_mutex_lock(&registry_mutex);
 	struct mark_object **pp = &objects;
-	while (*pp && (*pp)->descs_begin != descs_begin)
+	while (*pp && (*pp)->descs_begin != key)
 		pp = &(*pp)->next;
 	struct mark_object *obj = *pp;
 	if (!obj || --obj->refs > 0) {

@@ -9,6 +9,17 @@
  * handler below moves it to where the new instruction would have taken
  * it.  A whole batch costs three core syncs, whatever its size.
  *
+ * Under a debugger (ptrace), an int3 that is not the debugger's own stops
+ * the process and, with gdb's default "handle SIGTRAP nopass", is never
+ * delivered to our handler, so the thread would resume in the middle of
+ * an instruction.  When the process is traced the guard is instead a
+ * two-byte self-jump (eb fe): a thread that reaches the site spins there
+ * until the final bytes land, and no signal is involved.  Both guard and
+ * final first bytes are written with one 2-byte store, atomic because a
+ * site never straddles a cache line (Intel SDM 8.1.1).  The patching
+ * thread blocks signals meanwhile, so no handler of its own can spin on
+ * a site it is patching.
+ *
  * Core sync: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE) makes
  * every running thread of the process execute a core-serialising
  * instruction before it returns, so no core keeps executing stale bytes
@@ -19,6 +30,7 @@
 #include "../../core/internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <signal.h>
@@ -31,6 +43,7 @@
 #include <unistd.h>
 
 #define INT3 0xcc
+#define SELF_JUMP 0xfeeb   /* "jmp ." as a little-endian 16-bit value */
 #define JMP_REL32 0xe9
 #define MOVB_AL 0xb0
 #define JUMP_LEN 5
@@ -208,6 +221,57 @@ static void write_byte(uint8_t *addr, uint8_t value)
 	__atomic_store_n(addr, value, __ATOMIC_RELAXED);
 }
 
+/* One 2-byte store; the address may be odd, so it is done in asm. */
+static void write_two_bytes(uint8_t *addr, uint16_t value)
+{
+	__asm__ volatile("movw %w1, (%0)" : : "r"(addr), "r"(value) : "memory");
+}
+
+static bool process_is_traced(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	long tracer = 0;
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "TracerPid: %ld", &tracer) == 1)
+			break;
+	fclose(f);
+	return tracer != 0;
+}
+
+/* The three steps, with int3 or with a self-jump as the guard. */
+static int write_batch(const struct mark_patch *patches, size_t count, bool spin_guard)
+{
+	uint8_t bytes[JUMP_LEN];
+	size_t len;
+	for (size_t i = 0; i < count; i++) {
+		if (spin_guard)
+			write_two_bytes(patches[i].code, SELF_JUMP);
+		else
+			write_byte(patches[i].code, INT3);
+	}
+	int err = sync_cores();
+	for (size_t i = 0; !err && i < count; i++) {
+		desired_bytes(&patches[i], bytes, &len);
+		for (size_t b = spin_guard ? 2 : 1; b < len; b++)
+			write_byte(patches[i].code + b, bytes[b]);
+	}
+	if (!err)
+		err = sync_cores();
+	for (size_t i = 0; i < count; i++) {
+		/* Even after a failed sync the guard is replaced: none stays behind. */
+		desired_bytes(&patches[i], bytes, &len);
+		if (spin_guard)
+			write_two_bytes(patches[i].code, (uint16_t)(bytes[0] | bytes[1] << 8));
+		else
+			write_byte(patches[i].code, bytes[0]);
+	}
+	int err2 = sync_cores();
+	return err ? err : err2;
+}
+
 /* Page-granular protection changes over the sorted batch. */
 static int set_protection(const struct mark_patch *p, size_t count, int prot, size_t *done)
 {
@@ -247,7 +311,8 @@ int mark_arch_patch(struct mark_patch *patches, size_t count)
 		return 0;
 	qsort(patches, count, sizeof(*patches), compare_patch);
 
-	int err = ensure_trap_handler();
+	bool spin_guard = process_is_traced();
+	int err = spin_guard ? 0 : ensure_trap_handler();
 	if (err)
 		return err;
 
@@ -265,33 +330,18 @@ int mark_arch_patch(struct mark_patch *patches, size_t count)
 			(void *)patches[done < count ? done : 0].code, strerror(-err));
 	}
 
+	sigset_t all, saved;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &saved);
+
 	struct trap_table table = { patches, count };
 	__atomic_store_n(&active_table, &table, __ATOMIC_SEQ_CST);
-
-	uint8_t bytes[JUMP_LEN];
-	size_t len;
-	for (size_t i = 0; i < count; i++)
-		write_byte(patches[i].code, INT3);
-	err = sync_cores();
-	for (size_t i = 0; !err && i < count; i++) {
-		desired_bytes(&patches[i], bytes, &len);
-		for (size_t b = 1; b < len; b++)
-			write_byte(patches[i].code + b, bytes[b]);
-	}
-	if (!err)
-		err = sync_cores();
-	for (size_t i = 0; i < count; i++) {
-		/* On a failed sync the first byte is still restored, so no int3 stays behind. */
-		desired_bytes(&patches[i], bytes, &len);
-		write_byte(patches[i].code, bytes[0]);
-	}
-	int err2 = sync_cores();
-	if (!err)
-		err = err2;
-
+	err = write_batch(patches, count, spin_guard);
 	__atomic_store_n(&active_table, NULL, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&handlers_running, __ATOMIC_SEQ_CST) != 0)
 		sched_yield();
+
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
 
 	size_t ignored;
 	set_protection(patches, count, PROT_READ | PROT_EXEC, &ignored);

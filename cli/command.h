@@ -1,0 +1,23 @@
+/*
+ * Subcommands of the `mark` command.  Each lives in its own cli/cmd_*.c and
+ * registers itself with MARK_CLI_COMMAND(); main.c finds them through the
+ * mark_cli_commands section, so adding a command touches no shared table.
+ */
+#ifndef MARK_CLI_COMMAND_H
+#define MARK_CLI_COMMAND_H
+
+struct mark_cli_command {
+	const char *name;
+	const char *summary;   /* one line for `mark --help` */
+	int (*run)(int argc, char **argv);   /* argv[0] is the command name */
+};
+
+#define MARK_CLI_COMMAND(ident, name_, summary_, run_)                          \
+	static const struct mark_cli_command mark_cli_cmd_##ident                \
+		__attribute__((used, section("mark_cli_commands"), aligned(8))) = { \
+			name_, summary_, run_ }
+
+/* Print "mark: <message>" to stderr; returns 1 (the usage/error exit status). */
+int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,49 @@
+/*
+ * The built-in tracer's control interface inside libmark (not installed).
+ * Used by the environment configuration (MARK_TRACE=...) and by the control
+ * agent (`mark record --pid`, `mark snapshot`).
+ *
+ * One tracing session per process at a time.  All functions are safe to
+ * call from any thread except a signal handler; they never crash or stop
+ * the host program: on bad input they return -errno with mark_last_error()
+ * set to a one-line explanation.
+ */
+#ifndef MARK_TRACER_H
+#define MARK_TRACER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum mark_trace_mode {
+	MARK_TRACE_DISCARD = 0,    /* full buffer: drop new events, count them      */
+	MARK_TRACE_OVERWRITE = 1,  /* flight recorder: keep the newest events        */
+	MARK_TRACE_BLOCK = 2,      /* never lose: the producer waits                 */
+};
+
+struct mark_trace_config {
+	const char *directory;        /* CTF trace directory (created if missing) */
+	enum mark_trace_mode mode;
+	size_t buffer_size;           /* bytes per buffer; 0 = default            */
+	const char *const *globs;     /* markers to arm and record; NULL-terminated */
+};
+
+struct mark_trace_stats {
+	uint64_t events;              /* recorded                                  */
+	uint64_t lost;                /* discarded (discard mode) or overwritten    */
+	uint64_t bytes_written;       /* to stream files                            */
+	int active;                   /* a session is running                        */
+};
+
+/* Start a session: arm the globs, connect the tracer probe, start the consumer. */
+int mark_tracer_start(const struct mark_trace_config *config);
+/* Stop: disarm what the session armed, disconnect, flush every buffer, finish the trace. */
+int mark_tracer_stop(void);
+/* Overwrite mode: write the current buffer contents as a CTF trace into `directory`. */
+int mark_tracer_snapshot(const char *directory);
+void mark_tracer_get_stats(struct mark_trace_stats *stats);
+/* Parse "discard|overwrite|block"; -EINVAL otherwise. */
+int mark_trace_mode_parse(const char *text, enum mark_trace_mode *mode);
+/* Parse "4096", "64k", "16M", "1G"; -EINVAL/-ERANGE otherwise. */
+int mark_size_parse(const char *text, size_t *bytes);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * Batching and placement of jump sites:
+ *  - arming 1,000 sites costs 3 core syncs, not 3,000;
+ *  - no 5-byte site straddles a 64-byte cache line.
+ * Linked statically to read the patcher's sync counter.
+ */
+#include <mark/mark.h>
+#include "testutil.h"
+
+#include <stdint.h>
+
+unsigned long mark_arch_sync_count(void);
+
+#define S(n) MARK(batch_##n, "%d", x);
+#define S10(n) S(n##0) S(n##1) S(n##2) S(n##3) S(n##4) S(n##5) S(n##6) S(n##7) S(n##8) S(n##9)
+#define S100(n) S10(n##0) S10(n##1) S10(n##2) S10(n##3) S10(n##4) S10(n##5) S10(n##6) S10(n##7) S10(n##8) S10(n##9)
+
+static int hits;
+static void probe(const struct mark_marker *m, void *priv, const uint64_t *args)
+{
+	(void)m;
+	(void)priv;
+	(void)args;
+	hits++;
+}
+
+__attribute__((noinline)) static void all_sites(int x)
+{
+	S100(1) S100(2) S100(3) S100(4) S100(5) S100(6) S100(7) S100(8) S100(9) S100(10)
+}
+
+struct placement { int sites, straddling; };
+static int check_site(const struct mark_site_info *s, void *arg)
+{
+	struct placement *p = arg;
+	uintptr_t a = (uintptr_t)s->address;
+	p->sites++;
+	if (a / 64 != (a + 4) / 64)
+		p->straddling++;
+	return 0;
+}
+static int check_marker(const struct mark_marker *m, void *arg)
+{
+	return mark_marker_sites(m, check_site, arg);
+}
+
+int main(void)
+{
+	CHECK_EQ(mark_probe_register_fast("batch_*", probe, NULL), 0);
+	unsigned long syncs = mark_arch_sync_count();
+	CHECK_EQ(mark_arm("batch_*"), 1000);
+	CHECK_EQ(mark_arch_sync_count() - syncs, 3);
+	all_sites(1);
+	CHECK_EQ(hits, 1000);
+	syncs = mark_arch_sync_count();
+	CHECK_EQ(mark_disarm("batch_*"), 1000);
+	CHECK_EQ(mark_arch_sync_count() - syncs, 3);
+	all_sites(1);
+	CHECK_EQ(hits, 1000);
+
+	struct placement p = { 0, 0 };
+	mark_list("batch_*", check_marker, &p);
+	CHECK_EQ(p.sites, 1000);
+	CHECK_EQ(p.straddling, 0);
+	printf("%d sites, %d straddle a cache line\n", p.sites, p.straddling);
+	TEST_DONE();
+}

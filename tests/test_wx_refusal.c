@@ -1,0 +1,99 @@
+/*
+ * A system that refuses code patching: a seccomp filter makes
+ * mprotect(PROT_WRITE|PROT_EXEC) fail with EACCES, as an SELinux
+ * deny_execmem/execmod policy does.  mark_arm must fail with an error that
+ * names the cause, leave every site untouched, and the generic kind must
+ * keep working.
+ */
+#include <mark/mark.h>
+#include "testutil.h"
+
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+static int hits;
+static void probe(const struct mark_marker *m, void *priv, const uint64_t *args)
+{
+	(void)m;
+	(void)priv;
+	(void)args;
+	hits++;
+}
+
+static int fire(void)
+{
+	MARK(wx_a, "%d", 1);
+	MARK(wx_a, "%d", 2);
+	return MARK_ENABLED(wx_a);
+}
+
+static int deny_writable_exec(void)
+{
+	struct sock_filter filter[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mprotect, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PROT_WRITE, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EACCES & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(filter) / sizeof(filter[0]), filter };
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+struct bytes { unsigned char b[5][5]; int n; };
+static int save_bytes(const struct mark_site_info *s, void *arg)
+{
+	struct bytes *b = arg;
+	if (s->kind != MARK_KIND_GENERIC && b->n < 5)
+		memcpy(b->b[b->n++], s->address, 5);
+	return 0;
+}
+
+static const struct mark_marker *wx;
+static int find(const struct mark_marker *m, void *arg)
+{
+	(void)arg;
+	wx = m;
+	return 1;
+}
+
+int main(void)
+{
+	if (deny_writable_exec() != 0)
+		TEST_SKIP("cannot install a seccomp filter: %s", strerror(errno));
+	CHECK_EQ(mark_probe_register_fast("wx_a", probe, NULL), 0);
+	mark_list("wx_a", find, NULL);
+	CHECK(wx != NULL);
+	struct bytes before = { 0 };
+	mark_marker_sites(wx, save_bytes, &before);
+
+	int r = mark_arm("wx_*");
+#if MARK__KIND == 3
+	CHECK_EQ(r, 3);   /* generic sites need no patching */
+	CHECK(fire());
+	CHECK_EQ(hits, 2);
+#else
+	CHECK_EQ(r, -EACCES);
+	const char *err = mark_last_error();
+	printf("mark_arm error: %s\n", err);
+	CHECK(strstr(err, "W^X") != NULL);
+	CHECK(strstr(err, "Permission denied") != NULL);
+	CHECK(strstr(err, "MARK_SITE=generic") != NULL);
+	CHECK(!fire());
+	CHECK_EQ(hits, 0);
+	struct bytes after = { 0 };
+	mark_marker_sites(wx, save_bytes, &after);
+	CHECK_EQ(before.n, 3);
+	CHECK(memcmp(before.b, after.b, sizeof(before.b)) == 0);   /* nothing half-patched */
+	CHECK(mark_disarm("wx_*") == 0);
+#endif
+	TEST_DONE();
+}
