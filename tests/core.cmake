@@ -37,3 +37,20 @@ foreach(kind jump immediate generic)
     add_test(NAME test_cxx${std}_${kind} COMMAND test_cxx${std}_${kind})
   endforeach()
 endforeach()
+
+# gdb: patching under a debugger (trap-free protocol) and breakpoints still work.
+foreach(kind jump immediate)
+  add_executable(gdb_target_${kind} gdb_target.c)
+  target_compile_definitions(gdb_target_${kind} PRIVATE MARK_SITE=${kind})
+  target_link_libraries(gdb_target_${kind} PRIVATE mark Threads::Threads)
+  add_test(NAME test_gdb_${kind} COMMAND ${MARK_TEST_DIR}/test_gdb.sh $<TARGET_FILE:gdb_target_${kind}>)
+  set_tests_properties(test_gdb_${kind} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+endforeach()
+
+# make install: headers, libraries, pkg-config and CMake package work for a user program.
+add_test(NAME test_install COMMAND ${MARK_TEST_DIR}/test_install.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_install PROPERTIES TIMEOUT 300)
+
+# mark list FILE: markers read from an executable and a shared object without running them.
+add_test(NAME test_list_file COMMAND ${MARK_TEST_DIR}/test_list_file.sh $<TARGET_FILE:mark_cli>
+         $<TARGET_FILE:test_api_jump> $<TARGET_FILE:cxx_lib_generic_17> $<TARGET_FILE:dl_markers_immediate>)

@@ -120,10 +120,13 @@ int main(void)
 	CHECK_EQ(mark_marker_args(basic)[0].size, 4);
 	CHECK_STR(mark_marker_args(basic)[1].name, "ptr");
 	CHECK_EQ(mark_marker_args(basic)[1].type, MARK_ARG_POINTER);
+	/* Two MARK sites and one MARK_ENABLED; the compiler may duplicate code
+	 * (inlining, unrolling), each copy being a site of its own. */
 	struct site_counts sc = { 0 };
 	mark_marker_sites(basic, count_sites, &sc);
-	CHECK_EQ(sc.sites, 3);          /* two MARK sites and one MARK_ENABLED */
-	CHECK_EQ(sc.enabled_tests, 1);
+	const int basic_sites = sc.sites;
+	CHECK(sc.sites >= 3);
+	CHECK(sc.enabled_tests >= 1);
 	CHECK_EQ(sc.armed, 0);
 #if defined(MARK_SITE)
 	CHECK_EQ(sc.kind, MARK__KIND);
@@ -170,7 +173,7 @@ int main(void)
 	CHECK_EQ(api_other_tu_enabled(), 0);
 
 	/* Arm by exact name: both sites and the MARK_ENABLED site. */
-	CHECK_EQ(mark_arm("api_basic"), 3);
+	CHECK_EQ(mark_arm("api_basic"), basic_sites);
 	CHECK_EQ(mark_arm("api_basic"), 0);   /* already armed: nothing changes */
 	CHECK_EQ(api_other_tu_enabled(), 1);
 	norder = 0;
@@ -191,14 +194,25 @@ int main(void)
 	CHECK_EQ(any_hits, 2);   /* api_inline is still disarmed */
 
 	/* Globs: arm the inline marker in both translation units. */
-	CHECK_EQ(mark_arm("api_inl?ne"), 2);
+	const struct mark_marker *inl = NULL;
+	mark_list("api_inline", find_basic, &inl);
+	struct site_counts ic = { 0 };
+	if (inl)
+		mark_marker_sites(inl, count_sites, &ic);
+	CHECK(ic.sites >= 2);
+	CHECK_EQ(mark_arm("api_inl?ne"), ic.sites);
 	api_inline_hit(5);
 	CHECK_EQ(any_hits, 3);
 	CHECK_EQ(mark_arm("no_such_marker_*"), 0);
 
 	/* Types follow the format, with printf's promotions. */
 	CHECK_EQ(mark_probe_register("api_types", "%hd %c %s %f %llx %zu %ld", types_probe, NULL), 0);
-	CHECK_EQ(mark_arm("api_t*"), 1);
+	const struct mark_marker *types = NULL;
+	mark_list("api_types", find_basic, &types);
+	struct site_counts tc = { 0 };
+	if (types)
+		mark_marker_sites(types, count_sites, &tc);
+	CHECK_EQ(mark_arm("api_t*"), tc.sites);
 	struct request req = { 10, "hello" };
 	hit_types(&req);
 	CHECK_EQ(types_seen, 1);
@@ -212,7 +226,7 @@ int main(void)
 
 	/* Disarm everything. */
 	int disarmed = mark_disarm("*");
-	CHECK_EQ(disarmed, 3 + 2 + 1);
+	CHECK_EQ(disarmed, basic_sites + ic.sites + tc.sites);
 	CHECK_EQ(api_other_tu_enabled(), 0);
 	int before = fast_hits + any_hits + types_seen;
 	hit_basic(1, NULL);

@@ -161,7 +161,13 @@ struct mark__site {
 	/* set once by libmark (release) before the site can be armed; read with
 	 * acquire by mark__fire(); never changes afterwards (markers live until exit). */
 	struct mark_marker *marker;
-	uintptr_t reserved[2];
+	/* 1 while libmark has the site armed.  mark__fire() reads it inside its
+	 * RCU read-side critical section, so once a disarm has returned and a
+	 * grace period has passed, no thread can still call a probe from this
+	 * site, even one that had already taken the jump. */
+	uint8_t armed;
+	uint8_t reserved8[7];
+	uintptr_t reserved;
 } __attribute__((aligned(64)));
 
 /*
@@ -265,7 +271,16 @@ template <> struct arg_sign<decltype(nullptr)> { enum { value = 1 }; };
 #define MARK__KIND_OF(k) MARK__KIND_OF_(k)
 
 #if !defined(MARK_SITE)
-#if (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && defined(__cplusplus) && defined(__clang__) && __clang_major__ < 17
+/*
+ * clang++ before 17 assumes any asm goto of a function may reach any
+ * asm-goto label in it, so an initialised variable between two jump sites
+ * is a hard error ("cannot jump from this asm goto statement").  Default to
+ * immediate sites there; -DMARK_SITE=jump still works in functions without
+ * such variables.
+ */
+#define MARK__KIND 2
+#elif (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
 #define MARK__KIND 1
 #else
 #define MARK__KIND 3
@@ -286,7 +301,7 @@ template <> struct arg_sign<decltype(nullptr)> { enum { value = 1 }; };
  */
 #define MARK__DESC_INIT(kind, flags, prov, nm, fmt, argnames, nargs)          \
 	{ MARK__ABI, (uint8_t)(kind), (uint8_t)(nargs), (uint16_t)(flags),    \
-	  MARK__STR(prov), nm, fmt, argnames, __FILE__, (uint32_t)__LINE__, 0, 0, { 0, 0 } }
+	  MARK__STR(prov), nm, fmt, argnames, __FILE__, (uint32_t)__LINE__, 0, 0, 0, { 0 }, 0 }
 
 #ifdef __cplusplus
 extern "C++" {
@@ -298,7 +313,7 @@ template <class TU, class Local> struct site_holder {
 	static struct mark__site desc __attribute__((section("__mark_descs")));
 };
 template <class TU, class Local>
-struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_descs"))) = Local::make();
+struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_descs"), used)) = Local::make();
 } /* namespace mark_detail */
 }
 #define MARK__DEFINE_DESC(var, kind, flags, prov, nm, fmt, argnames, nargs)               \
@@ -309,8 +324,10 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 	}
 #define MARK__DESC_REF(var) (::mark_detail::site_holder<mark__tu_tag, mark__local_tag>::desc)
 #else
-#define MARK__DEFINE_DESC(var, kind, flags, prov, nm, fmt, argnames, nargs)      \
-	static struct mark__site var __attribute__((section("__mark_descs"))) = \
+/* `used`: libmark and the kernel (USDT semaphore) write the flag, so the
+ * compiler must not fold its loads to the initial 0 (clang does otherwise). */
+#define MARK__DEFINE_DESC(var, kind, flags, prov, nm, fmt, argnames, nargs)              \
+	static struct mark__site var __attribute__((section("__mark_descs"), used)) = \
 		MARK__DESC_INIT(kind, flags, prov, nm, fmt, argnames, nargs)
 #define MARK__DESC_REF(var) (var)
 #endif
@@ -326,7 +343,8 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 #define MARK__TEST_JUMP(desc)                                                          \
 	({                                                                             \
 		__label__ mark__on;                                                    \
-		int mark__r = 0;                                                       \
+		int mark__r; /* assigned, not initialised: clang++ < 17 */      \
+		mark__r = 0;                                                           \
 		__asm__ goto(".p2align 6,,4\n"                                         \
 			     "1: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"                 \
 			     ".pushsection __mark_sites, \"a?\"\n"                     \

@@ -282,7 +282,9 @@ void mark__fire(struct mark__site *site, const uint64_t *args)
 	if (__builtin_expect(m == NULL, 0))
 		return;   /* constructor not run yet */
 	urcu_bp_read_lock();
-	struct mark_probe_array *a = __atomic_load_n(&m->probes, __ATOMIC_CONSUME);
+	/* Inside the read-side section: see struct mark__site.armed. */
+	struct mark_probe_array *a = __atomic_load_n(&site->armed, __ATOMIC_RELAXED)
+					     ? __atomic_load_n(&m->probes, __ATOMIC_CONSUME) : NULL;
 	if (a) {
 		for (unsigned i = 0; i < a->count; i++) {
 			const struct mark_probe *p = &a->probes[i];

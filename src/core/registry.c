@@ -25,6 +25,10 @@
 #include "internal.h"
 #include "../arch/patch.h"
 
+/* The control agent (src/agent) starts once the process has markers.  Weak,
+ * so that a core-only build (-DMARK_MODULES="") links without it. */
+MARK_HIDDEN void mark_agent_autostart(void) __attribute__((weak));
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -266,6 +270,10 @@ static int apply_locked(struct mark_site_rt **sites, size_t n)
 	size_t np = 0;
 	if (n && !patches)
 		return mark_error(ENOMEM, "mark: out of memory while arming %zu sites", n);
+	/* Sites about to be armed admit probe calls first (see mark__site.armed). */
+	for (size_t i = 0; i < n; i++)
+		if (site_wants_armed(sites[i]) && !sites[i]->armed)
+			__atomic_store_n(&sites[i]->desc->armed, 1, __ATOMIC_RELEASE);
 	for (size_t i = 0; i < n; i++) {
 		struct mark_site_rt *s = sites[i];
 		bool want = site_wants_armed(s);
@@ -279,8 +287,12 @@ static int apply_locked(struct mark_site_rt **sites, size_t n)
 	}
 	int err = mark_arch_patch(patches, np);
 	free(patches);
-	if (err)
+	if (err) {
+		for (size_t i = 0; i < n; i++)
+			if (!sites[i]->armed)
+				__atomic_store_n(&sites[i]->desc->armed, 0, __ATOMIC_RELAXED);
 		return err;
+	}
 	int changed = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct mark_site_rt *s = sites[i];
@@ -298,6 +310,11 @@ static int apply_locked(struct mark_site_rt **sites, size_t n)
 		s->armed = want;
 		changed++;
 	}
+	/* Disarmed sites stop admitting probe calls; callers that need "no probe
+	 * runs any more" wait for a grace period (mark_synchronize()). */
+	for (size_t i = 0; i < n; i++)
+		if (!sites[i]->armed)
+			__atomic_store_n(&sites[i]->desc->armed, 0, __ATOMIC_RELEASE);
 	return changed;
 }
 
@@ -652,6 +669,9 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 	pthread_mutex_unlock(&registry_mutex);
 	mark_probes_retire(retired, nretired);
 	free(new_markers);
+	/* The process has markers: start the control agent (once; no lock held). */
+	if (mark_agent_autostart)
+		mark_agent_autostart();
 }
 
 void mark__unregister_object(const void *descs_begin, const void *codes_begin)

@@ -65,6 +65,7 @@ struct trap_table {
 };
 static struct trap_table *active_table;
 static unsigned handlers_running;
+static unsigned long batch_generation;   /* odd while a batch is in flight */
 static unsigned long sync_count;
 
 static struct sigaction previous_trap_action;
@@ -169,7 +170,11 @@ static void trap_handler(int sig, siginfo_t *info, void *ctx)
 	greg_t *gregs = uc->uc_mcontext.gregs;
 	uint8_t *code = (uint8_t *)gregs[REG_RIP] - 1;   /* int3 leaves RIP after itself */
 
-	if (info->si_code == SI_KERNEL) {
+	while (info->si_code == SI_KERNEL) {
+		/* batch_generation is odd while a batch is in flight (seqlock
+		 * style).  If it did not move while we looked, an int3 we find
+		 * at `code` that is in no published table is not ours. */
+		unsigned long generation = __atomic_load_n(&batch_generation, __ATOMIC_SEQ_CST);
 		__atomic_add_fetch(&handlers_running, 1, __ATOMIC_SEQ_CST);
 		const struct trap_table *t = __atomic_load_n(&active_table, __ATOMIC_SEQ_CST);
 		const struct mark_patch *p = t ? find_patch(t, code) : NULL;
@@ -188,10 +193,14 @@ static void trap_handler(int sig, siginfo_t *info, void *ctx)
 		/* A trap on an int3 that is gone by now: one of ours whose batch
 		 * completed while this thread was on its way here.  Re-execute
 		 * the instruction that stands there now. */
-		if (__atomic_load_n(code, __ATOMIC_RELAXED) != INT3) {
+		uint8_t now;
+		__asm__ volatile("movb (%1), %0" : "=q"(now) : "r"(code) : "memory");
+		if (now != INT3) {
 			gregs[REG_RIP] = (greg_t)code;
 			return;
 		}
+		if (__atomic_load_n(&batch_generation, __ATOMIC_SEQ_CST) == generation)
+			break;   /* a foreign int3 */
 	}
 	chain_trap(sig, info, ctx);
 }
@@ -216,12 +225,17 @@ static int ensure_trap_handler(void)
 	return 0;
 }
 
+/*
+ * Code bytes are written in asm: they are instructions, not data a
+ * sanitizer could track (TSan has no shadow memory for text), and the
+ * 2-byte store may be at an odd address.  Single stores are atomic; the
+ * protocol orders them with the core syncs, not with memory barriers.
+ */
 static void write_byte(uint8_t *addr, uint8_t value)
 {
-	__atomic_store_n(addr, value, __ATOMIC_RELAXED);
+	__asm__ volatile("movb %b1, (%0)" : : "r"(addr), "q"(value) : "memory");
 }
 
-/* One 2-byte store; the address may be odd, so it is done in asm. */
 static void write_two_bytes(uint8_t *addr, uint16_t value)
 {
 	__asm__ volatile("movw %w1, (%0)" : : "r"(addr), "r"(value) : "memory");
@@ -335,9 +349,11 @@ int mark_arch_patch(struct mark_patch *patches, size_t count)
 	pthread_sigmask(SIG_BLOCK, &all, &saved);
 
 	struct trap_table table = { patches, count };
+	__atomic_add_fetch(&batch_generation, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&active_table, &table, __ATOMIC_SEQ_CST);
 	err = write_batch(patches, count, spin_guard);
 	__atomic_store_n(&active_table, NULL, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&batch_generation, 1, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&handlers_running, __ATOMIC_SEQ_CST) != 0)
 		sched_yield();
 

@@ -1,0 +1,337 @@
+/*
+ * `mark list BINARY_OR_LIBRARY [GLOB]`: the markers compiled into a file,
+ * read from its sections without running it.  `mark list PID [GLOB]` asks
+ * a running process instead (cli_list_pid, in the control commands).
+ *
+ * The file's descriptors are the __mark_descs section (C sites) plus those
+ * the PC-relative __mark_sites entries point to (C++ template members).
+ * Their string fields are pointers: in a PIE or shared object the file
+ * holds 0 and an R_X86_64_RELATIVE relocation holds the address, so the
+ * relocations are applied here the way the dynamic loader would.
+ */
+#define _GNU_SOURCE
+#include "command.h"
+
+#include <mark/mark.h>
+
+#include <ctype.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+/* Provided by the control commands; absent from builds without them. */
+int cli_list_pid(pid_t pid, const char *glob) __attribute__((weak));
+
+struct elf_file {
+	const unsigned char *data;
+	size_t size;
+	const Elf64_Ehdr *ehdr;
+	const Elf64_Shdr *shdrs;
+	const Elf64_Phdr *phdrs;
+	const char *shstrtab;
+	Elf64_Rela *relative;   /* R_X86_64_RELATIVE relocations, sorted by offset */
+	size_t nrelative;
+};
+
+struct listed_site {
+	char *display;
+	char *format;
+	const char *kind;
+	char *location;
+	int enabled_test;
+};
+
+static const Elf64_Shdr *find_section(const struct elf_file *f, const char *name)
+{
+	for (unsigned i = 0; i < f->ehdr->e_shnum; i++)
+		if (f->shdrs[i].sh_name < f->shdrs[f->ehdr->e_shstrndx].sh_size &&
+		    strcmp(f->shstrtab + f->shdrs[i].sh_name, name) == 0)
+			return &f->shdrs[i];
+	return NULL;
+}
+
+/* File offset of a virtual address, through the loadable segments. */
+static const unsigned char *at_vaddr(const struct elf_file *f, uint64_t vaddr, size_t len)
+{
+	for (unsigned i = 0; i < f->ehdr->e_phnum; i++) {
+		const Elf64_Phdr *p = &f->phdrs[i];
+		if (p->p_type != PT_LOAD || vaddr < p->p_vaddr || vaddr + len > p->p_vaddr + p->p_filesz)
+			continue;
+		uint64_t off = vaddr - p->p_vaddr + p->p_offset;
+		if (off + len > f->size)
+			return NULL;
+		return f->data + off;
+	}
+	return NULL;
+}
+
+static int compare_rela(const void *a, const void *b)
+{
+	const Elf64_Rela *x = a, *y = b;
+	return x->r_offset < y->r_offset ? -1 : x->r_offset > y->r_offset;
+}
+
+static int load_relocations(struct elf_file *f)
+{
+	size_t n = 0;
+	for (unsigned i = 0; i < f->ehdr->e_shnum; i++) {
+		const Elf64_Shdr *s = &f->shdrs[i];
+		if (s->sh_type == SHT_RELA && s->sh_entsize == sizeof(Elf64_Rela) && s->sh_offset + s->sh_size <= f->size)
+			n += s->sh_size / sizeof(Elf64_Rela);
+	}
+	f->relative = calloc(n + 1, sizeof(Elf64_Rela));
+	if (!f->relative)
+		return -ENOMEM;
+	for (unsigned i = 0; i < f->ehdr->e_shnum; i++) {
+		const Elf64_Shdr *s = &f->shdrs[i];
+		if (s->sh_type != SHT_RELA || s->sh_entsize != sizeof(Elf64_Rela) || s->sh_offset + s->sh_size > f->size)
+			continue;
+		const Elf64_Rela *r = (const Elf64_Rela *)(f->data + s->sh_offset);
+		for (size_t k = 0; k < s->sh_size / sizeof(Elf64_Rela); k++)
+			if (ELF64_R_TYPE(r[k].r_info) == R_X86_64_RELATIVE)
+				f->relative[f->nrelative++] = r[k];
+	}
+	qsort(f->relative, f->nrelative, sizeof(Elf64_Rela), compare_rela);
+	return 0;
+}
+
+/* The pointer stored at `vaddr`, after relocation. */
+static uint64_t read_pointer(const struct elf_file *f, uint64_t vaddr)
+{
+	Elf64_Rela key = { .r_offset = vaddr };
+	const Elf64_Rela *r = bsearch(&key, f->relative, f->nrelative, sizeof(Elf64_Rela), compare_rela);
+	if (r)
+		return (uint64_t)r->r_addend;
+	const unsigned char *p = at_vaddr(f, vaddr, 8);
+	uint64_t v = 0;
+	if (p)
+		memcpy(&v, p, 8);
+	return v;
+}
+
+static char *read_string(const struct elf_file *f, uint64_t vaddr)
+{
+	if (!vaddr)
+		return strdup("");
+	const unsigned char *p = at_vaddr(f, vaddr, 1);
+	if (!p)
+		return strdup("?");
+	size_t max = (size_t)(f->data + f->size - p);
+	size_t len = strnlen((const char *)p, max);
+	return strndup((const char *)p, len);
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int compare_sites(const void *a, const void *b)
+{
+	const struct listed_site *x = a, *y = b;
+	int c = strcmp(x->display, y->display);
+	return c ? c : strcmp(x->location, y->location);
+}
+
+static int open_elf(const char *path, struct elf_file *f)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return cli_error("cannot open %s: %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return cli_error("%s is not a regular file; give an executable, a shared object or a PID", path);
+	}
+	f->size = (size_t)st.st_size;
+	f->data = f->size ? mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	close(fd);
+	if (f->data == MAP_FAILED || f->size < sizeof(Elf64_Ehdr) || memcmp(f->data, ELFMAG, SELFMAG) != 0)
+		return cli_error("%s is not an ELF file; give an executable, a shared object or a PID", path);
+	f->ehdr = (const Elf64_Ehdr *)f->data;
+	if (f->ehdr->e_ident[EI_CLASS] != ELFCLASS64 || f->ehdr->e_machine != EM_X86_64)
+		return cli_error("%s is not an x86-64 ELF file; this mark reads x86-64 objects only", path);
+	if (f->ehdr->e_shoff + (uint64_t)f->ehdr->e_shnum * sizeof(Elf64_Shdr) > f->size ||
+	    f->ehdr->e_phoff + (uint64_t)f->ehdr->e_phnum * sizeof(Elf64_Phdr) > f->size ||
+	    f->ehdr->e_shstrndx >= f->ehdr->e_shnum)
+		return cli_error("%s: truncated or corrupt ELF headers", path);
+	f->shdrs = (const Elf64_Shdr *)(f->data + f->ehdr->e_shoff);
+	f->phdrs = (const Elf64_Phdr *)(f->data + f->ehdr->e_phoff);
+	const Elf64_Shdr *shstr = &f->shdrs[f->ehdr->e_shstrndx];
+	if (shstr->sh_offset + shstr->sh_size > f->size)
+		return cli_error("%s: corrupt section name table", path);
+	f->shstrtab = (const char *)(f->data + shstr->sh_offset);
+	if (f->ehdr->e_type == ET_REL)
+		return cli_error("%s is an unlinked object file; mark lists linked executables and shared objects",
+				 path);
+	if (load_relocations(f) != 0)
+		return cli_error("out of memory");
+	return 0;
+}
+
+static int list_file(const char *path, const char *glob)
+{
+	struct elf_file f = { 0 };
+	if (open_elf(path, &f) != 0)
+		return 1;
+	const Elf64_Shdr *descs = find_section(&f, "__mark_descs");
+	const Elf64_Shdr *codes = find_section(&f, "__mark_sites");
+	size_t ndesc_sec = descs ? descs->sh_size / sizeof(struct mark__site) : 0;
+	size_t ncodes = codes ? codes->sh_size / sizeof(struct mark__code_entry) : 0;
+
+	/* Every descriptor address, each once; and how many code sites each has. */
+	uint64_t *addrs = calloc(ndesc_sec + ncodes + 1, sizeof(uint64_t));
+	uint64_t *code_descs = calloc(ncodes + 1, sizeof(uint64_t));
+	size_t n = 0, ncode_descs = 0;
+	if (!addrs || !code_descs)
+		return cli_error("out of memory");
+	for (size_t i = 0; i < ndesc_sec; i++)
+		addrs[n++] = descs->sh_addr + i * sizeof(struct mark__site);
+	for (size_t i = 0; i < ncodes; i++) {
+		uint64_t entry = codes->sh_addr + i * sizeof(struct mark__code_entry);
+		const unsigned char *e = at_vaddr(&f, entry, sizeof(struct mark__code_entry));
+		if (!e)
+			continue;
+		struct mark__code_entry ce;
+		memcpy(&ce, e, sizeof(ce));
+		uint64_t d = entry + offsetof(struct mark__code_entry, desc) + (int64_t)ce.desc;
+		addrs[n++] = d;
+		if (ce.code != 0)
+			code_descs[ncode_descs++] = d;
+	}
+	qsort(addrs, n, sizeof(uint64_t), compare_u64);
+	qsort(code_descs, ncode_descs, sizeof(uint64_t), compare_u64);
+
+	struct listed_site *sites = calloc(n + 1, sizeof(*sites));
+	size_t ns = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && addrs[i] == addrs[i - 1])
+			continue;
+		const unsigned char *p = at_vaddr(&f, addrs[i], sizeof(struct mark__site));
+		if (!p)
+			continue;
+		struct mark__site d;
+		memcpy(&d, p, sizeof(d));
+		if (d.abi != MARK__ABI)
+			continue;
+		char *provider = read_string(&f, read_pointer(&f, addrs[i] + offsetof(struct mark__site, provider)));
+		char *name = read_string(&f, read_pointer(&f, addrs[i] + offsetof(struct mark__site, name)));
+		char *file = read_string(&f, read_pointer(&f, addrs[i] + offsetof(struct mark__site, file)));
+		struct listed_site *s = &sites[ns];
+		if (strcmp(provider, "mark") == 0 || !*provider)
+			s->display = strdup(name);
+		else if (asprintf(&s->display, "%s:%s", provider, name) < 0)
+			s->display = NULL;
+		bool matches = s->display && (!glob || fnmatch(glob, s->display, 0) == 0 ||
+					     (!strchr(glob, ':') && fnmatch(glob, name, 0) == 0));
+		bool is_eh = (d.flags & MARK__F_EVENTHANDLER) != 0;
+		if (matches) {
+			s->format = read_string(&f, read_pointer(&f, addrs[i] + offsetof(struct mark__site, format)));
+			s->kind = is_eh ? "eventhandler" : mark_site_kind_name((enum mark_site_kind)d.kind);
+			s->enabled_test = (d.flags & MARK__F_ENABLED_TEST) != 0;
+			/* A jump or immediate descriptor whose code the compiler removed has no site. */
+			bool has_code = d.kind == MARK_KIND_GENERIC ||
+					bsearch(&addrs[i], code_descs, ncode_descs, sizeof(uint64_t), compare_u64);
+			if (has_code && asprintf(&s->location, "%s:%u", file, d.line) >= 0)
+				ns++;
+			else
+				free(s->format), free(s->display);
+		} else {
+			free(s->display);
+		}
+		free(provider);
+		free(name);
+		free(file);
+	}
+	qsort(sites, ns, sizeof(*sites), compare_sites);
+
+	if (ns == 0) {
+		if (glob)
+			fprintf(stderr, "mark: no marker of %s matches \"%s\"\n", path, glob);
+		else
+			fprintf(stderr, "mark: %s has no markers (no __mark_descs or __mark_sites section)\n", path);
+	} else {
+		printf("%-32s %-24s %-10s %s\n", "MARKER", "FORMAT", "KIND", "LOCATION");
+		for (size_t i = 0; i < ns; i++) {
+			char fmt[64];
+			snprintf(fmt, sizeof(fmt), "\"%s\"", sites[i].format);
+			printf("%-32s %-24s %-10s %s%s\n", sites[i].display,
+			       sites[i].enabled_test ? "(enabled test)" : fmt, sites[i].kind, sites[i].location,
+			       "");
+		}
+		size_t markers = 0;
+		for (size_t i = 0; i < ns; i++)
+			markers += i == 0 || strcmp(sites[i].display, sites[i - 1].display) != 0;
+		printf("%zu marker%s, %zu site%s in %s\n", markers, markers == 1 ? "" : "s", ns, ns == 1 ? "" : "s",
+		       path);
+	}
+	for (size_t i = 0; i < ns; i++) {
+		free(sites[i].display);
+		free(sites[i].format);
+		free(sites[i].location);
+	}
+	free(sites);
+	free(addrs);
+	free(code_descs);
+	free(f.relative);
+	munmap((void *)f.data, f.size);
+	return ns == 0 ? 1 : 0;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: mark list BINARY_OR_LIBRARY [GLOB]\n"
+		"       mark list PID [GLOB]\n\n"
+		"List markers.  With a file (an executable or shared object), read its\n"
+		"sections without running it: one line per site with the marker name\n"
+		"(PROVIDER:NAME when the provider is not \"mark\"), format, site kind and\n"
+		"source location.  With a PID, ask that running process (see `mark ps`):\n"
+		"name, format, kind, location, armed state and probe count.\n\n"
+		"GLOB matches marker names with * ? and [...]; without a ':' it also\n"
+		"matches the name part of PROVIDER:NAME.\n\n"
+		"Exit status: 0 if markers were listed, 1 if none matched or on error.\n");
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+static int run_list(int argc, char **argv)
+{
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc < 2 || argc > 3) {
+		usage(stderr);
+		return 2;
+	}
+	const char *glob = argc == 3 ? argv[2] : NULL;
+	if (all_digits(argv[1]) && access(argv[1], F_OK) != 0) {
+		if (!cli_list_pid)
+			return cli_error("this mark was built without the control commands; "
+					 "give a file to list the markers compiled into it");
+		return cli_list_pid((pid_t)atol(argv[1]), glob);
+	}
+	return list_file(argv[1], glob);
+}
+
+MARK_CLI_COMMAND(list, "list", "list the markers of a binary, library or running process", run_list);

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Patching does not break gdb: a program whose threads execute sites while
+# they are armed and disarmed 3,000 times runs to completion under gdb, and
+# a gdb breakpoint still stops it (mark's SIGTRAP handler does not eat it).
+set -u
+target=$1
+if ! command -v gdb >/dev/null; then echo "SKIP: gdb is not installed"; exit 77; fi
+# LeakSanitizer cannot run under ptrace; the rest of ASan can.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
+out=$(timeout 120 gdb -batch -nx -ex 'set pagination off' -ex 'break gdb_checkpoint' -ex run \
+      -ex 'print n' -ex continue --args "$target" 2>&1)
+rc=$?
+echo "$out" | tail -n 15
+if echo "$out" | grep -q "ptrace: Operation not permitted"; then echo "SKIP: ptrace is not permitted here"; exit 77; fi
+fail=0
+echo "$out" | grep -q "Breakpoint 1, gdb_checkpoint" || { echo "FAIL: the gdb breakpoint did not stop the program"; fail=1; }
+echo "$out" | grep -q "gdb_target done" || { echo "FAIL: the program did not finish"; fail=1; }
+echo "$out" | grep -q "exited normally" || { echo "FAIL: the program did not exit normally under gdb"; fail=1; }
+echo "$out" | grep -qi "received signal SIG" && { echo "FAIL: a signal reached gdb"; fail=1; }
+[ $rc -eq 0 ] || { echo "FAIL: gdb exited with $rc"; fail=1; }
+exit $fail

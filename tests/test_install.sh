@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# make install works for users: headers, libmark.so/.a, mark.pc and the CMake
+# package let a program with markers build and run, from C and from C++.
+set -eu
+build=$1
+src=$2
+prefix=$(mktemp -d /tmp/mark-install.XXXXXX)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+for f in include/mark/mark.h lib/libmark.so lib/libmark.a lib/pkgconfig/mark.pc lib/cmake/mark/markConfig.cmake; do
+  [ -e "$prefix/$f" ] || { echo "FAIL: $f was not installed"; exit 1; }
+done
+[ -x "$prefix/bin/mark" ] || { echo "FAIL: bin/mark was not installed"; exit 1; }
+
+cat > "$prefix/app.c" <<'C'
+#include <mark/mark.h>
+#include <stdio.h>
+static int hits;
+static void probe(const struct mark_marker *m, void *p, const uint64_t *a) { (void)m; (void)p; hits += (int)a[0]; }
+int main(void) {
+	mark_probe_register_fast("app_event", probe, NULL);
+	MARK(app_event, "%d", 1);
+	if (mark_arm("app_*") != 1) return 1;
+	MARK(app_event, "%d", 2);
+	printf("hits=%d\n", hits);
+	return hits == 2 ? 0 : 1;
+}
+C
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+# shellcheck disable=SC2046
+cc -Wall -Wextra -Werror "$prefix/app.c" -o "$prefix/app" $(pkg-config --cflags --libs mark)
+"$prefix/app"
+c++ -x c++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$prefix/app.c"
+
+mkdir -p "$prefix/cm"
+cp "$prefix/app.c" "$prefix/cm/app.c"
+cat > "$prefix/cm/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(app C)
+find_package(mark REQUIRED)
+add_executable(app app.c)
+target_link_libraries(app PRIVATE mark::mark)
+CM
+cmake -S "$prefix/cm" -B "$prefix/cm/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/cm/build" >/dev/null
+LD_LIBRARY_PATH=$prefix/lib "$prefix/cm/build/app"
+"$prefix/bin/mark" list "$prefix/app" | grep -q "app_event" || { echo "FAIL: mark list on the installed app"; exit 1; }
+echo "install ok"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `mark list FILE [GLOB]` reads markers from ELF sections without running the file.
+set -u
+mark=$1 exe=$2 cxxlib=$3 dllib=$4
+fail=0
+expect() { # description, command output, regex
+  if ! grep -Eq -- "$3" <<<"$2"; then echo "FAIL: $1"; echo "$2"; fail=1; fi
+}
+out=$("$mark" list "$exe"); rc=$?
+[ $rc -eq 0 ] || { echo "FAIL: exit status $rc"; fail=1; }
+expect "api_basic with its format, kind and location" "$out" '^api_basic +"%d %p" +jump +.*/tests/test_api\.c:[0-9]+'
+expect "the MARK_ENABLED site" "$out" '^api_basic +\(enabled test\) +jump +.*test_api_other_tu\.c'
+expect "a header inline marker" "$out" '^api_inline +"%d" +jump +.*test_api_shared\.h:8'
+expect "the count line" "$out" '^4 markers, [0-9]+ sites in '
+out=$("$mark" list "$exe" 'api_t*')
+expect "a glob" "$out" '^api_types '
+if grep -q '^api_basic' <<<"$out"; then echo "FAIL: the glob matched api_basic"; fail=1; fi
+out=$("$mark" list "$cxxlib")
+expect "C++ template member descriptors of a shared object" "$out" '^cxx_member +"%d %s %p" +generic'
+expect "C++ template" "$out" '^cxx_template +"%ld %s" +generic'
+out=$("$mark" list "$dllib")
+expect "immediate sites in a shared object" "$out" '^dl_rx +"%d %s" +immediate'
+# errors
+out=$("$mark" list /nonexistent/file 2>&1); rc=$?
+[ $rc -ne 0 ] || { echo "FAIL: missing file exit status"; fail=1; }
+expect "missing file message" "$out" 'cannot open /nonexistent/file'
+out=$("$mark" list /etc/passwd 2>&1); rc=$?
+expect "not ELF message" "$out" 'not an ELF file'
+out=$("$mark" list /bin/true 2>&1); rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: no markers exit status $rc"; fail=1; }
+expect "no markers message" "$out" 'has no markers'
+out=$("$mark" list "$exe" 'zzz*' 2>&1)
+expect "glob matching nothing" "$out" 'no marker of .* matches "zzz\*"'
+[ $fail -eq 0 ] && echo "ok"
+exit $fail
