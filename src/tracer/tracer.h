@@ -41,6 +41,20 @@ int mark_tracer_stop(void);
 /* Overwrite mode: write the current buffer contents as a CTF trace into `directory`. */
 int mark_tracer_snapshot(const char *directory);
 void mark_tracer_get_stats(struct mark_trace_stats *stats);
+/*
+ * Crash recovery.  When a traced process dies without stopping its session
+ * (SIGKILL, SIGSEGV, _exit, exec), its events are still in the buffer files
+ * (.mark-ring-N) of its trace directory.  mark_trace_recover() turns them
+ * into packets: it cuts a half-written last packet, appends every event
+ * recorded before death, records the lost counts, marks the statistics
+ * RECOVERED and removes the buffer files.  It also recovers the sub-traces
+ * of forked children (DIR/pid-P).  Idempotent: a complete trace is left
+ * as it is.  Call it after the process has exited (`mark record` does).
+ * Returns the number of events recovered (>= 0), or -errno: -EBUSY if the
+ * process still runs, -ENOENT if DIR holds no mark trace.
+ */
+int mark_trace_recover(const char *directory);
+
 /* Parse "discard|overwrite|block"; -EINVAL otherwise. */
 int mark_trace_mode_parse(const char *text, enum mark_trace_mode *mode);
 /* Parse "4096", "64k", "16M", "1G"; -EINVAL/-ERANGE otherwise. */
