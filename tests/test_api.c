@@ -158,6 +158,24 @@ int main(void)
 	CHECK_EQ(mark_arm(""), -EINVAL);
 	CHECK(strlen(mark_last_error()) > 0);
 	CHECK_EQ(mark_arm(NULL), -EINVAL);
+	CHECK_EQ(mark_disarm(""), -EINVAL);
+	CHECK_EQ(mark_list(NULL, NULL, NULL), -EINVAL);
+	CHECK_EQ(mark_marker_sites(NULL, count_sites, NULL), -EINVAL);
+	CHECK_EQ(mark_marker_sites(basic, NULL, NULL), -EINVAL);
+	CHECK_EQ(mark_probe_register_fast("api_basic", NULL, NULL), -EINVAL);
+	CHECK_EQ(mark_probe_register_fast(NULL, fast_probe, NULL), -EINVAL);
+	CHECK_EQ(mark_probe_unregister_fast("api_basic", fast_probe, NULL), -ENOENT);
+	CHECK(strstr(mark_last_error(), "api_basic") != NULL);
+	CHECK_EQ(mark_probe_unregister(NULL, va_probe, NULL), -EINVAL);
+	CHECK_STR(mark_site_kind_name(MARK_KIND_JUMP), "jump");
+	CHECK_STR(mark_site_kind_name(MARK_KIND_IMMEDIATE), "immediate");
+	CHECK_STR(mark_site_kind_name(MARK_KIND_GENERIC), "generic");
+	/* A probe for a name nothing defines yet is accepted (connected on load). */
+	CHECK_EQ(mark_probe_register("not_loaded_yet", "%d", va_probe, NULL), 0);
+	CHECK_EQ(mark_probe_unregister("not_loaded_yet", va_probe, NULL), 0);
+	/* Errors are per thread and cleared by the next successful call. */
+	CHECK_EQ(mark_arm("no_such_marker"), 0);
+	CHECK_STR(mark_last_error(), "");
 
 	/* Probes in registration order: va(1), fast(2), any(NULL fmt). */
 	CHECK_EQ(mark_probe_register("api_basic", "%d %p", va_probe, (void *)1), 0);
