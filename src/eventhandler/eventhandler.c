@@ -1,0 +1,496 @@
+/*
+ * Event handler lists (FreeBSD EVENTHANDLER(9) semantics) on the marker
+ * machinery.
+ *
+ * A list is found by name in a process-wide table and never freed, so an
+ * invoke site may cache its pointer.  Its handlers are an array sorted by
+ * (priority, registration order), published with a release store and
+ * read under an RCU read-side critical section (liburcu-bp: a library
+ * cannot ask application threads to register).  Every change builds a new
+ * array; old arrays and removed handlers are freed after a grace period.
+ *
+ * Each EVENTHANDLER_INVOKE is a marker site of provider "eventhandler"
+ * named after the list.  The list holds one reference on its marker's arm
+ * count while it has handlers, so the registry keeps every invoke site -
+ * in objects loaded now or later - armed exactly while someone listens.
+ *
+ * Locking and ordering:
+ * - The registry lock (mark_registry_lock) serialises every change to the
+ *   table, to a list's array and to arming.  Nothing under it waits for a
+ *   grace period or calls into the dynamic loader (dladdr runs before it is
+ *   taken), because constructors run with the loader's lock held and take
+ *   the registry lock, and invocations may run while we hold it.
+ * - Readers (mark__eh_enter) take no lock once the list is cached: the
+ *   urcu-bp read lock, an acquire load of the array, the calls.
+ * - A handler's `dead` flag is set (relaxed atomic) before it leaves the
+ *   array.  Readers test it before each call, so an invocation already
+ *   iterating an old array on the deregistering thread itself - a handler
+ *   that deregisters a later handler with NOWAIT - does not call it.  Other
+ *   threads are covered by the grace period (DEREGISTER) or not at all
+ *   (NOWAIT, which documents that one more call may happen).
+ * - Memory is freed by call_rcu callbacks (arrays, NOWAIT handlers) or
+ *   after synchronize_rcu (DEREGISTER), never while a reader may hold it.
+ */
+#define _GNU_SOURCE
+/*
+ * Inline urcu-bp read-side fast paths, except under ASan+UBSan: liburcu-bp
+ * (0.13) places its per-thread reader records in an mmap'ed arena at
+ * addresses that do not honour the 128-byte alignment declared for struct
+ * urcu_bp_reader, and UBSan aborts on the first inlined access.  The
+ * fields are naturally aligned, which is all the loads and stores need;
+ * the out-of-line read side in liburcu-bp.so is not instrumented.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define EH_URCU_OUT_OF_LINE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define EH_URCU_OUT_OF_LINE 1
+#endif
+#endif
+#ifndef EH_URCU_OUT_OF_LINE
+#define _LGPL_SOURCE
+#endif
+#include "../core/internal.h"
+#include <mark/eventhandler.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <urcu-bp.h>
+
+/*
+ * ThreadSanitizer does not see a grace period as synchronisation.  Readers
+ * release `tsan_grace` when they leave a read-side section; whoever frees
+ * memory after a grace period acquires it first, which tells TSan what
+ * the grace period guarantees: every reader access happened before the free.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define EH_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define EH_TSAN 1
+#endif
+#endif
+#ifdef EH_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+static char tsan_grace;
+#define TSAN_READER_DONE() __tsan_release(&tsan_grace)
+#define TSAN_BEFORE_FREE() __tsan_acquire(&tsan_grace)
+/* Neither does it see call_rcu's queue (liburcu is not instrumented): the
+ * retiring thread hands the object over to the callback explicitly. */
+#define TSAN_HANDOFF(p) __tsan_release(p)
+#define TSAN_TAKEOVER(p) __tsan_acquire(p)
+#else
+#define TSAN_READER_DONE() ((void)0)
+#define TSAN_BEFORE_FREE() ((void)0)
+#define TSAN_HANDOFF(p) ((void)0)
+#define TSAN_TAKEOVER(p) ((void)0)
+#endif
+
+
+struct eh_handler {
+	struct mark__eh_entry pub;   /* first: the tag points here               */
+	int priority;
+	struct mark__eh_list *list;
+	/* Where the handler's code lives, from dladdr() at registration; the
+	 * debug check compares it with what dladdr() says at invocation. */
+	const void *object_base;
+	char *object_path;
+	struct rcu_head rcu;
+};
+
+struct eh_array {
+	struct rcu_head rcu;
+	struct mark__eh_array pub;
+	struct mark__eh_entry *slots[];
+};
+
+struct mark__eh_list {
+	char *name;
+	/* rcu_dereference()d by mark__eh_enter; assigned under the registry lock. */
+	struct eh_array *handlers;
+	struct mark_marker *marker;  /* set when the first handler arrives       */
+	bool armed;                  /* holds one reference on marker's arm count */
+	struct mark__eh_list *next;
+};
+
+#define LIST_HASH_SIZE 256
+static struct mark__eh_list *list_hash[LIST_HASH_SIZE];   /* registry lock */
+
+/*
+ * Debug mode: before each invocation, check that every handler's code is
+ * still in the object it was registered from (see check_handlers_loaded).
+ * On by default in unoptimised builds without NDEBUG (a Debug build of
+ * libmark); MARK_EVENTHANDLER_DEBUG=1 or 0 in the environment overrides.
+ * Written once (pthread_once) before any handler exists.
+ */
+static int debug_mode;
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+
+/*
+ * call_rcu keeps a worker thread: fork() must find it stopped (liburcu's
+ * documented protocol).  Registered after mark_init()'s handlers, so our
+ * prepare runs before the registry's (which takes the grace-period lock
+ * the worker may need) and our parent/child handlers run after.
+ */
+static void setup_fn(void)
+{
+	const char *env = getenv("MARK_EVENTHANDLER_DEBUG");
+	if (env && *env)
+		__atomic_store_n(&debug_mode, strcmp(env, "0") != 0, __ATOMIC_RELAXED);
+	else
+#if defined(NDEBUG) || defined(__OPTIMIZE__)
+		__atomic_store_n(&debug_mode, 0, __ATOMIC_RELAXED);
+#else
+		__atomic_store_n(&debug_mode, 1, __ATOMIC_RELAXED);
+#endif
+	mark_init();
+	pthread_atfork(urcu_bp_call_rcu_before_fork, urcu_bp_call_rcu_after_fork_parent,
+		       urcu_bp_call_rcu_after_fork_child);
+}
+
+static void setup(void)
+{
+	pthread_once(&setup_once, setup_fn);
+}
+
+static unsigned hash_name(const char *s)
+{
+	unsigned h = 2166136261u;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h % LIST_HASH_SIZE;
+}
+
+static struct mark__eh_list *list_find_locked(const char *name)
+{
+	for (struct mark__eh_list *l = list_hash[hash_name(name)]; l; l = l->next)
+		if (strcmp(l->name, name) == 0)
+			return l;
+	return NULL;
+}
+
+static struct mark__eh_list *list_get_locked(const char *name)
+{
+	struct mark__eh_list *l = list_find_locked(name);
+	if (l)
+		return l;
+	l = calloc(1, sizeof(*l));
+	if (!l || !(l->name = strdup(name))) {
+		free(l);
+		return NULL;
+	}
+	unsigned h = hash_name(name);
+	l->next = list_hash[h];
+	list_hash[h] = l;
+	return l;
+}
+
+static void free_array_cb(struct rcu_head *head)
+{
+	TSAN_TAKEOVER(head);
+	TSAN_BEFORE_FREE();
+	free((char *)head - offsetof(struct eh_array, rcu));
+}
+
+static void free_handler(struct eh_handler *h)
+{
+	free(h->object_path);
+	free(h);
+}
+
+static void free_handler_cb(struct rcu_head *head)
+{
+	TSAN_TAKEOVER(head);
+	TSAN_BEFORE_FREE();
+	free_handler((struct eh_handler *)((char *)head - offsetof(struct eh_handler, rcu)));
+}
+
+static struct eh_array *array_alloc(unsigned count)
+{
+	struct eh_array *a = malloc(sizeof(*a) + count * sizeof(a->slots[0]));
+	if (a) {
+		a->pub.count = count;
+		a->pub.entries = a->slots;
+	}
+	return a;
+}
+
+static unsigned array_count(const struct eh_array *a)
+{
+	return a ? a->pub.count : 0;
+}
+
+/*
+ * Publish `next` (NULL when empty) as the list's handlers; returns the old
+ * array, which the caller retires with retire_array() once it has dropped
+ * the registry lock (call_rcu may take liburcu's call_rcu mutex, which
+ * fork() takes before the registry lock: never nest them the other way).
+ */
+static struct eh_array *publish_locked(struct mark__eh_list *l, struct eh_array *next)
+{
+	struct eh_array *old = l->handlers;
+	/* Release: the array's contents, and the handlers it points to, are
+	 * visible before the pointer. */
+	__atomic_store_n(&l->handlers, next, __ATOMIC_RELEASE);
+	return old;
+}
+
+/* call_rcu rather than synchronize_rcu: registering from inside a handler
+ * must not wait for itself. */
+static void retire_array(struct eh_array *old)
+{
+	if (old) {
+		TSAN_HANDOFF(&old->rcu);
+		urcu_bp_call_rcu(&old->rcu, free_array_cb);
+	}
+}
+
+/* Bring the arming of the list's invoke sites in line with its handler count. */
+static int update_arming_locked(struct mark__eh_list *l, unsigned count)
+{
+	if (count > 0 && !l->armed) {
+		if (!l->marker)
+			l->marker = mark_eventhandler_marker_get_locked(l->name);
+		if (!l->marker)
+			return mark_error(ENOMEM, "mark: EVENTHANDLER_REGISTER(%s): out of memory creating "
+						  "the list's marker (or the name \"eventhandler:%s\" is taken "
+						  "by a MARK() site)", l->name, l->name);
+		int r = mark_eventhandler_arm_locked(l->marker, true);
+		if (r < 0)
+			return r;
+		l->armed = true;
+	} else if (count == 0 && l->armed) {
+		/* On failure the sites stay armed and keep calling into an empty
+		 * list (correct, only slower); the next last deregistration retries. */
+		if (mark_eventhandler_arm_locked(l->marker, false) >= 0)
+			l->armed = false;
+		else
+			fprintf(stderr, "mark: eventhandler list %s: could not disarm its invoke sites: %s\n",
+				l->name, mark_last_error());
+	}
+	return 0;
+}
+
+eventhandler_tag mark__eh_register(const char *name, void (*func)(void), void *arg, int priority)
+{
+	if (!name || !*name || !func) {
+		mark_error(EINVAL, "mark: EVENTHANDLER_REGISTER: %s is NULL or empty",
+			   !func ? "the handler function" : "the list name");
+		return NULL;
+	}
+	setup();
+	mark_error_clear();
+	struct eh_handler *h = calloc(1, sizeof(*h));
+	if (!h) {
+		mark_error(ENOMEM, "mark: EVENTHANDLER_REGISTER(%s): out of memory", name);
+		return NULL;
+	}
+	h->pub.func = func;
+	h->pub.arg = arg;
+	h->priority = priority;
+	/* Before the registry lock: dladdr takes the loader's lock. */
+	Dl_info info;
+	if (dladdr((const void *)func, &info) && info.dli_fbase) {
+		h->object_base = info.dli_fbase;
+		h->object_path = info.dli_fname ? strdup(info.dli_fname) : NULL;
+	}
+
+	mark_registry_lock();
+	struct mark__eh_list *l = list_get_locked(name);
+	struct eh_array *old = l ? l->handlers : NULL;
+	unsigned n = array_count(old);
+	struct eh_array *next = l ? array_alloc(n + 1) : NULL;
+	if (!next) {
+		mark_registry_unlock();
+		free_handler(h);
+		mark_error(ENOMEM, "mark: EVENTHANDLER_REGISTER(%s): out of memory", name);
+		return NULL;
+	}
+	h->list = l;
+	/* After every handler of lower or equal priority: equal priorities run
+	 * in registration order. */
+	unsigned pos = 0;
+	while (pos < n && ((struct eh_handler *)old->slots[pos])->priority <= priority)
+		pos++;
+	for (unsigned i = 0; i < pos; i++)
+		next->slots[i] = old->slots[i];
+	next->slots[pos] = &h->pub;
+	for (unsigned i = pos; i < n; i++)
+		next->slots[i + 1] = old->slots[i];
+
+	/* Arm before publishing: an invocation that runs in between finds the
+	 * old array, which is what it would have found a moment earlier. */
+	int r = update_arming_locked(l, n + 1);
+	if (r < 0) {
+		mark_registry_unlock();
+		free(next);
+		free_handler(h);
+		return NULL;
+	}
+	struct eh_array *retired = publish_locked(l, next);
+	mark_registry_unlock();
+	retire_array(retired);
+	return &h->pub;
+}
+
+int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
+{
+	if (!name || !*name)
+		return mark_error(EINVAL, "mark: EVENTHANDLER_DEREGISTER: the list name is NULL or empty");
+	setup();
+	mark_error_clear();
+	if (wait && urcu_bp_read_ongoing()) {
+		/* Waiting for the grace period from inside an invocation would wait
+		 * for ourselves forever.  Do what the caller can safely get. */
+		fprintf(stderr, "mark: EVENTHANDLER_DEREGISTER(%s) called from inside an event handler "
+				"would wait for itself; deregistering without waiting. Use "
+				"EVENTHANDLER_DEREGISTER_NOWAIT inside handlers.\n", name);
+		wait = 0;
+	}
+	mark_registry_lock();
+	struct mark__eh_list *l = list_find_locked(name);
+	struct eh_array *old = l ? l->handlers : NULL;
+	unsigned n = array_count(old);
+	unsigned removed = 0;
+	for (unsigned i = 0; i < n; i++)
+		removed += !tag || old->slots[i] == tag;
+	if (removed == 0) {
+		mark_registry_unlock();
+		if (!tag)
+			return 0;   /* "remove every handler" of an empty list */
+		return mark_error(ENOENT, "mark: EVENTHANDLER_DEREGISTER(%s): this tag is not registered "
+					  "on list %s (already deregistered, or registered on another list)",
+				  name, name);
+	}
+	struct eh_array *next = NULL;
+	if (n > removed) {
+		next = array_alloc(n - removed);
+		if (!next) {
+			mark_registry_unlock();
+			return mark_error(ENOMEM, "mark: EVENTHANDLER_DEREGISTER(%s): out of memory; the "
+						  "handler is still registered", name);
+		}
+	}
+	struct eh_handler **gone = malloc(removed * sizeof(*gone));
+	if (!gone) {
+		mark_registry_unlock();
+		free(next);
+		return mark_error(ENOMEM, "mark: EVENTHANDLER_DEREGISTER(%s): out of memory; the "
+					  "handler is still registered", name);
+	}
+	unsigned k = 0, g = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct mark__eh_entry *e = old->slots[i];
+		if (!tag || e == tag) {
+			/* Before it leaves the array: see "dead" in the header comment. */
+			__atomic_store_n(&e->dead, 1, __ATOMIC_RELAXED);
+			gone[g++] = (struct eh_handler *)e;
+		} else {
+			next->slots[k++] = e;
+		}
+	}
+	struct eh_array *retired = publish_locked(l, next);
+	update_arming_locked(l, n - removed);
+	mark_registry_unlock();
+	retire_array(retired);
+
+	if (wait) {
+		/* Every invocation that could still see the handler began before
+		 * the new array was published; this returns after all of them end. */
+		urcu_bp_synchronize_rcu();
+		TSAN_BEFORE_FREE();
+		for (unsigned i = 0; i < g; i++)
+			free_handler(gone[i]);
+	} else {
+		for (unsigned i = 0; i < g; i++) {
+			TSAN_HANDOFF(&gone[i]->rcu);
+			urcu_bp_call_rcu(&gone[i]->rcu, free_handler_cb);
+		}
+	}
+	free(gone);
+	return 0;
+}
+
+/*
+ * Debug builds: a handler whose code is no longer where it was registered
+ * (its object was dlclose'd while it was still registered) would be called
+ * into unmapped memory or into whatever was mapped there since.  Say which
+ * handler and which library, and stop before calling it.
+ */
+static __attribute__((noinline, cold)) void check_handlers_loaded(const struct mark__eh_list *l,
+								 const struct eh_array *a)
+{
+	for (unsigned i = 0; i < a->pub.count; i++) {
+		const struct eh_handler *h = (const struct eh_handler *)a->slots[i];
+		if (!h->object_base || __atomic_load_n(&h->pub.dead, __ATOMIC_RELAXED))
+			continue;
+		Dl_info info;
+		bool loaded = dladdr((const void *)h->pub.func, &info) && info.dli_fbase == h->object_base &&
+			      (!h->object_path || (info.dli_fname && strcmp(info.dli_fname, h->object_path) == 0));
+		if (!loaded) {
+			fprintf(stderr,
+				"mark: eventhandler list %s: handler %p (arg %p) was registered from %s, which "
+				"has been unloaded (dlclose) while the handler was still registered; calling it "
+				"would jump into unmapped memory.  Deregister handlers before dlclose (e.g. in a "
+				"destructor, or use EVENTHANDLER_DEFINE).  Aborting (MARK_EVENTHANDLER_DEBUG).\n",
+				l->name, (void *)(uintptr_t)h->pub.func, h->pub.arg,
+				h->object_path ? h->object_path : "?");
+			abort();
+		}
+	}
+}
+
+/* First invocation through an invoke site: find the list, remember it. */
+static __attribute__((noinline, cold)) struct mark__eh_list *lookup_and_cache(struct mark__eh_list **cache,
+									   const char *name)
+{
+	setup();
+	mark_registry_lock();
+	struct mark__eh_list *l = list_get_locked(name);
+	mark_registry_unlock();
+	if (l)
+		__atomic_store_n(cache, l, __ATOMIC_RELEASE);
+	return l;
+}
+
+const struct mark__eh_array *mark__eh_enter(struct mark__eh_list **cache, const char *name,
+					     const struct mark__site *site)
+{
+	(void)site;   /* only its address escaping matters (see the header) */
+	/* Acquire pairs with the release in lookup_and_cache: the list's fields are visible. */
+	struct mark__eh_list *l = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(l == NULL, 0))
+		l = lookup_and_cache(cache, name);
+	urcu_bp_read_lock();
+	if (!l)
+		return NULL;   /* out of memory: nothing can be registered either */
+	/* Acquire (consume would do): the array's contents and its handlers. */
+	struct eh_array *a = __atomic_load_n(&l->handlers, __ATOMIC_ACQUIRE);
+	if (!a)
+		return NULL;
+	if (__builtin_expect(__atomic_load_n(&debug_mode, __ATOMIC_RELAXED), 0))
+		check_handlers_loaded(l, a);
+	return &a->pub;
+}
+
+void mark__eh_exit(void)
+{
+	TSAN_READER_DONE();
+	urcu_bp_read_unlock();
+}
+
+unsigned mark_eventhandler_count(const char *name)
+{
+	if (!name)
+		return 0;
+	mark_registry_lock();
+	const struct mark__eh_list *l = list_find_locked(name);
+	unsigned n = l ? array_count(l->handlers) : 0;
+	mark_registry_unlock();
+	return n;
+}

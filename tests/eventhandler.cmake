@@ -1,0 +1,57 @@
+# Event handler lists (include/mark/eventhandler.h, src/eventhandler).
+set(EH_DIR ${CMAKE_CURRENT_SOURCE_DIR}/eventhandler)
+
+mark_kind_test(test_eventhandler SOURCES eventhandler/test_eventhandler.c)
+mark_kind_test(test_eventhandler_race SOURCES eventhandler/test_eventhandler_race.c)
+mark_test(test_eventhandler_cxx SOURCES eventhandler/test_eventhandler_cxx.cc)
+
+# dlopen: a list invoked in one shared object, handlers in the executable
+# and in another shared object, plus one that "forgets" to deregister.
+foreach(kind jump immediate generic)
+  foreach(mod invoker handlers leaky)
+    add_library(eh_dl_${mod}_${kind} MODULE eventhandler/eh_dl_${mod}.c)
+    target_link_libraries(eh_dl_${mod}_${kind} PRIVATE mark)
+    target_compile_definitions(eh_dl_${mod}_${kind} PRIVATE MARK_SITE=${kind})
+  endforeach()
+  mark_test(test_eventhandler_dl_${kind} SOURCES eventhandler/test_eventhandler_dl.c
+    DEFS MARK_SITE=${kind}
+         EH_INVOKER="$<TARGET_FILE:eh_dl_invoker_${kind}>"
+         EH_HANDLERS="$<TARGET_FILE:eh_dl_handlers_${kind}>"
+         EH_LEAKY="$<TARGET_FILE:eh_dl_leaky_${kind}>")
+  # The shared objects call eh_dl_record() in the executable.
+  set_target_properties(test_eventhandler_dl_${kind} PROPERTIES ENABLE_EXPORTS ON)
+  target_include_directories(eh_dl_invoker_${kind} PRIVATE ${EH_DIR})
+  target_include_directories(eh_dl_handlers_${kind} PRIVATE ${EH_DIR})
+  target_include_directories(eh_dl_leaky_${kind} PRIVATE ${EH_DIR})
+  add_dependencies(test_eventhandler_dl_${kind} eh_dl_invoker_${kind} eh_dl_handlers_${kind}
+    eh_dl_leaky_${kind})
+endforeach()
+
+# Compile-time type check: the wrong handler type must not compile (C and
+# C++, REGISTER and DEFINE), and the same snippet with the right type must
+# (the positive control that lets these tests fail).
+set(EH_CHECK ${EH_DIR}/compile_check.sh)
+set(EH_SNIPPET ${EH_DIR}/typecheck_snippet.c)
+set(EH_INC ${PROJECT_SOURCE_DIR}/include)
+add_test(NAME eventhandler_typecheck_c_good
+  COMMAND sh ${EH_CHECK} pass "" ${CMAKE_C_COMPILER} -Wall -Wextra -Werror -xc -std=gnu11 -I${EH_INC} ${EH_SNIPPET})
+add_test(NAME eventhandler_typecheck_c_bad_register
+  COMMAND sh ${EH_CHECK} fail "does not have the type declared by EVENTHANDLER_DECLARE.eh_typed"
+          ${CMAKE_C_COMPILER} -xc -std=gnu11 -I${EH_INC} -DBAD_REGISTER ${EH_SNIPPET})
+add_test(NAME eventhandler_typecheck_c_bad_define
+  COMMAND sh ${EH_CHECK} fail "does not have the type declared by EVENTHANDLER_DECLARE.eh_typed"
+          ${CMAKE_C_COMPILER} -xc -std=gnu11 -I${EH_INC} -DBAD_DEFINE ${EH_SNIPPET})
+add_test(NAME eventhandler_typecheck_c_bad_invoke_args
+  COMMAND sh ${EH_CHECK} fail "incompatible|too few arguments|passing argument"
+          ${CMAKE_C_COMPILER} -xc -std=gnu11 -I${EH_INC} -Werror -DBAD_INVOKE ${EH_SNIPPET})
+add_test(NAME eventhandler_typecheck_cxx_good
+  COMMAND sh ${EH_CHECK} pass "" ${CMAKE_CXX_COMPILER} -Wall -Wextra -Werror -xc++ -std=gnu++11 -I${EH_INC} ${EH_SNIPPET})
+add_test(NAME eventhandler_typecheck_cxx_bad_register
+  COMMAND sh ${EH_CHECK} fail "cannot convert|cannot initialize|invalid conversion"
+          ${CMAKE_CXX_COMPILER} -xc++ -std=gnu++11 -I${EH_INC} -DBAD_REGISTER ${EH_SNIPPET})
+add_test(NAME eventhandler_typecheck_cxx_bad_define
+  COMMAND sh ${EH_CHECK} fail "cannot convert|cannot initialize|invalid conversion"
+          ${CMAKE_CXX_COMPILER} -xc++ -std=gnu++11 -I${EH_INC} -DBAD_DEFINE ${EH_SNIPPET})
+
+# -DMARK_DISABLE: no invoke sites; invocations still reach the handlers.
+mark_test(test_eventhandler_cxx_disabled SOURCES eventhandler/test_eventhandler_cxx.cc DEFS MARK_DISABLE)
