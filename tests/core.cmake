@@ -54,3 +54,19 @@ set_tests_properties(test_install PROPERTIES TIMEOUT 300)
 # mark list FILE: markers read from an executable and a shared object without running them.
 add_test(NAME test_list_file COMMAND ${MARK_TEST_DIR}/test_list_file.sh $<TARGET_FILE:mark_cli>
          $<TARGET_FILE:test_api_jump> $<TARGET_FILE:cxx_lib_generic_17> $<TARGET_FILE:dl_markers_immediate>)
+
+# Strict ISO C and -O0/-O2 builds of the header, for each site kind.
+foreach(kind jump immediate generic)
+  foreach(std 99 11)
+    foreach(opt O0 O2)
+      set(t test_modes_c${std}_${opt}_${kind})
+      add_executable(${t} test_modes.c)
+      target_include_directories(${t} PRIVATE ${MARK_TEST_DIR})
+      target_compile_definitions(${t} PRIVATE MARK_SITE=${kind})
+      target_compile_options(${t} PRIVATE -${opt})
+      set_target_properties(${t} PROPERTIES C_STANDARD ${std} C_EXTENSIONS OFF)
+      target_link_libraries(${t} PRIVATE mark)
+      add_test(NAME ${t} COMMAND ${t})
+    endforeach()
+  endforeach()
+endforeach()

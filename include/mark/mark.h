@@ -155,8 +155,11 @@ struct mark__site {
 	const char *arg_names;        /* the argument expressions, stringified  */
 	const char *file;
 	uint32_t line;
-	/* generic kind: the enable flag, also the USDT semaphore; the kernel's
-	 * uprobe reference counter and mark_arm() both add to it atomically. */
+	/* generic kind: the enable flag, also the USDT semaphore.  mark_arm()
+	 * adds and subtracts its own count atomically; the kernel adds and
+	 * subtracts one per attached uprobe with a plain read-modify-write
+	 * through the page, so an attach racing with mark_arm() can lose one
+	 * update (a known limitation of USDT semaphores). */
 	unsigned short semaphore;
 	/* set once by libmark (release) before the site can be armed; read with
 	 * acquire by mark__fire(); never changes afterwards (markers live until exit). */
@@ -203,11 +206,17 @@ void mark__check_format(const char *fmt, ...) { (void)fmt; }
 #define MARK__STR_(x) #x
 #define MARK__STR(x) MARK__STR_(x)
 
-#define MARK__NARGS(...) MARK__NARGS_(0, ##__VA_ARGS__, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+/*
+ * MARK__NARGS_AFTER(x, args...) counts args.  The leading named parameter
+ * matters: with one, ", ##__VA_ARGS__" drops its comma for empty args in
+ * every mode, including strict -std=c11/c++11 (GCC keeps the comma there
+ * when "..." is the only parameter).
+ */
+#define MARK__NARGS_AFTER(x, ...) MARK__NARGS_(0, ##__VA_ARGS__, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define MARK__NARGS_(z, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, n, ...) n
 
 /* MARK__EACH(M, a, b, c) -> M(0, a) M(1, b) M(2, c) */
-#define MARK__EACH(M, ...) MARK__CAT(MARK__EACH_, MARK__NARGS(__VA_ARGS__))(M, ##__VA_ARGS__)
+#define MARK__EACH(M, ...) MARK__CAT(MARK__EACH_, MARK__NARGS_AFTER(M, ##__VA_ARGS__))(M, ##__VA_ARGS__)
 #define MARK__EACH_0(M)
 #define MARK__EACH_1(M, a) M(0, a)
 #define MARK__EACH_2(M, a, b) M(0, a) M(1, b)
@@ -340,23 +349,26 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
  * to the out-of-line block.  The statement expression yields 1 only on the
  * jump path, so the compiler places the block out of line.
  */
-#define MARK__TEST_JUMP(desc)                                                          \
-	({                                                                             \
-		__label__ mark__on;                                                    \
+#define MARK__JUMP_ASM(desc, label)                                        \
+	__asm__ goto(".p2align 6,,4\n"                                     \
+		     "1: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"             \
+		     ".pushsection __mark_sites, \"a?\"\n"                 \
+		     ".balign 4\n"                                         \
+		     ".long 1b - ., %l[" #label "] - ., %c0 - .\n"         \
+		     ".popsection\n"                                       \
+		     : : "i"(&(desc)) : : label)
+
+#define MARK__TEST_JUMP(desc)                                                  \
+	({                                                                     \
+		__label__ mark__on;                                            \
 		int mark__r; /* assigned, not initialised: clang++ < 17 */      \
-		mark__r = 0;                                                           \
-		__asm__ goto(".p2align 6,,4\n"                                         \
-			     "1: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"                 \
-			     ".pushsection __mark_sites, \"a?\"\n"                     \
-			     ".balign 4\n"                                             \
-			     ".long 1b - ., %l[mark__on] - ., %c0 - .\n"               \
-			     ".popsection\n"                                           \
-			     : : "i"(&(desc)) : : mark__on);                           \
-		if (0) {                                                               \
-		mark__on:                                                              \
-			mark__r = 1;                                                   \
-		}                                                                      \
-		mark__r;                                                               \
+		mark__r = 0;                                                   \
+		MARK__JUMP_ASM(desc, mark__on);                                \
+		if (0) {                                                       \
+		mark__on:                                                      \
+			mark__r = 1;                                           \
+		}                                                              \
+		mark__r;                                                       \
 	})
 
 /*
@@ -418,7 +430,15 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 #define MARK__USDT_SEP_10 " "
 #define MARK__USDT_SEP_11 " "
 #define MARK__USDT_SPEC(i, x) MARK__USDT_SEP_##i "%c[s" #i "]@%[a" #i "]"
-#define MARK__USDT_OPS(i, x) , [s##i] "n"((int)sizeof(mark__v##i) * MARK__SIGN(__typeof__(mark__v##i))), [a##i] "nor"(mark__v##i)
+/*
+ * Argument i: its size (negative when signed) and its value, taken from the
+ * 64-bit slot (low bytes = the value, little endian) rather than from the
+ * promoted variable.  The slot is an integer, so a constant argument becomes
+ * an immediate ("8@$4612811918334230528" for 2.5) instead of a constant-pool
+ * label ("8@.LC6(%rip)", which GCC uses for a double and clang for any type
+ * under "or"): bcc, hence bpftrace, cannot parse such labels.
+ */
+#define MARK__USDT_OPS(i, x) , [s##i] "n"((int)sizeof(mark__v##i) * MARK__SIGN(__typeof__(mark__v##i))), [a##i] "nor"(mark__slots[i])
 /*
  * The note of sys/sdt.h's format (type 3, owner "stapsdt"): probe address,
  * link-time address of .stapsdt.base, semaphore, provider, name, argument
@@ -492,21 +512,48 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
  * MARK__SITE(provider, name_string, usdt_name_string, flags, fmt, args...):
  * shared by MARK() and the code that `mark dtrace -h` generates.
  */
+#define MARK__SITE_BODY(desc, prov, usdtnm, fmt, ...)                                    \
+	/* one spare slot, zeroed, so that a marker without arguments passes an   \
+	 * initialised array */                                                   \
+	uint64_t mark__slots[MARK__NARGS_AFTER(fmt, ##__VA_ARGS__) + 1];                 \
+	mark__slots[MARK__NARGS_AFTER(fmt, ##__VA_ARGS__)] = 0;                          \
+	MARK__EACH(MARK__STORE, ##__VA_ARGS__)                                           \
+	MARK__USDT(desc, MARK__USDT_SEM(desc), MARK__STR(prov), usdtnm, ##__VA_ARGS__);  \
+	mark__fire(&(desc), mark__slots);
+
+#if MARK__KIND == 1 && !defined(__OPTIMIZE__)
+/*
+ * Unoptimised builds: the asm goto jumps straight into the out-of-line
+ * block, so the straight-line path is the NOP and one jmp over the block
+ * (the statement-expression form would also store, reload and test a flag).
+ */
+#define MARK__SITE(prov, nm, usdtnm, flags, fmt, ...)                                        \
+	do {                                                                                 \
+		__label__ mark__on;                                                          \
+		MARK__DEFINE_DESC(mark__desc, MARK__KIND, flags, prov, nm, fmt, #__VA_ARGS__, \
+				  MARK__NARGS_AFTER(fmt, ##__VA_ARGS__));                    \
+		if (0)                                                                       \
+			mark__check_format("M" fmt, ##__VA_ARGS__);                          \
+		MARK__JUMP_ASM(MARK__DESC_REF(mark__desc), mark__on);                        \
+		if (0) {                                                                     \
+		mark__on:;                                                                   \
+			MARK__SITE_BODY(MARK__DESC_REF(mark__desc), prov, usdtnm, fmt,       \
+					##__VA_ARGS__)                                       \
+		}                                                                            \
+	} while (0)
+#else
 #define MARK__SITE(prov, nm, usdtnm, flags, fmt, ...)                                        \
 	do {                                                                                 \
 		MARK__DEFINE_DESC(mark__desc, MARK__KIND, flags, prov, nm, fmt, #__VA_ARGS__, \
-				  MARK__NARGS(__VA_ARGS__));                                 \
+				  MARK__NARGS_AFTER(fmt, ##__VA_ARGS__));                    \
 		if (0)                                                                       \
 			mark__check_format("M" fmt, ##__VA_ARGS__);                          \
 		if (__builtin_expect(MARK__TEST(MARK__DESC_REF(mark__desc)), 0)) {          \
-			uint64_t mark__slots[MARK__NARGS(__VA_ARGS__) + 1];                  \
-			MARK__EACH(MARK__STORE, ##__VA_ARGS__)                               \
-			MARK__USDT(MARK__DESC_REF(mark__desc),                               \
-				   MARK__USDT_SEM(MARK__DESC_REF(mark__desc)), MARK__STR(prov), \
-				   usdtnm, ##__VA_ARGS__);                                   \
-			mark__fire(&MARK__DESC_REF(mark__desc), mark__slots);                \
+			MARK__SITE_BODY(MARK__DESC_REF(mark__desc), prov, usdtnm, fmt,       \
+					##__VA_ARGS__)                                       \
 		}                                                                            \
 	} while (0)
+#endif
 
 #define MARK__ENABLED(prov, nm, flags)                                                    \
 	__builtin_expect(({                                                               \
