@@ -10,7 +10,7 @@ CMAKE_FLAGS ?=
 DEB_BUILD = build-essential cmake ninja-build pkg-config liburcu-dev clang libclang-rt-14-dev
 DEB_TEST  = babeltrace2 python3-bt2 libbabeltrace2-dev systemtap-sdt-dev bpftrace gdb binutils \
             linux-perf afl++ systemtap
-DEB_BENCH = liblttng-ust-dev lttng-tools python3-matplotlib dpkg-dev
+DEB_BENCH = liblttng-ust-dev lttng-tools python3-matplotlib dpkg-dev libevent-dev patch debian-archive-keyring
 
 .PHONY: all build deps deps-test deps-bench install test test-quick test-asan test-tsan test-clang \
         demo bench bench-quick fuzz clean

@@ -298,7 +298,8 @@ static void usage(FILE *out)
 		"sections without running it: one line per site with the marker name\n"
 		"(PROVIDER:NAME when the provider is not \"mark\"), format, site kind and\n"
 		"source location.  With a PID, ask that running process (see `mark ps`):\n"
-		"name, format, kind, location, armed state and probe count.\n\n"
+		"name, format, kind, location, armed state, probe count, and hits while\n"
+		"a `mark record --pid` records the process.\n\n"
 		"GLOB matches marker names with * ? and [...]; without a ':' it also\n"
 		"matches the name part of PROVIDER:NAME.\n\n"
 		"Exit status: 0 if markers were listed, 1 if none matched or on error.\n");

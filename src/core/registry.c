@@ -25,9 +25,14 @@
 #include "internal.h"
 #include "../arch/patch.h"
 
-/* The control agent (src/agent) starts once the process has markers.  Weak,
- * so that a core-only build (-DMARK_MODULES="") links without it. */
-MARK_HIDDEN void mark_agent_autostart(void) __attribute__((weak));
+/* The control agent (src/agent) starts once the process has markers.  The
+ * reference is strong when the module is built, so that a program linked
+ * with libmark.a pulls the agent in; a core-only build has none. */
+#ifdef MARK_HAVE_AGENT
+MARK_HIDDEN void mark_agent_autostart(void);
+#else
+static inline void mark_agent_autostart(void) {}
+#endif
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -670,8 +675,7 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 	mark_probes_retire(retired, nretired);
 	free(new_markers);
 	/* The process has markers: start the control agent (once; no lock held). */
-	if (mark_agent_autostart)
-		mark_agent_autostart();
+	mark_agent_autostart();
 }
 
 void mark__unregister_object(const void *descs_begin, const void *codes_begin)

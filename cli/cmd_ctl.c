@@ -1,0 +1,251 @@
+/*
+ * `mark list PID [GLOB]`, `mark enable PID GLOB...`, `mark disable PID GLOB...`:
+ * inspect and arm the markers of a running process through its agent.
+ */
+#define _GNU_SOURCE
+#include "command.h"
+#include "control.h"
+#include "liveline.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct row {
+	char *name, *format, *kind, *location, *armed, *probes, *hits;
+};
+
+static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *dupf(const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return s;
+}
+
+static int width_of(struct row *rows, size_t n, size_t off, const char *title)
+{
+	size_t w = strlen(title);
+	for (size_t i = 0; i < n; i++) {
+		const char *s = *(char **)((char *)&rows[i] + off);
+		if (s && strlen(s) > w)
+			w = strlen(s);
+	}
+	return (int)w;
+}
+
+int cli_list_pid(pid_t pid, const char *glob)
+{
+	struct ctl_conn c;
+	if (ctl_connect(&c, pid))
+		return 1;
+	/* Hits are known while a `mark record --pid` records the process: the
+	 * per-marker event counts of its trace directory. */
+	struct live_marker_count *counts = NULL;
+	size_t ncounts = 0;
+	if (ctl_simple_request(&c, MARK_MSG_INFO, CTL_TIMEOUT_MS) != 0) {
+		ctl_close(&c);
+		return 1;
+	}
+	const char *trace_dir = c.msg.type == MARK_MSG_INFO_REPLY ? mark_proto_str(&c.msg, MARK_TAG_DIR, 0) : NULL;
+	if (trace_dir && live_stats_markers(trace_dir, &counts, &ncounts) != 0) {
+		counts = NULL;
+		ncounts = 0;
+	}
+	struct mark_proto_buf req;
+	mark_proto_buf_init(&req);
+	mark_proto_begin(&req, MARK_MSG_LIST);
+	if (glob)
+		mark_proto_add_str(&req, MARK_TAG_GLOB, glob);
+	mark_proto_end(&req);
+	int r = ctl_request(&c, &req, CTL_TIMEOUT_MS);
+	mark_proto_buf_free(&req);
+	struct row *rows = NULL;
+	size_t n = 0, cap = 0;
+	while (r == 0 && c.msg.type == MARK_MSG_MARKER) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct row *g = realloc(rows, cap * sizeof(*g));
+			if (!g) {
+				r = cli_error("out of memory");
+				break;
+			}
+			rows = g;
+		}
+		uint64_t sites = 0, more = 0, armed = 0, probes = 0, hits = 0;
+		mark_proto_u64(&c.msg, MARK_TAG_SITES, 0, &sites);
+		mark_proto_u64(&c.msg, MARK_TAG_MORE_SITES, 0, &more);
+		mark_proto_u64(&c.msg, MARK_TAG_ARMED, 0, &armed);
+		mark_proto_u64(&c.msg, MARK_TAG_PROBES, 0, &probes);
+		bool have_hits = mark_proto_u64(&c.msg, MARK_TAG_HITS, 0, &hits);
+		const char *mname = mark_proto_str(&c.msg, MARK_TAG_NAME, 0);
+		for (size_t k = 0; !have_hits && counts && k < ncounts; k++) {
+			if (strcmp(counts[k].name, mname) == 0) {
+				hits = counts[k].events;
+				have_hits = true;
+			}
+		}
+		struct row *w = &rows[n++];
+		w->name = strdup(mark_proto_str(&c.msg, MARK_TAG_NAME, 0));
+		const char *fmt = mark_proto_str(&c.msg, MARK_TAG_FORMAT, 0);
+		w->format = dupf("\"%s\"", fmt);
+		w->kind = strdup(mark_proto_str(&c.msg, MARK_TAG_KIND, 0));
+		if (more)
+			w->location = dupf("%s (+%" PRIu64 " more)", mark_proto_str(&c.msg, MARK_TAG_LOCATION, 0), more);
+		else
+			w->location = strdup(mark_proto_str(&c.msg, MARK_TAG_LOCATION, 0));
+		if (armed == 0)
+			w->armed = strdup("no");
+		else if (armed == sites)
+			w->armed = strdup("yes");
+		else
+			w->armed = dupf("%" PRIu64 "/%" PRIu64, armed, sites);
+		w->probes = dupf("%" PRIu64, probes);
+		w->hits = have_hits ? dupf("%" PRIu64, hits) : strdup("-");
+		r = ctl_read_reply(&c, CTL_TIMEOUT_MS);
+	}
+	if (r == 0 && ctl_reply_error(&c, "list"))
+		r = 1;
+	if (r == 0 && c.msg.type != MARK_MSG_LIST_END)
+		r = cli_error("unexpected %s reply from process %d", mark_proto_type_name(c.msg.type), (int)pid);
+	if (r == 0 && n == 0) {
+		if (glob)
+			r = cli_error("no marker matches \"%s\" in process %d (%s); `mark list %d` shows them all",
+				      glob, (int)pid, c.comm, (int)pid);
+		else
+			printf("process %d (%s) has no markers\n", (int)pid, c.comm);
+	}
+	if (r == 0 && n > 0) {
+		int wn = width_of(rows, n, offsetof(struct row, name), "NAME");
+		int wf = width_of(rows, n, offsetof(struct row, format), "FORMAT");
+		int wk = width_of(rows, n, offsetof(struct row, kind), "KIND");
+		int wl = width_of(rows, n, offsetof(struct row, location), "LOCATION");
+		int wa = width_of(rows, n, offsetof(struct row, armed), "ARMED");
+		int wp = width_of(rows, n, offsetof(struct row, probes), "PROBES");
+		printf("%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %s\n", wn, "NAME", wf, "FORMAT", wk, "KIND", wl,
+		       "LOCATION", wa, "ARMED", wp, "PROBES", "HITS");
+		for (size_t i = 0; i < n; i++)
+			printf("%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %s\n", wn, rows[i].name, wf, rows[i].format, wk,
+			       rows[i].kind, wl, rows[i].location, wa, rows[i].armed, wp, rows[i].probes, rows[i].hits);
+	}
+	for (size_t i = 0; i < n; i++) {
+		free(rows[i].name);
+		free(rows[i].format);
+		free(rows[i].kind);
+		free(rows[i].location);
+		free(rows[i].armed);
+		free(rows[i].probes);
+		free(rows[i].hits);
+	}
+	free(rows);
+	free(counts);
+	ctl_close(&c);
+	return r ? 1 : 0;
+}
+
+static const char enable_usage[] =
+	"usage: mark enable PID GLOB...\n"
+	"       mark disable PID GLOB...\n"
+	"\n"
+	"Arm (enable) or disarm (disable) the markers matching each GLOB (* ? [...];\n"
+	"\"net_*\" also matches provider-qualified names such as \"app:net_rx\") in the\n"
+	"running process PID, through its mark agent, and say how many sites changed.\n"
+	"An armed site with no probe connected costs a call that does nothing; use\n"
+	"`mark record --pid` to record events.  The change is in effect until the\n"
+	"process exits or it is reverted with the opposite command.  A GLOB that\n"
+	"matches no marker changes nothing and is reported as an error.\n"
+	"\n"
+	"Only the user the process runs as, or root, may control it.\n"
+	"\n"
+	"Exit status: 0 if every GLOB matched, 1 on any error, 2 on bad usage.\n";
+
+static int arm_command(int argc, char **argv, bool arm)
+{
+	const char *verb = arm ? "enable" : "disable";
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		fputs(enable_usage, stdout);
+		return 0;
+	}
+	if (argc < 3) {
+		cli_error("%s: give a PID and at least one GLOB (see `mark %s --help`)", verb, verb);
+		return 2;
+	}
+	pid_t pid;
+	if (!ctl_parse_pid(argv[1], &pid))
+		return 2;
+	if (argc - 2 > MARK_PROTO_MAX_GLOBS) {
+		cli_error("%s: at most %d globs at once", verb, MARK_PROTO_MAX_GLOBS);
+		return 2;
+	}
+	for (int i = 2; i < argc; i++) {
+		if (!argv[i][0]) {
+			cli_error("%s: empty GLOB", verb);
+			return 2;
+		}
+		if (strlen(argv[i]) >= MARK_PROTO_MAX_STRING) {
+			cli_error("%s: GLOB too long (%zu bytes; at most %d)", verb, strlen(argv[i]),
+				  MARK_PROTO_MAX_STRING - 1);
+			return 2;
+		}
+	}
+	struct ctl_conn c;
+	if (ctl_connect(&c, pid))
+		return 1;
+	struct mark_proto_buf req;
+	mark_proto_buf_init(&req);
+	mark_proto_begin(&req, arm ? MARK_MSG_ARM : MARK_MSG_DISARM);
+	for (int i = 2; i < argc; i++)
+		mark_proto_add_str(&req, MARK_TAG_GLOB, argv[i]);
+	mark_proto_end(&req);
+	int r = ctl_request(&c, &req, CTL_TIMEOUT_MS);
+	mark_proto_buf_free(&req);
+	if (r == 0 && ctl_reply_error(&c, verb))
+		r = 1;
+	if (r == 0 && c.msg.type != MARK_MSG_OK)
+		r = cli_error("%s: unexpected %s reply", verb, mark_proto_type_name(c.msg.type));
+	if (r == 0) {
+		/* The reply holds (GLOB MATCHED CHANGED) per glob, in request order. */
+		const char *glob = NULL;
+		uint64_t matched = 0;
+		for (size_t i = 0; i < c.msg.nfields; i++) {
+			const struct mark_proto_field *f = &c.msg.fields[i];
+			if (f->tag == MARK_TAG_GLOB) {
+				glob = (const char *)f->value;
+			} else if (f->tag == MARK_TAG_MATCHED) {
+				matched = mark_proto_field_u64(f);
+			} else if (f->tag == MARK_TAG_CHANGED && glob) {
+				uint64_t changed = mark_proto_field_u64(f);
+				if (matched == 0) {
+					r = cli_error("%s: no marker matches \"%s\" in process %d (%s); `mark list %d` "
+						      "shows them", verb, glob, (int)pid, c.comm, (int)pid);
+					continue;
+				}
+				printf("%s: %" PRIu64 " site%s %s (%" PRIu64 " marker%s matched) in process %d (%s)\n",
+				       glob, changed, changed == 1 ? "" : "s", arm ? "armed" : "disarmed", matched,
+				       matched == 1 ? "" : "s", (int)pid, c.comm);
+			}
+		}
+	}
+	ctl_close(&c);
+	return r ? 1 : 0;
+}
+
+static int enable_run(int argc, char **argv)
+{
+	return arm_command(argc, argv, true);
+}
+
+static int disable_run(int argc, char **argv)
+{
+	return arm_command(argc, argv, false);
+}
+
+MARK_CLI_COMMAND(enable, "enable", "arm markers in a running process: enable PID GLOB...", enable_run);
+MARK_CLI_COMMAND(disable, "disable", "disarm markers in a running process: disable PID GLOB...", disable_run);

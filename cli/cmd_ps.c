@@ -1,0 +1,204 @@
+/*
+ * `mark ps`: the processes with a mark agent, found through their sockets
+ * in the per-user socket directories, and asked for INFO.  Sockets whose
+ * process is gone (or no longer listens: it exec'd, or was killed before
+ * it could clean up) are removed on the way.
+ */
+#define _GNU_SOURCE
+#include "command.h"
+#include "control.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static const char ps_usage[] =
+	"usage: mark ps [-q]\n"
+	"\n"
+	"List the running processes that have markers and a mark agent: PID, marker\n"
+	"count, site count, armed sites, tracing state and command line.  Only the\n"
+	"processes you may control are shown (your own; every user's as root).\n"
+	"Sockets left behind by processes that are gone are removed, and counted\n"
+	"on stderr.\n"
+	"\n"
+	"Options:\n"
+	"  -q, --quiet   do not report removed stale sockets\n"
+	"  -h, --help    this help\n";
+
+#define MAX_DIRS 64
+#define MAX_PROCS 4096
+
+struct proc_row {
+	pid_t pid;
+	uint64_t markers, sites, armed, tracing, owner;
+	char cmdline[256];
+	bool answered;
+};
+
+static int by_pid(const void *a, const void *b)
+{
+	const struct proc_row *x = a, *y = b;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Is the socket listening?  -ECONNREFUSED means stale. */
+static int probe_socket(const char *path)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(addr.sun_path)) {
+		close(fd);
+		return -ENAMETOOLONG;
+	}
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	int r = connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 ? 0 : -errno;
+	close(fd);
+	return r;
+}
+
+static size_t collect_dirs(char dirs[][108], size_t max)
+{
+	size_t n = ctl_socket_dirs(geteuid(), 0, dirs, max);
+	if (geteuid() != 0)
+		return n;
+	/* root: every user's directories */
+	const char *bases[2] = { "/tmp", "/run/user" };
+	for (int b = 0; b < 2; b++) {
+		DIR *d = opendir(bases[b]);
+		if (!d)
+			continue;
+		struct dirent *de;
+		while ((de = readdir(d)) && n < max) {
+			char path[108];
+			if (b == 0 && strncmp(de->d_name, "mark-", 5) == 0)
+				snprintf(path, sizeof(path), "/tmp/%.90s", de->d_name);
+			else if (b == 1 && de->d_name[0] >= '0' && de->d_name[0] <= '9')
+				snprintf(path, sizeof(path), "/run/user/%.80s/mark", de->d_name);
+			else
+				continue;
+			bool dup = false;
+			for (size_t i = 0; i < n; i++)
+				dup |= strcmp(dirs[i], path) == 0;
+			if (!dup)
+				snprintf(dirs[n++], 108, "%s", path);
+		}
+		closedir(d);
+	}
+	return n;
+}
+
+static int ps_run(int argc, char **argv)
+{
+	bool quiet = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+			fputs(ps_usage, stdout);
+			return 0;
+		} else if (strcmp(argv[i], "-q") == 0 || strcmp(argv[i], "--quiet") == 0) {
+			quiet = true;
+		} else {
+			cli_error("ps: unknown argument \"%s\" (see `mark ps --help`)", argv[i]);
+			return 2;
+		}
+	}
+	static char dirs[MAX_DIRS][108];
+	size_t nd = collect_dirs(dirs, MAX_DIRS);
+	static struct proc_row rows[MAX_PROCS];
+	size_t n = 0;
+	unsigned stale = 0;
+	for (size_t i = 0; i < nd; i++) {
+		DIR *d = opendir(dirs[i]);
+		if (!d)
+			continue;
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			char *end;
+			char path[512];
+			if (de->d_name[0] == '.') {
+				/* ".PID.tmp": an agent died between bind() and rename(). */
+				long tpid = strtol(de->d_name + 1, &end, 10);
+				if (end != de->d_name + 1 && strcmp(end, ".tmp") == 0 && tpid > 0 &&
+				    ctl_process_gone((pid_t)tpid) &&
+				    snprintf(path, sizeof(path), "%.107s/%.255s", dirs[i], de->d_name) < (int)sizeof(path) &&
+				    unlink(path) == 0)
+					stale++;
+				continue;
+			}
+			long pid = strtol(de->d_name, &end, 10);
+			if (end == de->d_name || strcmp(end, ".sock") != 0 || pid <= 0)
+				continue;
+			if (snprintf(path, sizeof(path), "%.107s/%.255s", dirs[i], de->d_name) >= (int)sizeof(path))
+				continue;
+			bool dead = ctl_process_gone((pid_t)pid);
+			if (dead || probe_socket(path) == -ECONNREFUSED) {
+				if (unlink(path) == 0)
+					stale++;
+				continue;
+			}
+			bool dup = false;
+			for (size_t k = 0; k < n; k++)
+				dup |= rows[k].pid == (pid_t)pid;
+			if (dup || n == MAX_PROCS)
+				continue;
+			struct proc_row *row = &rows[n++];
+			memset(row, 0, sizeof(*row));
+			row->pid = (pid_t)pid;
+		}
+		closedir(d);
+	}
+	/* Ask each agent; a process that cannot answer quickly is listed anyway. */
+	for (size_t i = 0; i < n; i++) {
+		struct proc_row *row = &rows[i];
+		struct ctl_conn c;
+		snprintf(row->cmdline, sizeof(row->cmdline), "?");
+		/* Errors (exited meanwhile, permission) are printed by ctl_connect. */
+		if (ctl_connect(&c, row->pid))
+			continue;
+		snprintf(row->cmdline, sizeof(row->cmdline), "%s", c.comm);
+		if (ctl_simple_request(&c, MARK_MSG_INFO, 2000) == 0 && c.msg.type == MARK_MSG_INFO_REPLY) {
+			row->answered = true;
+			mark_proto_u64(&c.msg, MARK_TAG_MARKERS, 0, &row->markers);
+			mark_proto_u64(&c.msg, MARK_TAG_SITES, 0, &row->sites);
+			mark_proto_u64(&c.msg, MARK_TAG_ARMED, 0, &row->armed);
+			mark_proto_u64(&c.msg, MARK_TAG_TRACING, 0, &row->tracing);
+			mark_proto_u64(&c.msg, MARK_TAG_OWNER_PID, 0, &row->owner);
+			snprintf(row->cmdline, sizeof(row->cmdline), "%s", mark_proto_str(&c.msg, MARK_TAG_CMDLINE, 0));
+		}
+		ctl_close(&c);
+	}
+	qsort(rows, n, sizeof(rows[0]), by_pid);
+	size_t shown = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!rows[i].answered)
+			continue;
+		if (shown++ == 0)
+			printf("%7s %7s %7s %7s  %-22s %s\n", "PID", "MARKERS", "SITES", "ARMED", "TRACING", "COMMAND");
+		char tracing[64];
+		if (rows[i].tracing == MARK_TRACING_CONTROLLER)
+			snprintf(tracing, sizeof(tracing), "yes (mark pid %" PRIu64 ")", rows[i].owner);
+		else if (rows[i].tracing == MARK_TRACING_OTHER)
+			snprintf(tracing, sizeof(tracing), "yes (MARK_TRACE/API)");
+		else
+			snprintf(tracing, sizeof(tracing), "no");
+		printf("%7d %7" PRIu64 " %7" PRIu64 " %7" PRIu64 "  %-22s %s\n", (int)rows[i].pid, rows[i].markers,
+		       rows[i].sites, rows[i].armed, tracing, rows[i].cmdline);
+	}
+	if (shown == 0)
+		fprintf(stderr, "mark: no running process with a mark agent found\n");
+	if (stale && !quiet)
+		fprintf(stderr, "mark: removed %u stale socket%s of processes that are gone\n", stale,
+			stale == 1 ? "" : "s");
+	return 0;
+}
+
+MARK_CLI_COMMAND(ps, "ps", "list the running processes that have markers", ps_run);

@@ -1,0 +1,575 @@
+/*
+ * `mark record [-e GLOB]... [-o DIR] [--mode M] [--buffer SIZE] -- CMD ARGS...`
+ *
+ * Runs CMD with the tracer's environment configuration (MARK_ENABLE,
+ * MARK_TRACE, MARK_MODE, MARK_BUFFER: read by libmark's constructor in the
+ * program), shows live statistics while it runs, makes the trace complete
+ * if the program died without stopping the tracer, prints a summary and
+ * exits with the program's status (128+N if signal N killed it, as a shell
+ * reports it).
+ *
+ * Signals, as a shell treats its foreground job: SIGINT and SIGQUIT typed
+ * at the terminal (and SIGHUP at hangup) reach the whole foreground process
+ * group, so the program already has them; we do not send them a second
+ * time, and we do not die of them ourselves, because the trace still needs
+ * finishing after the program exits.  The same signals sent to `mark` alone (kill -INT <mark's pid>),
+ * and SIGTERM/SIGHUP, are forwarded to the program.  The handler only
+ * calls kill(2), which is async-signal-safe; `child_pid` is written once
+ * before the handlers are installed.
+ */
+#define _GNU_SOURCE
+#include "command.h"
+#include "liveline.h"
+
+#include "tracer/trace_format.h"
+#include "tracer/tracer.h"
+#include "tracer/tracer_internal.h"
+
+#include <mark/mark.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static const char record_usage[] =
+	"usage: mark record [OPTIONS] -- CMD [ARGS...]\n"
+	"       mark record --pid PID [OPTIONS]   (a running process: see\n"
+	"                                         `mark record --pid 1 --help`)\n"
+	"\n"
+	"Run CMD with the markers matching the globs armed and recorded by the tracer\n"
+	"inside libmark, writing a CTF 1.8 trace directory that `mark view`, `mark stats`,\n"
+	"`mark export` and babeltrace2 read.  CMD must use libmark (link with -lmark);\n"
+	"the tracer is configured through MARK_ENABLE, MARK_TRACE, MARK_MODE and\n"
+	"MARK_BUFFER in CMD's environment (values given here replace inherited ones).\n"
+	"\n"
+	"Options:\n"
+	"  -e, --enable GLOB   record markers matching GLOB (* ? [...]); repeatable;\n"
+	"                      default: every marker\n"
+	"  -o, --output DIR    trace directory (created; must not already hold a trace);\n"
+	"                      default: ./mark-trace-YYYYMMDD-HHMMSS\n"
+	"  -m, --mode MODE     what to do when a buffer is full:\n"
+	"                        discard    drop new events and count them (default)\n"
+	"                        overwrite  flight recorder: keep the newest events,\n"
+	"                                   written at exit or by `mark snapshot PID`\n"
+	"                        block      never lose events: the program waits\n"
+	"  -b, --buffer SIZE   bytes per thread buffer, 4k to 4G: 4096, 64k, 16M, 1G\n"
+	"                      (default 2M)\n"
+	"  -q, --quiet         no live line and no summary (errors are still printed)\n"
+	"  -h, --help          this help\n"
+	"\n"
+	"On a terminal, a status line shows events/s, events recorded, lost events and\n"
+	"MB written, about 4 times a second.  At the end a summary gives the events of\n"
+	"each marker, the lost events and the trace directory.  If CMD dies by a signal\n"
+	"the trace is completed from its shared-memory buffers, so it holds every\n"
+	"event recorded before the death.\n"
+	"\n"
+	"Signals from the terminal (^C, ^\\, hangup) reach CMD directly; SIGINT, SIGQUIT,\n"
+	"SIGTERM and SIGHUP sent to `mark` itself are forwarded to CMD.  Either way\n"
+	"`mark` waits for CMD to end, then finishes the trace.\n"
+	"\n"
+	"Exit status: CMD's exit status, or 128+N if signal N killed it; 127 if CMD\n"
+	"was not found, 126 if it could not be run; 2 on bad usage; 1 if the trace\n"
+	"directory could not be created.\n";
+
+static volatile pid_t child_pid;
+
+static void forward_signal(int sig, siginfo_t *info, void *ctx)
+{
+	(void)ctx;
+	pid_t pid = child_pid;
+	if (pid <= 0)
+		return;
+	/* Sent by the kernel (si_code SI_KERNEL): the terminal driver's ^C, ^\ and
+	 * hangup go to the whole foreground process group, CMD included. */
+	if (info && info->si_code == SI_KERNEL)
+		return;
+	kill(pid, sig);
+}
+
+/* ---------------- argument checks ---------------- */
+
+/*
+ * The tracer's own parsers and limits decide what MARK_MODE and MARK_BUFFER
+ * accept, so `mark record` rejects before running CMD exactly what the
+ * tracer would reject after (it would then run CMD untraced).
+ */
+static int parse_mode(const char *text, enum mark_trace_mode *mode)
+{
+	if (mark_trace_mode_parse(text, mode) == 0)
+		return 0;
+	cli_error("record: bad --mode \"%s\": use discard, overwrite or block", text);
+	return -1;
+}
+
+static int parse_size(const char *text, size_t *bytes)
+{
+	if (mark_size_parse(text, bytes) == 0 && *bytes >= TRACER_MIN_BUFFER && *bytes <= TRACER_MAX_BUFFER)
+		return 0;
+	cli_error("record: bad --buffer \"%s\": give a size from 4k to 4G, like 4096, 64k, 16M or 1G", text);
+	return -1;
+}
+
+/* ---------------- the trace directory ---------------- */
+
+static int dir_holds_trace(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int found = 0;
+	struct dirent *de;
+	while (!found && (de = readdir(d)))
+		found = strcmp(de->d_name, MARK_TF_METADATA) == 0 || strcmp(de->d_name, MARK_TF_STATS) == 0 ||
+			strncmp(de->d_name, MARK_TF_STREAM_PREFIX, strlen(MARK_TF_STREAM_PREFIX)) == 0 ||
+			strncmp(de->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) == 0;
+	closedir(d);
+	return found;
+}
+
+/*
+ * Create the output directory (and missing parents).  The default name has
+ * the time to the second; a second run in the same second gets a suffix.
+ * Returns a malloc'ed absolute path: MARK_TRACE must stay valid if CMD
+ * changes its working directory.  *created says whether the directory is
+ * new (an existing empty one given with -o is used as it is).
+ */
+static char *make_output_dir(const char *requested, int *created)
+{
+	*created = 1;
+	char path[PATH_MAX];
+	if (requested) {
+		if (strlen(requested) >= sizeof(path) - 1) {
+			cli_error("record: output path too long: %s", requested);
+			return NULL;
+		}
+		snprintf(path, sizeof(path), "%s", requested);
+		/* mkdir -p */
+		for (char *p = path + 1; *p; p++) {
+			if (*p != '/')
+				continue;
+			*p = '\0';
+			if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+				cli_error("record: cannot create directory %s: %s (choose another with -o DIR)", path,
+					  strerror(errno));
+				return NULL;
+			}
+			*p = '/';
+		}
+		if (mkdir(path, 0777) != 0) {
+			*created = 0;
+			if (errno != EEXIST) {
+				cli_error("record: cannot create trace directory %s: %s (choose another with -o DIR)",
+					  path, strerror(errno));
+				return NULL;
+			}
+			struct stat st;
+			if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+				cli_error("record: %s exists and is not a directory (choose another with -o DIR)", path);
+				return NULL;
+			}
+			if (dir_holds_trace(path)) {
+				cli_error("record: %s already holds a trace; remove it or choose another with -o DIR",
+					  path);
+				return NULL;
+			}
+		}
+	} else {
+		time_t now = time(NULL);
+		struct tm tm;
+		localtime_r(&now, &tm);
+		char base[64];
+		strftime(base, sizeof(base), "mark-trace-%Y%m%d-%H%M%S", &tm);
+		int made = 0;
+		for (int n = 1; n < 100 && !made; n++) {
+			if (n == 1)
+				snprintf(path, sizeof(path), "%s", base);
+			else
+				snprintf(path, sizeof(path), "%s-%d", base, n);
+			if (mkdir(path, 0777) == 0)
+				made = 1;
+			else if (errno != EEXIST) {
+				char cwd[PATH_MAX];
+				cli_error("record: cannot create trace directory %s in %s: %s (choose another with -o DIR)",
+					  path, getcwd(cwd, sizeof(cwd)) ? cwd : ".", strerror(errno));
+				return NULL;
+			}
+		}
+		if (!made) {
+			cli_error("record: could not pick a free name %s-N; choose one with -o DIR", base);
+			return NULL;
+		}
+	}
+	/* mkdir succeeds for root on read-only-permission dirs but not on a read-only
+	 * file system; check we can really create files there before starting CMD. */
+	char probe[PATH_MAX + 32];
+	snprintf(probe, sizeof(probe), "%s/.mark-write-test", path);
+	int fd = open(probe, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		cli_error("record: trace directory %s is not writable: %s (choose another with -o DIR)", path,
+			  strerror(errno));
+		return NULL;
+	}
+	close(fd);
+	unlink(probe);
+	char *abs = realpath(path, NULL);
+	if (!abs)
+		cli_error("record: cannot resolve %s: %s", path, strerror(errno));
+	return abs;
+}
+
+/* ---------------- running CMD ---------------- */
+
+static int env_is_ours(const char *entry)
+{
+	static const char *const names[] = { "MARK_ENABLE=", "MARK_TRACE=", "MARK_MODE=", "MARK_BUFFER=" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strncmp(entry, names[i], strlen(names[i])) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * CMD's environment: ours minus inherited MARK_* settings, plus the
+ * session's.  The first *inherited entries are borrowed from environ; the
+ * ones after are ours (free them with free_child_environment()).
+ */
+static char **child_environment(const char *enable, const char *dir, const char *mode, const char *buffer,
+				size_t *inherited)
+{
+	size_t n = 0;
+	for (char **e = environ; *e; e++)
+		n++;
+	char **env = calloc(n + 5, sizeof(*env));
+	if (!env)
+		return NULL;
+	size_t k = 0;
+	for (char **e = environ; *e; e++)
+		if (!env_is_ours(*e))
+			env[k++] = *e;
+	*inherited = k;
+	int ok = asprintf(&env[k++], "MARK_ENABLE=%s", enable) >= 0 &&
+		 asprintf(&env[k++], "MARK_TRACE=%s", dir) >= 0 &&
+		 (!mode || asprintf(&env[k++], "MARK_MODE=%s", mode) >= 0) &&
+		 (!buffer || asprintf(&env[k++], "MARK_BUFFER=%s", buffer) >= 0);
+	if (!ok) {
+		/* asprintf leaves its pointer undefined on failure: clear it before freeing. */
+		env[k - 1] = NULL;
+		for (size_t i = *inherited; i < k; i++)
+			free(env[i]);
+		free(env);
+		return NULL;
+	}
+	env[k] = NULL;
+	return env;
+}
+
+static void free_child_environment(char **env, size_t inherited)
+{
+	for (size_t i = inherited; env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+/*
+ * fork + execvpe.  An exec failure is reported through a close-on-exec
+ * pipe, so the parent can tell "CMD not found" from "CMD ran and exited 127".
+ * Returns the pid, or -1 with *exec_errno set.
+ */
+static pid_t spawn(char **argv, char **env, int *exec_errno)
+{
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) != 0) {
+		*exec_errno = errno;
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		*exec_errno = errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		/* Restore what CMD should inherit: default dispositions, no blocked signals. */
+		struct sigaction dfl = { .sa_handler = SIG_DFL };
+		sigaction(SIGINT, &dfl, NULL);
+		sigaction(SIGQUIT, &dfl, NULL);
+		sigaction(SIGTERM, &dfl, NULL);
+		sigaction(SIGHUP, &dfl, NULL);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		execvpe(argv[0], argv, env);
+		int err = errno;
+		(void)!write(pfd[1], &err, sizeof(err));
+		_exit(127);
+	}
+	close(pfd[1]);
+	int err = 0;
+	ssize_t r;
+	do
+		r = read(pfd[0], &err, sizeof(err));
+	while (r < 0 && errno == EINTR);
+	close(pfd[0]);
+	if (r == (ssize_t)sizeof(err)) {
+		waitpid(pid, NULL, 0);
+		*exec_errno = err;
+		return -1;
+	}
+	return pid;
+}
+
+/* ---------------- the end ---------------- */
+
+/*
+ * Make the trace complete if CMD, or a process it forked, ended without
+ * stopping its tracer (killed by a signal, _exit, exec): the tracer's
+ * recovery turns the events left in its shared-memory rings (.mark-ring-N)
+ * into the missing packets, in DIR and in every DIR/pid-P.  It is
+ * idempotent, but reading .mark-stats first saves the work for a clean run.
+ * Returns the events recovered, or -1 after printing why it failed.
+ */
+static int64_t complete_trace(const char *dir)
+{
+	struct live_stats s;
+	if (live_stats_read(dir, &s) != 0 || s.unfinished == 0)
+		return 0;
+	int r = mark_trace_recover(dir);
+	if (r < 0) {
+		fprintf(stderr, "%s\nmark: the trace in %s may lack the events that were still in its buffers\n",
+			mark_last_error(), dir);
+		return -1;
+	}
+	return r;
+}
+
+static void print_summary(const char *dir, const char *cmd, int wstatus, int created_dir)
+{
+	struct live_stats s;
+	struct live_marker_count *markers = NULL;
+	size_t n = 0;
+	if (live_stats_read(dir, &s) != 0) {
+		/* rmdir only removes it if nothing at all was written there. */
+		int removed = created_dir && rmdir(dir) == 0;
+		fprintf(stderr,
+			"mark: no trace: %s never started the tracer (is it linked with libmark?)%s%s\n",
+			cmd, removed ? "; removed the empty directory " : "; see ", dir);
+		return;
+	}
+	live_stats_markers(dir, &markers, &n);
+	fprintf(stderr, "mark: %s ", cmd);
+	if (WIFEXITED(wstatus))
+		fprintf(stderr, "exited with status %d\n", WEXITSTATUS(wstatus));
+	else
+		fprintf(stderr, "was killed by signal %d (%s)\n", WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
+	/* The metadata describes every marker of the program; list those that fired
+	 * (the array is sorted by count, so they come first). */
+	size_t width = 6, fired = 0;
+	while (fired < n && markers[fired].events > 0)
+		fired++;
+	for (size_t i = 0; i < fired; i++)
+		if (strlen(markers[i].name) > width)
+			width = strlen(markers[i].name);
+	if (fired) {
+		fprintf(stderr, "  %-*s %14s\n", (int)width, "marker", "events");
+		for (size_t i = 0; i < fired; i++)
+			fprintf(stderr, "  %-*s %14" PRIu64 "\n", (int)width, markers[i].name, markers[i].events);
+	}
+	fprintf(stderr, "mark: %" PRIu64 " events written, %" PRIu64 " lost, %.1f MB",
+		s.events_written, s.lost, (double)s.bytes_written / 1e6);
+	if (s.processes > 1)
+		fprintf(stderr, " (%u processes)", s.processes);
+	fprintf(stderr, "\nmark: trace written to %s\n", dir);
+	if (s.lost)
+		fprintf(stderr, "mark: events were lost: use a larger --buffer, or --mode block to lose none\n");
+	if (s.events == 0 && s.lost == 0)
+		fprintf(stderr, "mark: no event was recorded: no armed marker fired (check the -e globs; "
+				"`mark list %s` shows its markers)\n", cmd);
+	if (s.unfinished)
+		fprintf(stderr, "mark: %u traced process(es) still running or not finished; the trace may be "
+				"incomplete\n", s.unfinished);
+	free(markers);
+}
+
+/*
+ * `mark record --pid PID ...` records a running process through its agent;
+ * that is cmd_record_pid.c's job (declared weak so that this file builds and
+ * says so plainly without it).  It is chosen when --pid/-p appears among the
+ * options, i.e. before "--" or the first non-option (CMD).
+ */
+extern int cli_record_pid(int argc, char **argv) __attribute__((weak));
+
+static int wants_pid(int argc, char **argv)
+{
+	static const char *const with_value[] = { "-e", "-o", "-m", "-b", "-d", "--enable", "--output",
+						  "--mode", "--buffer", "--duration", NULL };
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0 || a[0] != '-' || a[1] == '\0')
+			return 0;
+		if (strcmp(a, "--pid") == 0 || strncmp(a, "--pid=", 6) == 0 || strncmp(a, "-p", 2) == 0)
+			return 1;
+		for (const char *const *w = with_value; *w; w++)
+			if (strcmp(a, *w) == 0) {
+				i++;   /* its value, which may start with '-' */
+				break;
+			}
+	}
+	return 0;
+}
+
+static int record_run(int argc, char **argv)
+{
+	if (wants_pid(argc, argv)) {
+		if (!cli_record_pid) {
+			cli_error("record: --pid is not available in this build of mark; run the program "
+				  "with `mark record -- CMD` instead");
+			return 2;
+		}
+		return cli_record_pid(argc, argv);
+	}
+
+	static const struct option opts[] = {
+		{ "enable", required_argument, NULL, 'e' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "buffer", required_argument, NULL, 'b' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *output = NULL, *mode = NULL, *buffer = NULL;
+	int quiet = 0;
+	size_t enable_len = 0;
+	char *enable = NULL;
+	int c;
+	optind = 1;
+	opterr = 0;
+	/* "+": stop at the first non-option, so CMD's own options are left alone. */
+	while ((c = getopt_long(argc, argv, "+e:o:m:b:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'e': {
+			if (!*optarg || strchr(optarg, ',')) {
+				free(enable);
+				return cli_error("record: bad -e \"%s\": give one non-empty glob per -e "
+						 "(commas are not allowed in a glob)", optarg), 2;
+			}
+			size_t l = strlen(optarg);
+			char *grown = realloc(enable, enable_len + l + 2);
+			if (!grown) {
+				free(enable);
+				return cli_error("record: out of memory");
+			}
+			enable = grown;
+			if (enable_len)
+				enable[enable_len++] = ',';
+			memcpy(enable + enable_len, optarg, l + 1);
+			enable_len += l;
+			break;
+		}
+		case 'o': output = optarg; break;
+		case 'm': mode = optarg; break;
+		case 'b': buffer = optarg; break;
+		case 'q': quiet = 1; break;
+		case 'h': free(enable); fputs(record_usage, stdout); return 0;
+		default:
+			free(enable);
+			cli_error("record: %s: unknown option or missing argument; see `mark record --help`",
+				  argv[optind - 1]);
+			return 2;
+		}
+	}
+	enum mark_trace_mode parsed_mode;
+	size_t parsed_size;
+	if ((mode && parse_mode(mode, &parsed_mode) != 0) || (buffer && parse_size(buffer, &parsed_size) != 0)) {
+		free(enable);
+		return 2;
+	}
+	if (optind >= argc) {
+		free(enable);
+		cli_error("record: give the command to run after --, e.g. mark record -- ./myprog --its-options");
+		return 2;
+	}
+	char **cmd = argv + optind;
+
+	int created_dir;
+	char *dir = make_output_dir(output, &created_dir);
+	if (!dir) {
+		free(enable);
+		return 1;
+	}
+	size_t inherited = 0;
+	char **env = child_environment(enable ? enable : "*", dir, mode, buffer, &inherited);
+	if (!env) {
+		free(enable);
+		free(dir);
+		return cli_error("record: out of memory");
+	}
+	if (!quiet)
+		fprintf(stderr, "mark: recording %s into %s\n", enable ? enable : "every marker", dir);
+
+	/* Handlers go in before fork(), so no forwarded signal can be missed; the
+	 * child resets them before exec.  Until child_pid is set they do nothing. */
+	struct sigaction sa = { .sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	struct sigaction old[4];
+	const int forwarded[4] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP };
+	for (int i = 0; i < 4; i++)
+		sigaction(forwarded[i], &sa, &old[i]);
+
+	int exec_errno = 0;
+	pid_t pid = spawn(cmd, env, &exec_errno);
+	int status;
+	if (pid < 0) {
+		cli_error("record: cannot run %s: %s%s", cmd[0], strerror(exec_errno),
+			  exec_errno == ENOENT ? (strchr(cmd[0], '/') ? "" : " (not found in PATH)") : "");
+		status = exec_errno == ENOENT ? 127 : 126;
+		/* Leave no empty trace directory of ours behind for a command that never ran. */
+		if (created_dir && rmdir(dir) == 0 && !quiet)
+			fprintf(stderr, "mark: removed the empty trace directory %s\n", dir);
+	} else {
+		child_pid = pid;
+		struct liveline *line = quiet ? NULL : liveline_start(dir);
+		int wstatus = 0;
+		pid_t w;
+		do
+			w = waitpid(pid, &wstatus, 0);
+		while (w < 0 && errno == EINTR);
+		liveline_stop(line);
+		child_pid = 0;
+		status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus) : 1;
+
+		/* A program that exits normally stops its tracer in a destructor; one
+		 * killed by a signal (or one that called _exit) leaves its buffers in
+		 * the .mark-ring files: finish the trace from them. */
+		int64_t recovered = complete_trace(dir);
+		if (!quiet) {
+			if (recovered > 0)
+				fprintf(stderr, "mark: %s ended without stopping the tracer: recovered %" PRId64
+						" events from its buffers\n", cmd[0], recovered);
+			print_summary(dir, cmd[0], wstatus, created_dir);
+		}
+	}
+	for (int i = 0; i < 4; i++)
+		sigaction(forwarded[i], &old[i], NULL);
+	free(enable);
+	free(dir);
+	free_child_environment(env, inherited);
+	return status;
+}
+
+MARK_CLI_COMMAND(record, "record", "run a command and record its markers into a trace", record_run);

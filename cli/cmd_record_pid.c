@@ -1,0 +1,443 @@
+/*
+ * `mark record --pid PID [-e GLOB]... [-o DIR] [--mode M] [--buffer SIZE]
+ *  [--duration SECONDS]`: record a running process through its agent.
+ *
+ * The agent ties the recording to this command's connection: whatever ends
+ * the connection (Ctrl-C here, the end of --duration, this command being
+ * killed) ends the recording, disarms what it armed and finishes the trace.
+ * The traced process writes the trace itself, into DIR.
+ *
+ * One recording per process: a second controller is refused (the agent
+ * answers EBUSY), so two controllers never share or corrupt a session.
+ *
+ * Signals: SIGINT, SIGTERM and SIGHUP only set a flag (the handler is
+ * async-signal-safe); the main loop, which wakes at least 4 times a second,
+ * sees it and stops the recording cleanly.
+ */
+#define _GNU_SOURCE
+#include "command.h"
+#include "control.h"
+#include "liveline.h"
+
+#include "tracer/tracer.h"
+
+#include <mark/mark.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#pragma weak mark_trace_mode_parse
+#pragma weak mark_size_parse
+int mark_trace_recover(const char *directory) __attribute__((weak));
+
+const char cli_record_pid_usage[] =
+	"usage: mark record --pid PID [OPTIONS]\n"
+	"\n"
+	"Record the running process PID: arm the markers matching the globs, record\n"
+	"them with the tracer inside the process, and, on Ctrl-C (SIGINT/SIGTERM/SIGHUP)\n"
+	"or at the end of --duration, disarm what was armed, stop and flush, leaving a\n"
+	"complete CTF trace in DIR.  If the process exits meanwhile the trace is\n"
+	"finished by the process (or completed from its buffers if it was killed).\n"
+	"If this command itself is killed, the process notices and stops recording.\n"
+	"A process has at most one recording: a second `mark record --pid` (or one\n"
+	"while MARK_TRACE records) is refused.\n"
+	"\n"
+	"Options:\n"
+	"  -p, --pid PID          the process to record (required)\n"
+	"  -e, --enable GLOB      record markers matching GLOB (* ? [...]); repeatable;\n"
+	"                         default: every marker.  A GLOB matching no marker\n"
+	"                         of the process is an error.\n"
+	"  -o, --output DIR       trace directory (created; must not already hold a\n"
+	"                         trace; the process writes it, so it must be writable\n"
+	"                         by the process's user); default ./mark-trace-PID-YYYYMMDD-HHMMSS\n"
+	"  -m, --mode MODE        discard (default), overwrite (flight recorder, see\n"
+	"                         `mark snapshot`) or block\n"
+	"  -b, --buffer SIZE      bytes per thread buffer: 4096, 64k, 16M, 1G\n"
+	"  -d, --duration SECONDS stop after SECONDS (decimals allowed)\n"
+	"  -q, --quiet            no live line and no summary\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"Exit status: 0 when a trace was written (also if the process exited during the\n"
+	"recording), 1 on error (no such process, no agent, permission denied, a glob\n"
+	"matching nothing, another recording running), 2 on bad usage.\n";
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int parse_mode(const char *text, uint64_t *mode)
+{
+	enum mark_trace_mode m;
+	if (mark_trace_mode_parse) {
+		if (mark_trace_mode_parse(text, &m) != 0)
+			goto bad;
+		*mode = (uint64_t)m;
+		return 0;
+	}
+	if (strcmp(text, "discard") == 0)
+		*mode = MARK_TRACE_DISCARD;
+	else if (strcmp(text, "overwrite") == 0)
+		*mode = MARK_TRACE_OVERWRITE;
+	else if (strcmp(text, "block") == 0)
+		*mode = MARK_TRACE_BLOCK;
+	else
+		goto bad;
+	return 0;
+bad:
+	cli_error("record: unknown mode \"%s\": use discard, overwrite or block", text);
+	return -1;
+}
+
+static int parse_size(const char *text, uint64_t *bytes)
+{
+	size_t v = 0;
+	char *end;
+	if (mark_size_parse) {
+		if (mark_size_parse(text, &v) == 0) {
+			*bytes = v;
+			return 0;
+		}
+	} else {
+		errno = 0;
+		unsigned long long n = strtoull(text, &end, 10);
+		unsigned shift = 0;
+		switch (*end) {
+		case 'k': case 'K': shift = 10; end++; break;
+		case 'm': case 'M': shift = 20; end++; break;
+		case 'g': case 'G': shift = 30; end++; break;
+		}
+		if (end != text && !*end && !errno && n > 0 && n <= (UINT64_MAX >> shift) && text[0] != '-') {
+			*bytes = (uint64_t)n << shift;
+			return 0;
+		}
+	}
+	cli_error("record: bad buffer size \"%s\": give bytes, or a number with k, M or G (e.g. 64k, 16M)", text);
+	return -1;
+}
+
+/* Create DIR (or accept an empty/trace-less existing one); return its absolute path. */
+static bool prepare_dir(const char *output, pid_t pid, uid_t owner, gid_t group, char *abs, size_t len,
+			bool *created)
+{
+	char name[PATH_MAX];
+	if (!output) {
+		time_t t = time(NULL);
+		struct tm tm;
+		localtime_r(&t, &tm);
+		char stamp[32];
+		strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+		snprintf(name, sizeof(name), "mark-trace-%d-%s", (int)pid, stamp);
+		output = name;
+	}
+	*created = mkdir(output, 0755) == 0;
+	if (!*created && errno != EEXIST) {
+		cli_error("record: cannot create the trace directory %s: %s (choose another with -o DIR)", output,
+			  strerror(errno));
+		return false;
+	}
+	struct stat st;
+	char meta[PATH_MAX + 16];
+	snprintf(meta, sizeof(meta), "%s/metadata", output);
+	if (stat(meta, &st) == 0) {
+		cli_error("record: %s already holds a trace; choose another directory with -o DIR", output);
+		return false;
+	}
+	if (!realpath(output, abs)) {
+		cli_error("record: cannot resolve %s: %s", output, strerror(errno));
+		return false;
+	}
+	(void)len;
+	/* As root recording another user's process: that process writes here. */
+	if (geteuid() == 0 && owner != 0 && stat(abs, &st) == 0 && st.st_uid == 0 &&
+	    chown(abs, owner, group) != 0) {
+		cli_error("record: cannot give %s to uid %u: %s", abs, (unsigned)owner, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/* Does each glob match at least one marker of the process? */
+static int check_globs(struct ctl_conn *c, char **globs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct mark_proto_buf req;
+		mark_proto_buf_init(&req);
+		mark_proto_begin(&req, MARK_MSG_LIST);
+		mark_proto_add_str(&req, MARK_TAG_GLOB, globs[i]);
+		mark_proto_end(&req);
+		int r = ctl_request(c, &req, CTL_TIMEOUT_MS);
+		mark_proto_buf_free(&req);
+		unsigned markers = 0;
+		while (r == 0 && c->msg.type == MARK_MSG_MARKER) {
+			markers++;
+			r = ctl_read_reply(c, CTL_TIMEOUT_MS);
+		}
+		if (r)
+			return 1;
+		if (ctl_reply_error(c, "record"))
+			return 1;
+		if (markers == 0)
+			return cli_error("record: no marker matches \"%s\" in process %d (%s); `mark list %d` shows them",
+					 globs[i], (int)c->pid, c->comm, (int)c->pid);
+	}
+	return 0;
+}
+
+static void print_summary(const char *dir, pid_t pid, const char *comm)
+{
+	struct live_stats s;
+	if (live_stats_read(dir, &s) != 0) {
+		fprintf(stderr, "mark: no statistics in %s: the tracer of process %d did not start\n", dir, (int)pid);
+		return;
+	}
+	struct live_marker_count *markers = NULL;
+	size_t n = 0;
+	live_stats_markers(dir, &markers, &n);
+	size_t width = 6;
+	for (size_t i = 0; i < n; i++)
+		if (strlen(markers[i].name) > width)
+			width = strlen(markers[i].name);
+	if (n) {
+		fprintf(stderr, "  %-*s %14s\n", (int)width, "marker", "events");
+		for (size_t i = 0; i < n; i++)
+			fprintf(stderr, "  %-*s %14" PRIu64 "\n", (int)width, markers[i].name, markers[i].events);
+	}
+	fprintf(stderr, "mark: %" PRIu64 " events written, %" PRIu64 " lost, %.1f MB from process %d (%s)\n",
+		s.events_written, s.lost, (double)s.bytes_written / 1e6, (int)pid, comm);
+	fprintf(stderr, "mark: trace written to %s\n", dir);
+	if (s.lost)
+		fprintf(stderr, "mark: events were lost: use a larger --buffer, or --mode block to lose none\n");
+	free(markers);
+}
+
+/* The process ended while we recorded: make sure its trace is complete. */
+static int finish_after_exit(const char *dir, pid_t pid)
+{
+	struct live_stats s;
+	/* Its exit path finishes the trace; give it a moment if it is still going. */
+	for (int i = 0; i < 50; i++) {
+		if (live_stats_read_one(dir, &s) != 0 || s.unfinished == 0)
+			return 0;
+		if (ctl_process_gone(pid))
+			break;
+		usleep(100000);
+	}
+	if (live_stats_read_one(dir, &s) != 0 || s.unfinished == 0)
+		return 0;
+	if (!mark_trace_recover)
+		return cli_error("record: this mark has no trace recovery; %s may lack the events still in the "
+				 "buffers of process %d", dir, (int)pid);
+	if (mark_trace_recover(dir) != 0)
+		return cli_error("record: could not complete the trace in %s: %s", dir, mark_last_error());
+	fprintf(stderr, "mark: completed the trace of process %d, which ended without stopping the tracer\n",
+		(int)pid);
+	return 0;
+}
+
+int cli_record_pid(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "enable", required_argument, NULL, 'e' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "buffer", required_argument, NULL, 'b' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *globs[MARK_PROTO_MAX_GLOBS + 1];
+	size_t nglobs = 0;
+	const char *output = NULL, *pid_text = NULL;
+	uint64_t mode = MARK_TRACE_DISCARD, bufsize = 0;
+	double duration = 0;
+	bool quiet = false;
+	int ch;
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "p:e:o:m:b:d:qh", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'p': pid_text = optarg; break;
+		case 'e':
+			if (!*optarg || strlen(optarg) >= MARK_PROTO_MAX_STRING) {
+				cli_error("record: bad -e \"%s\": give one non-empty glob per -e", optarg);
+				return 2;
+			}
+			if (nglobs == MARK_PROTO_MAX_GLOBS) {
+				cli_error("record: at most %d -e globs", MARK_PROTO_MAX_GLOBS);
+				return 2;
+			}
+			globs[nglobs++] = optarg;
+			break;
+		case 'o': output = optarg; break;
+		case 'm':
+			if (parse_mode(optarg, &mode))
+				return 2;
+			break;
+		case 'b':
+			if (parse_size(optarg, &bufsize))
+				return 2;
+			break;
+		case 'd': {
+			char *end;
+			duration = strtod(optarg, &end);
+			if (end == optarg || *end || !(duration > 0) || !isfinite(duration)) {
+				cli_error("record: bad --duration \"%s\": give a positive number of seconds", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'q': quiet = true; break;
+		case 'h': fputs(cli_record_pid_usage, stdout); return 0;
+		default:
+			cli_error("record: %s: unknown option or missing argument; see `mark record --help`",
+				  argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		cli_error("record: unexpected argument \"%s\" with --pid (a command to run goes with "
+			  "`mark record -- CMD`, not with --pid)", argv[optind]);
+		return 2;
+	}
+	if (!pid_text) {
+		cli_error("record: give the process with --pid PID");
+		return 2;
+	}
+	pid_t pid;
+	if (!ctl_parse_pid(pid_text, &pid))
+		return 2;
+	if (nglobs == 0)
+		globs[nglobs++] = "*";
+	globs[nglobs] = NULL;
+
+	struct ctl_conn c;
+	if (ctl_connect(&c, pid))
+		return 1;
+	if (check_globs(&c, globs, nglobs)) {
+		ctl_close(&c);
+		return 1;
+	}
+	struct stat pst;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	if (stat(proc, &pst) != 0) {
+		ctl_close(&c);
+		return cli_error("process %d exited", (int)pid);
+	}
+	char dir[PATH_MAX];
+	bool created = false;
+	if (!prepare_dir(output, pid, pst.st_uid, pst.st_gid, dir, sizeof(dir), &created)) {
+		ctl_close(&c);
+		return 1;
+	}
+	if (strlen(dir) >= MARK_PROTO_MAX_STRING) {
+		ctl_close(&c);
+		return cli_error("record: the trace directory path is longer than %d bytes", MARK_PROTO_MAX_STRING - 1);
+	}
+
+	struct mark_proto_buf req;
+	mark_proto_buf_init(&req);
+	mark_proto_begin(&req, MARK_MSG_TRACE_START);
+	mark_proto_add_str(&req, MARK_TAG_DIR, dir);
+	mark_proto_add_u64(&req, MARK_TAG_MODE, mode);
+	if (bufsize)
+		mark_proto_add_u64(&req, MARK_TAG_BUFSIZE, bufsize);
+	for (size_t i = 0; i < nglobs; i++)
+		mark_proto_add_str(&req, MARK_TAG_GLOB, globs[i]);
+	mark_proto_end(&req);
+	int r = ctl_request(&c, &req, CTL_TIMEOUT_MS);
+	mark_proto_buf_free(&req);
+	if (r == 0 && ctl_reply_error(&c, "record"))
+		r = 1;
+	if (r) {
+		/* Leave no empty directory of ours behind for a recording that never started. */
+		if (created)
+			rmdir(dir);
+		ctl_close(&c);
+		return 1;
+	}
+
+	struct sigaction sa = { .sa_handler = on_stop_signal }, old[3];
+	sigemptyset(&sa.sa_mask);
+	const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	if (!quiet) {
+		fprintf(stderr, "mark: recording process %d (%s) into %s", (int)pid, c.comm, dir);
+		if (duration > 0)
+			fprintf(stderr, " for %g s", duration);
+		fprintf(stderr, "; Ctrl-C stops\n");
+	}
+	struct liveline *line = quiet ? NULL : liveline_start(dir);
+	double end = duration > 0 ? now_s() + duration : 0;
+	bool exited = false;
+	while (!stop_requested) {
+		int timeout = 250;
+		if (end > 0) {
+			double left = end - now_s();
+			if (left <= 0)
+				break;
+			if (left * 1000 < timeout)
+				timeout = (int)(left * 1000) + 1;
+		}
+		struct pollfd pfd = { .fd = c.fd, .events = POLLIN };
+		int pr = poll(&pfd, 1, timeout);
+		if (pr > 0) {
+			/* The agent sends nothing unasked: readable means closed. */
+			char byte;
+			if (recv(c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) {
+				exited = true;
+				break;
+			}
+		}
+	}
+	liveline_stop(line);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+
+	int status = 0;
+	if (!exited) {
+		r = ctl_simple_request(&c, MARK_MSG_TRACE_STOP, 60000);
+		if (r == 0 && ctl_reply_error(&c, "record: stopping"))
+			status = 1;
+		else if (r)
+			exited = ctl_process_gone(pid);
+		if (r && !exited)
+			status = 1;
+	}
+	ctl_close(&c);
+	if (exited) {
+		if (!quiet)
+			fprintf(stderr, "mark: process %d (%s) exited during the recording\n", (int)pid, c.comm);
+		if (finish_after_exit(dir, pid))
+			status = 1;
+	}
+	if (!quiet)
+		print_summary(dir, pid, c.comm);
+	return status;
+}

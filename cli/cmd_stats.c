@@ -1,0 +1,258 @@
+/*
+ * `mark stats DIR`: per-marker counts, rates, and the distribution of the
+ * time between consecutive events of each marker.
+ *
+ * The distribution is exact: every interval is kept (8 bytes per event) and
+ * sorted once at the end, so min/p50/p90/p99/max are true order statistics
+ * (nearest-rank percentiles), not histogram estimates.
+ */
+#include "command.h"
+#include "trace_reader.h"
+#include "trace_time.h"
+#include "trace_value.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char stats_usage[] =
+	"usage: mark stats [OPTIONS] DIR\n"
+	"\n"
+	"Summarize the CTF trace in DIR (as written by `mark record`), one line per\n"
+	"marker, most frequent first:\n"
+	"  count    events of the marker in the trace\n"
+	"  rate/s   count divided by the trace's duration (first to last event)\n"
+	"  min p50 p90 p99 max\n"
+	"           the time between consecutive events of the marker (all threads\n"
+	"           together), exact nearest-rank percentiles; \"-\" with fewer than 2 events\n"
+	"The header line gives the totals, including events the tracer lost.\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help   this help\n"
+	"\n"
+	"Exit status: 0 on success, 1 if DIR cannot be read as a trace, 2 on bad usage.\n";
+
+struct marker_stats {
+	char *name;
+	uint64_t count;
+	int64_t last_ns;
+	int have_last;
+	uint64_t *intervals;
+	size_t nintervals, cap;
+	struct marker_stats *next;   /* hash chain */
+};
+
+#define STATS_BUCKETS 1024
+
+struct stats_state {
+	struct marker_stats *buckets[STATS_BUCKETS];
+	struct marker_stats **all;
+	size_t nall, allcap;
+	uint64_t events, lost, untimed;
+	uint64_t lost_unknown;        /* "events may have been lost" reports without a count */
+	int64_t first_ns, last_ns;
+	int have_time;
+	uint64_t streams;
+	int oom;
+};
+
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static struct marker_stats *find_marker(struct stats_state *st, const char *name)
+{
+	struct marker_stats **slot = &st->buckets[hash_name(name) % STATS_BUCKETS];
+	for (struct marker_stats *m = *slot; m; m = m->next)
+		if (strcmp(m->name, name) == 0)
+			return m;
+	if (st->nall == st->allcap) {
+		size_t cap = st->allcap ? 2 * st->allcap : 64;
+		struct marker_stats **grown = realloc(st->all, cap * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		st->all = grown;
+		st->allcap = cap;
+	}
+	struct marker_stats *m = calloc(1, sizeof(*m));
+	if (!m || !(m->name = strdup(name))) {
+		free(m);
+		return NULL;
+	}
+	m->next = *slot;
+	*slot = m;
+	st->all[st->nall++] = m;
+	return m;
+}
+
+static int stats_event(const struct trace_event *ev, void *arg)
+{
+	struct stats_state *st = arg;
+	struct marker_stats *m = find_marker(st, ev->name);
+	if (!m) {
+		st->oom = 1;
+		return 1;
+	}
+	st->events++;
+	if (ev->stream_index + 1 > st->streams)
+		st->streams = ev->stream_index + 1;
+	m->count++;
+	if (!ev->has_time) {
+		st->untimed++;
+		return 0;
+	}
+	if (!st->have_time) {
+		st->first_ns = ev->ns;
+		st->have_time = 1;
+	}
+	st->last_ns = ev->ns;
+	if (m->have_last) {
+		/* The muxer delivers events in time order, so this is >= 0; clamp anyway. */
+		uint64_t d = ev->ns > m->last_ns ? (uint64_t)(ev->ns - m->last_ns) : 0;
+		if (m->nintervals == m->cap) {
+			size_t cap = m->cap ? 2 * m->cap : 64;
+			uint64_t *grown = realloc(m->intervals, cap * sizeof(*grown));
+			if (!grown) {
+				st->oom = 1;
+				return 1;
+			}
+			m->intervals = grown;
+			m->cap = cap;
+		}
+		m->intervals[m->nintervals++] = d;
+	}
+	m->last_ns = ev->ns;
+	m->have_last = 1;
+	return 0;
+}
+
+static void stats_discarded(uint64_t count, uint64_t stream_index, void *arg)
+{
+	(void)stream_index;
+	struct stats_state *st = arg;
+	st->lost += count;
+	if (count == 0)
+		st->lost_unknown++;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_marker(const void *a, const void *b)
+{
+	const struct marker_stats *x = *(struct marker_stats *const *)a, *y = *(struct marker_stats *const *)b;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Nearest-rank percentile: the smallest value with at least p% of the values <= it. */
+static uint64_t percentile(const uint64_t *sorted, size_t n, unsigned p)
+{
+	size_t rank = (n * p + 99) / 100;   /* ceil(n * p / 100), >= 1 for n >= 1 */
+	return sorted[rank ? rank - 1 : 0];
+}
+
+static void print_duration_cell(uint64_t ns)
+{
+	struct strbuf sb = { 0 };
+	trace_time_append_duration(&sb, ns);
+	printf(" %12s", sb.data ? sb.data : "?");
+	strbuf_release(&sb);
+}
+
+static int stats_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(stats_usage, stdout);
+			return 0;
+		}
+		cli_error("stats: %s: unknown option; see `mark stats --help`", argv[optind - 1]);
+		return 2;
+	}
+	if (optind != argc - 1) {
+		cli_error("stats: %s; usage: mark stats DIR",
+			  optind >= argc ? "give the trace directory" : "give exactly one trace directory");
+		return 2;
+	}
+	const char *dir = argv[optind];
+	struct stats_state *st = calloc(1, sizeof(*st));
+	if (!st)
+		return cli_error("stats: out of memory");
+	struct trace_reader_ops ops = { .event = stats_event, .discarded = stats_discarded };
+	int r = trace_read(dir, &ops, st);
+	int status = 0;
+	if (st->oom) {
+		cli_error("stats: out of memory after %" PRIu64 " events (8 bytes are kept per event)", st->events);
+		status = 1;
+	} else if (r != 0) {
+		status = 1;
+	} else {
+		uint64_t span = st->have_time ? (uint64_t)(st->last_ns - st->first_ns) : 0;
+		struct strbuf sb = { 0 };
+		trace_time_append_seconds(&sb, (int64_t)span);
+		printf("trace %s: %" PRIu64 " events, %" PRIu64 " lost, %zu markers, %" PRIu64
+		       " streams, %s s from first to last event\n",
+		       dir, st->events, st->lost, st->nall, st->streams, sb.data ? sb.data : "?");
+		strbuf_release(&sb);
+		if (st->lost_unknown)
+			printf("(and events may have been lost %" PRIu64 " more time(s): babeltrace2 gives no count "
+			       "for a stream's first packet; `mark view` shows where)\n", st->lost_unknown);
+		if (st->untimed)
+			printf("(%" PRIu64 " events have no timestamp: they count, but not in rates or intervals)\n",
+			       st->untimed);
+		qsort(st->all, st->nall, sizeof(*st->all), cmp_marker);
+		size_t width = 6;
+		for (size_t i = 0; i < st->nall; i++)
+			if (strlen(st->all[i]->name) > width)
+				width = strlen(st->all[i]->name);
+		printf("\n%-*s %12s %14s %12s %12s %12s %12s %12s\n", (int)width, "marker", "count", "rate/s", "min",
+		       "p50", "p90", "p99", "max");
+		for (size_t i = 0; i < st->nall; i++) {
+			struct marker_stats *m = st->all[i];
+			printf("%-*s %12" PRIu64, (int)width, m->name, m->count);
+			if (span > 0)
+				printf(" %14.3f", (double)m->count * 1e9 / (double)span);
+			else
+				printf(" %14s", "-");
+			if (m->nintervals == 0) {
+				printf(" %12s %12s %12s %12s %12s\n", "-", "-", "-", "-", "-");
+				continue;
+			}
+			qsort(m->intervals, m->nintervals, sizeof(uint64_t), cmp_u64);
+			print_duration_cell(m->intervals[0]);
+			print_duration_cell(percentile(m->intervals, m->nintervals, 50));
+			print_duration_cell(percentile(m->intervals, m->nintervals, 90));
+			print_duration_cell(percentile(m->intervals, m->nintervals, 99));
+			print_duration_cell(m->intervals[m->nintervals - 1]);
+			printf("\n");
+		}
+	}
+	for (size_t i = 0; i < st->nall; i++) {
+		free(st->all[i]->intervals);
+		free(st->all[i]->name);
+		free(st->all[i]);
+	}
+	free(st->all);
+	free(st);
+	return status;
+}
+
+MARK_CLI_COMMAND(stats, "stats", "per-marker counts, rates and intervals of a trace", stats_run);

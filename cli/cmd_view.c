@@ -1,0 +1,143 @@
+/* `mark view DIR`: a trace's events as readable text, one line each. */
+#include "command.h"
+#include "trace_reader.h"
+#include "trace_value.h"
+#include "trace_time.h"
+
+#include <fnmatch.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char view_usage[] =
+	"usage: mark view [OPTIONS] DIR\n"
+	"\n"
+	"Print the events of the CTF trace in DIR (as written by `mark record`) in time\n"
+	"order, one line each:\n"
+	"  [2026-11-23 07:49:04.123456789] cpu 1 tid 4242 MARKER: field=value ...\n"
+	"Hex arguments (%x, %p) print as 0x..., strings quoted.  Events the tracer lost\n"
+	"appear as a line starting with \"# lost\".  The trace is decoded by libbabeltrace2,\n"
+	"which reads every trace under DIR (one per process, in DIR/pid-P/) merged by time.\n"
+	"\n"
+	"Options:\n"
+	"  -e, --enable GLOB  only markers matching GLOB (repeatable; * ? [...] globs)\n"
+	"  -r, --relative     times in seconds since the first event instead of clock time\n"
+	"  -u, --utc          clock times in UTC instead of the local time zone\n"
+	"  -h, --help         this help\n"
+	"\n"
+	"Exit status: 0 on success, 1 if DIR cannot be read as a trace, 2 on bad usage.\n";
+
+struct view_state {
+	char **globs;
+	int nglobs;
+	int relative, utc;
+	int64_t first_ns;
+	int have_first;
+	struct strbuf line;
+	uint64_t lost;
+};
+
+static int matches(const struct view_state *v, const char *name)
+{
+	if (v->nglobs == 0)
+		return 1;
+	for (int i = 0; i < v->nglobs; i++)
+		if (fnmatch(v->globs[i], name, 0) == 0)
+			return 1;
+	return 0;
+}
+
+static int view_event(const struct trace_event *ev, void *arg)
+{
+	struct view_state *v = arg;
+	if (ev->has_time && !v->have_first) {
+		v->first_ns = ev->ns;
+		v->have_first = 1;
+	}
+	if (!matches(v, ev->name))
+		return 0;
+	struct strbuf *sb = &v->line;
+	strbuf_reset(sb);
+	strbuf_add(sb, "[", 1);
+	if (!ev->has_time)
+		strbuf_addf(sb, "no time");
+	else if (v->relative)
+		trace_time_append_seconds(sb, ev->ns - v->first_ns);
+	else if (ev->clock_is_epoch)
+		trace_time_append_wall(sb, ev->ns, v->utc);
+	else
+		trace_time_append_seconds(sb, ev->ns);
+	strbuf_add(sb, "]", 1);
+	if (ev->cpu >= 0)
+		strbuf_addf(sb, " cpu %" PRId64, ev->cpu);
+	if (ev->tid >= 0)
+		strbuf_addf(sb, " tid %" PRId64, ev->tid);
+	strbuf_addf(sb, " %s:", ev->name);
+	if (ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE &&
+	    bt_field_class_structure_get_member_count(bt_field_borrow_class_const(ev->payload)) > 0) {
+		strbuf_add(sb, " ", 1);
+		trace_payload_append(sb, ev->payload, TRACE_VALUE_TEXT);
+	}
+	strbuf_add(sb, "\n", 1);
+	if (sb->failed) {
+		fprintf(stderr, "mark view: out of memory formatting an event\n");
+		return 1;
+	}
+	if (fwrite(sb->data, 1, sb->len, stdout) != sb->len)
+		return 2;   /* stdout closed (e.g. `| head`): stop quietly */
+	return 0;
+}
+
+static void view_discarded(uint64_t count, uint64_t stream_index, void *arg)
+{
+	struct view_state *v = arg;
+	v->lost += count;
+	if (count)
+		printf("# lost %" PRIu64 " events in stream %" PRIu64 " (tracer buffer full)\n", count, stream_index);
+	else
+		printf("# lost events in stream %" PRIu64 " (babeltrace2 gives no count)\n", stream_index);
+}
+
+static int view_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "enable", required_argument, NULL, 'e' },
+		{ "relative", no_argument, NULL, 'r' },
+		{ "utc", no_argument, NULL, 'u' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct view_state v = { .globs = NULL };
+	char *globs[argc > 0 ? argc : 1];
+	v.globs = globs;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+e:ruh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'e': globs[v.nglobs++] = optarg; break;
+		case 'r': v.relative = 1; break;
+		case 'u': v.utc = 1; break;
+		case 'h': fputs(view_usage, stdout); return 0;
+		default:
+			cli_error("view: %s: unknown option or missing argument; see `mark view --help`",
+				  argv[optind - 1]);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		cli_error("view: %s; usage: mark view [OPTIONS] DIR",
+			  optind >= argc ? "give the trace directory" : "give exactly one trace directory");
+		return 2;
+	}
+	static char outbuf[1 << 16];
+	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	struct trace_reader_ops ops = { .event = view_event, .discarded = view_discarded };
+	int r = trace_read(argv[optind], &ops, &v);
+	fflush(stdout);
+	strbuf_release(&v.line);
+	return r == 0 || r == 2 ? 0 : 1;
+}
+
+MARK_CLI_COMMAND(view, "view", "print the events of a trace as text", view_run);

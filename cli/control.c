@@ -1,0 +1,301 @@
+/*
+ * Client side of the control protocol: finding a process's agent socket,
+ * connecting, one request and its reply, with clear messages for every way
+ * this can fail.
+ */
+#define _GNU_SOURCE
+#include "control.h"
+#include "command.h"
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+bool ctl_parse_pid(const char *text, pid_t *pid)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(text, &end, 10);
+	if (!*text || *end || errno || v <= 0 || v > INT_MAX) {
+		cli_error("\"%s\" is not a process ID", text);
+		return false;
+	}
+	*pid = (pid_t)v;
+	return true;
+}
+
+static void read_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	snprintf(buf, len, "?");
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+/* XDG_RUNTIME_DIR of the target, when its environment is readable (same user or root). */
+static bool target_xdg(pid_t pid, char *out, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	static char env[65536];
+	ssize_t n = read(fd, env, sizeof(env) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	env[n] = '\0';
+	for (char *p = env; p < env + n; p += strlen(p) + 1) {
+		if (strncmp(p, "XDG_RUNTIME_DIR=", 16) == 0 && p[16] == '/') {
+			snprintf(out, len, "%s", p + 16);
+			return true;
+		}
+	}
+	return false;
+}
+
+static size_t add_dir(char dirs[][108], size_t n, size_t max, const char *dir)
+{
+	if (n >= max || !dir[0])
+		return n;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(dirs[i], dir) == 0)
+			return n;
+	snprintf(dirs[n], 108, "%s", dir);
+	return n + 1;
+}
+
+size_t ctl_socket_dirs(uid_t uid, pid_t pid, char dirs[][108], size_t max)
+{
+	char dir[108], xdg[PATH_MAX], run[64];
+	size_t n = 0;
+	const char *own = getenv("XDG_RUNTIME_DIR");
+	if (own && mark_agent_dir(dir, sizeof(dir), uid, own) == 0)
+		n = add_dir(dirs, n, max, dir);
+	if (pid > 0 && target_xdg(pid, xdg, sizeof(xdg)) && mark_agent_dir(dir, sizeof(dir), uid, xdg) == 0)
+		n = add_dir(dirs, n, max, dir);
+	snprintf(run, sizeof(run), "/run/user/%u", (unsigned)uid);
+	if (mark_agent_dir(dir, sizeof(dir), uid, run) == 0)
+		n = add_dir(dirs, n, max, dir);
+	if (mark_agent_dir(dir, sizeof(dir), uid, NULL) == 0)
+		n = add_dir(dirs, n, max, dir);
+	return n;
+}
+
+int ctl_connect(struct ctl_conn *c, pid_t pid)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	c->pid = pid;
+	mark_proto_reader_init(&c->reader);
+	struct stat pst;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return cli_error("no process with PID %d", (int)pid);
+	if (stat(proc, &pst) != 0)
+		return cli_error("no process with PID %d (or /proc is not mounted)", (int)pid);
+	read_comm(pid, c->comm, sizeof(c->comm));
+	/* The agent serves only its own user and root: say so before looking
+	 * for a socket we could not reach anyway. */
+	if (geteuid() != 0 && pst.st_uid != geteuid())
+		return cli_error("permission denied: process %d (%s) runs as uid %u; control it as that user or "
+				 "as root", (int)pid, c->comm, (unsigned)pst.st_uid);
+
+	char dirs[6][108];
+	size_t nd = ctl_socket_dirs(pst.st_uid, pid, dirs, 6);
+	bool denied = false;
+	int last_err = 0;
+	for (size_t i = 0; i < nd; i++) {
+		char path[108];
+		if (snprintf(path, sizeof(path), "%s/%d.sock", dirs[i], (int)pid) >= (int)sizeof(path))
+			continue;
+		struct stat st;
+		if (stat(path, &st) != 0) {
+			denied |= errno == EACCES;
+			continue;
+		}
+		if (!S_ISSOCK(st.st_mode))
+			continue;
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return cli_error("socket: %s", strerror(errno));
+		struct sockaddr_un addr = { .sun_family = AF_UNIX };
+		snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+		if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0) {
+			c->fd = fd;
+			snprintf(c->path, sizeof(c->path), "%s", path);
+			return 0;
+		}
+		last_err = errno;
+		close(fd);
+		denied |= last_err == EACCES || last_err == EPERM;
+	}
+	if (denied)
+		return cli_error("permission denied: process %d (%s) runs as uid %u; control it as that user or "
+				 "as root", (int)pid, c->comm, (unsigned)pst.st_uid);
+	if (last_err == ECONNREFUSED)
+		return cli_error("process %d (%s) has a stale mark socket but no agent listening (it exec'd a "
+				 "program without markers, or its agent stopped); `mark ps` removes stale sockets",
+				 (int)pid, c->comm);
+	if (ctl_process_gone(pid))
+		return cli_error("process %d exited", (int)pid);
+	return cli_error("process %d (%s) has no mark agent: it has no markers (does not use libmark), or it "
+			 "runs with MARK_AGENT=0, or its socket directory is not visible from here "
+			 "(looked in %s%s%s)", (int)pid, c->comm, nd > 0 ? dirs[0] : "?", nd > 1 ? " and " : "",
+			 nd > 1 ? dirs[nd - 1] : "");
+}
+
+void ctl_close(struct ctl_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	mark_proto_reader_free(&c->reader);
+}
+
+bool ctl_process_gone(pid_t pid)
+{
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return true;
+	/* An exited child of someone who has not reaped it yet: a zombie. */
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return true;
+	bool zombie = false;
+	if (fgets(buf, sizeof(buf), f)) {
+		char *p = strrchr(buf, ')');
+		zombie = p && (p[2] == 'Z' || p[2] == 'X');
+	}
+	fclose(f);
+	return zombie;
+}
+
+static int gone(struct ctl_conn *c)
+{
+	if (ctl_process_gone(c->pid))
+		return cli_error("process %d (%s) exited during the command", (int)c->pid, c->comm);
+	return cli_error("the agent of process %d (%s) closed the connection without a reply", (int)c->pid,
+			 c->comm);
+}
+
+int ctl_read_reply(struct ctl_conn *c, int timeout_ms)
+{
+	char err[512];
+	if (c->have_msg) {
+		mark_proto_reader_next(&c->reader);
+		c->have_msg = false;
+	}
+	for (;;) {
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+		int pr = poll(&pfd, 1, timeout_ms);
+		if (pr == 0)
+			return cli_error("process %d (%s) did not answer within %d s", (int)c->pid, c->comm,
+					 timeout_ms / 1000);
+		if (pr < 0) {
+			if (errno == EINTR)
+				continue;
+			return cli_error("poll: %s", strerror(errno));
+		}
+		/* Peek, then consume exactly what the reader took: bytes of the
+		 * next reply stay in the socket. */
+		uint8_t buf[4096];
+		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_PEEK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return gone(c);
+		size_t used;
+		int r = mark_proto_reader_feed(&c->reader, buf, (size_t)n, &used, err, sizeof(err));
+		if (used > 0 && recv(c->fd, buf, used, 0) != (ssize_t)used)
+			return cli_error("read from process %d failed: %s", (int)c->pid, strerror(errno));
+		if (r < 0)
+			return cli_error("bad reply from process %d: %s", (int)c->pid, err);
+		if (r == 1)
+			break;
+	}
+	c->have_msg = true;
+	int r = mark_proto_parse(c->reader.buf, c->reader.need, &c->msg, err, sizeof(err));
+	/* c->msg points into reader.buf: valid until the next read. */
+	if (r < 0)
+		return cli_error("bad reply from process %d: %s", (int)c->pid, err);
+	if (c->msg.type < MARK_MSG_OK)
+		return cli_error("bad reply from process %d: a %s request", (int)c->pid,
+				 mark_proto_type_name(c->msg.type));
+	return 0;
+}
+
+int ctl_request(struct ctl_conn *c, const struct mark_proto_buf *req, int timeout_ms)
+{
+	if (req->failed)
+		return cli_error("request too large: %s", strerror(-req->failed));
+	size_t off = 0;
+	while (off < req->len) {
+		ssize_t w = send(c->fd, req->data + off, req->len - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return gone(c);
+		off += (size_t)w;
+	}
+	return ctl_read_reply(c, timeout_ms);
+}
+
+int ctl_simple_request(struct ctl_conn *c, uint16_t type, int timeout_ms)
+{
+	struct mark_proto_buf b;
+	mark_proto_buf_init(&b);
+	mark_proto_begin(&b, type);
+	mark_proto_end(&b);
+	int r = ctl_request(c, &b, timeout_ms);
+	mark_proto_buf_free(&b);
+	return r;
+}
+
+int ctl_reply_error(struct ctl_conn *c, const char *what)
+{
+	if (c->msg.type != MARK_MSG_ERROR)
+		return 0;
+	const char *m = mark_proto_str(&c->msg, MARK_TAG_MESSAGE, 0);
+	if (what)
+		return cli_error("%s: %s", what, m ? m : "error");
+	return cli_error("%s", m ? m : "error");
+}
+
+bool ctl_absolute_path(const char *path, char *out, size_t len)
+{
+	if (path[0] == '/') {
+		if (snprintf(out, len, "%s", path) >= (int)len)
+			goto toolong;
+		return true;
+	}
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd))) {
+		cli_error("cannot determine the current directory: %s", strerror(errno));
+		return false;
+	}
+	if (snprintf(out, len, "%s/%s", cwd, path) >= (int)len)
+		goto toolong;
+	return true;
+toolong:
+	cli_error("path too long: %s", path);
+	return false;
+}

@@ -1,0 +1,77 @@
+/*
+ * Controlling a running process through its agent (src/agent/): the client
+ * side used by `mark ps`, `mark list PID`, `mark enable/disable`,
+ * `mark record --pid` and `mark snapshot`.
+ */
+#ifndef MARK_CLI_CONTROL_H
+#define MARK_CLI_CONTROL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/protocol.h"
+
+/* `mark list PID [GLOB]`: called by cmd_list.c when its argument is a number.
+ * Returns the exit status. */
+int cli_list_pid(pid_t pid, const char *glob);
+
+/* `mark record --pid PID [-e GLOB]... [-o DIR] [--mode M] [--buffer-size N]
+ * [--duration SECONDS]`: called by cmd_record.c when it sees --pid; argv is
+ * the record command's (argv[0] = "record").  Returns the exit status. */
+int cli_record_pid(int argc, char **argv);
+
+/* The usage lines of `mark record --pid`, for `mark record --help`. */
+extern const char cli_record_pid_usage[];
+
+/* ---- client connection ---- */
+
+struct ctl_conn {
+	int fd;
+	pid_t pid;
+	char comm[64];                 /* the process's name, for messages */
+	char path[108];                /* the socket                       */
+	struct mark_proto_reader reader;
+	struct mark_proto_msg msg;     /* the last reply                   */
+	bool have_msg;                 /* msg/reader hold a whole reply    */
+};
+
+/* The process has exited (no such process, or a zombie). */
+bool ctl_process_gone(pid_t pid);
+
+/* Parse a PID argument; prints an error and returns false if it is not one. */
+bool ctl_parse_pid(const char *text, pid_t *pid);
+
+/*
+ * Connect to the agent of `pid`.  On failure prints a message that says
+ * what is wrong (no such process, no agent, permission denied, stale
+ * socket) and returns the exit status (1); 0 on success.
+ */
+int ctl_connect(struct ctl_conn *c, pid_t pid);
+void ctl_close(struct ctl_conn *c);
+
+/*
+ * Send the request in `req` (one whole message) and read one reply into
+ * c->msg, waiting at most timeout_ms.  Returns 0, or prints why (process
+ * exited, timeout, protocol error) and returns 1.  An ERROR reply is
+ * returned as 0 with c->msg.type == MARK_MSG_ERROR: see ctl_reply_error().
+ */
+int ctl_request(struct ctl_conn *c, const struct mark_proto_buf *req, int timeout_ms);
+/* Read one more reply message (LIST: MARKER* LIST_END). */
+int ctl_read_reply(struct ctl_conn *c, int timeout_ms);
+/* If c->msg is an ERROR, print it (prefixed with `what`) and return 1; else 0. */
+int ctl_reply_error(struct ctl_conn *c, const char *what);
+/* Convenience: a request without fields. */
+int ctl_simple_request(struct ctl_conn *c, uint16_t type, int timeout_ms);
+
+/* The candidate socket directories of processes of `uid` (NULL-terminated
+ * list of strings in a static buffer); shared with `mark ps`. */
+size_t ctl_socket_dirs(uid_t uid, pid_t pid, char dirs[][108], size_t max);
+
+/* Make `path` absolute (relative to the current directory) without
+ * requiring it to exist.  Returns false with a message on failure. */
+bool ctl_absolute_path(const char *path, char *out, size_t len);
+
+#define CTL_TIMEOUT_MS 10000
+
+#endif

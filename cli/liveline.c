@@ -1,0 +1,311 @@
+/*
+ * Live statistics and the terminal status line: see liveline.h.
+ *
+ * Concurrency: the .mark-stats file is written by the traced process's
+ * consumer thread as a seqlock (trace_format.h).  We map it read-only and
+ * copy header + entries between two loads of `seq`: acquire on the first
+ * load orders the copies after it; the copies are themselves 64-bit
+ * acquire loads, which orders the second load of `seq` after them (the
+ * same effect as the reader's acquire fence in trace_format.h, which gcc
+ * refuses to compile under -fsanitize=thread).  A copy is kept only if
+ * `seq` was even and unchanged.  The writer may be dead (SIGKILL): then `seq` may
+ * stay odd forever, and after a bounded number of retries we use the last
+ * copy anyway (its counters are then at worst one update old).
+ *
+ * The status line is drawn by one thread of its own; the only state shared
+ * with the caller is `stop`, set (release) by liveline_stop() and read
+ * (acquire) by the thread between sleeps; pthread_join() then orders the
+ * thread's last write to stderr before the caller's erasing of the line.
+ */
+#include "liveline.h"
+
+#include "tracer/trace_format.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* One consistent copy of a .mark-stats file (header and its valid entries). */
+struct stats_copy {
+	struct mark_tf_stats hdr;
+	struct mark_tf_stats_entry *entries;   /* malloc'ed, nentries of them */
+	uint32_t nentries;
+};
+
+/* Both sizes are multiples of 8 and the mapping is page aligned: copy by 64-bit words. */
+_Static_assert(sizeof(struct mark_tf_stats) % 8 == 0, "stats header is whole words");
+_Static_assert(sizeof(struct mark_tf_stats_entry) % 8 == 0, "stats entry is whole words");
+
+static void copy_words_acquire(void *dst, const void *src, size_t bytes)
+{
+	const uint64_t *from = src;
+	uint64_t *to = dst;
+	for (size_t i = 0; i < bytes / 8; i++)
+		to[i] = __atomic_load_n(&from[i], __ATOMIC_ACQUIRE);
+}
+
+static int copy_stats_file(const char *path, struct stats_copy *out, int want_entries)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(struct mark_tf_stats)) {
+		close(fd);
+		return -1;
+	}
+	size_t size = (size_t)st.st_size;
+	const unsigned char *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return -1;
+	const struct mark_tf_stats *live = (const struct mark_tf_stats *)map;
+	int ret = -1;
+	out->entries = NULL;
+	out->nentries = 0;
+	if (memcmp(live->magic, MARK_TF_STATS_MAGIC, 8) != 0 || live->version != MARK_TF_STATS_VERSION ||
+	    live->header_size < sizeof(struct mark_tf_stats) ||
+	    live->entry_size < sizeof(struct mark_tf_stats_entry))
+		goto out;
+	for (int attempt = 0; attempt < 1000; attempt++) {
+		uint64_t s1 = __atomic_load_n(&live->seq, __ATOMIC_ACQUIRE);
+		copy_words_acquire(&out->hdr, live, sizeof(out->hdr));
+		uint32_t n = 0;
+		if (want_entries) {
+			n = out->hdr.nentries;
+			size_t hs = out->hdr.header_size, es = out->hdr.entry_size;
+			/* Never trust a count that would read past the file, or an
+			 * unaligned layout (the words below must be aligned). */
+			if (hs % 8 || es % 8)
+				n = 0;
+			else if (hs > size || n > (size - hs) / es)
+				n = (uint32_t)((size - (hs > size ? size : hs)) / es);
+			struct mark_tf_stats_entry *e = realloc(out->entries, (n ? n : 1) * sizeof(*e));
+			if (!e)
+				goto out;
+			out->entries = e;
+			for (uint32_t i = 0; i < n; i++)
+				copy_words_acquire(&e[i], map + hs + (size_t)i * es, sizeof(*e));
+		}
+		uint64_t s2 = __atomic_load_n(&live->seq, __ATOMIC_RELAXED);
+		out->nentries = n;
+		ret = 0;
+		if (!(s1 & 1) && s1 == s2)
+			break;
+		/* An update is in progress (or its writer died in the middle): retry. */
+		struct timespec ts = { 0, 100000 };
+		nanosleep(&ts, NULL);
+	}
+	for (uint32_t i = 0; i < out->nentries; i++)
+		out->entries[i].name[sizeof(out->entries[i].name) - 1] = '\0';
+out:
+	if (ret != 0) {
+		free(out->entries);
+		out->entries = NULL;
+	}
+	munmap((void *)map, size);
+	return ret;
+}
+
+/* Call fn for DIR/.mark-stats and each DIR/pid-P/.mark-stats (one level, as the tracer writes). */
+static int for_each_stats(const char *dir, int want_entries, int descend,
+			  void (*fn)(const struct stats_copy *, void *), void *arg)
+{
+	char path[4096];
+	struct stats_copy c;
+	int found = 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, MARK_TF_STATS);
+	if (copy_stats_file(path, &c, want_entries) == 0) {
+		fn(&c, arg);
+		free(c.entries);
+		found++;
+	}
+	DIR *d = descend ? opendir(dir) : NULL;
+	if (!d)
+		return found ? 0 : -1;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", dir, de->d_name, MARK_TF_STATS);
+		if (copy_stats_file(path, &c, want_entries) == 0) {
+			fn(&c, arg);
+			free(c.entries);
+			found++;
+		}
+	}
+	closedir(d);
+	return found ? 0 : -1;
+}
+
+static void add_totals(const struct stats_copy *c, void *arg)
+{
+	struct live_stats *t = arg;
+	t->events += c->hdr.events;
+	t->lost += c->hdr.lost;
+	t->events_written += c->hdr.events_written;
+	t->bytes_written += c->hdr.bytes_written;
+	t->processes++;
+	if (c->hdr.state != MARK_TF_STATE_STOPPED && c->hdr.state != MARK_TF_STATE_RECOVERED)
+		t->unfinished++;
+}
+
+int live_stats_read(const char *dir, struct live_stats *out)
+{
+	*out = (struct live_stats){ 0 };
+	return for_each_stats(dir, 0, 1, add_totals, out);
+}
+
+int live_stats_read_one(const char *dir, struct live_stats *out)
+{
+	*out = (struct live_stats){ 0 };
+	return for_each_stats(dir, 0, 0, add_totals, out);
+}
+
+struct marker_acc {
+	struct live_marker_count *v;
+	size_t n, cap;
+	int oom;
+};
+
+static void add_markers(const struct stats_copy *c, void *arg)
+{
+	struct marker_acc *a = arg;
+	for (uint32_t i = 0; i < c->nentries; i++) {
+		const struct mark_tf_stats_entry *e = &c->entries[i];
+		if (e->name[0] == '\0')
+			continue;
+		size_t j;
+		for (j = 0; j < a->n; j++)
+			if (strcmp(a->v[j].name, e->name) == 0)
+				break;
+		if (j == a->n) {
+			if (a->n == a->cap) {
+				size_t cap = a->cap ? 2 * a->cap : 32;
+				struct live_marker_count *g = realloc(a->v, cap * sizeof(*g));
+				if (!g) {
+					a->oom = 1;
+					return;
+				}
+				a->v = g;
+				a->cap = cap;
+			}
+			memset(&a->v[j], 0, sizeof(a->v[j]));
+			memcpy(a->v[j].name, e->name, sizeof(a->v[j].name) - 1);
+			a->n++;
+		}
+		a->v[j].events += e->events;
+	}
+}
+
+static int cmp_count(const void *x, const void *y)
+{
+	const struct live_marker_count *a = x, *b = y;
+	if (a->events != b->events)
+		return a->events > b->events ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+int live_stats_markers(const char *dir, struct live_marker_count **out, size_t *n)
+{
+	struct marker_acc a = { 0 };
+	*out = NULL;
+	*n = 0;
+	if (for_each_stats(dir, 1, 1, add_markers, &a) != 0 || a.oom) {
+		free(a.v);
+		return -1;
+	}
+	if (a.n)
+		qsort(a.v, a.n, sizeof(*a.v), cmp_count);
+	*out = a.v;
+	*n = a.n;
+	return 0;
+}
+
+/* ---------------- the status line ---------------- */
+
+struct liveline {
+	char *dir;
+	pthread_t thread;
+	int stop;                 /* release-set by liveline_stop, acquire-read by the thread */
+};
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void draw(const struct live_stats *s, double rate)
+{
+	/* One write(): stdio's stderr is unbuffered and would emit it piecewise,
+	 * interleaving worse with the program's own output. */
+	char line[200];
+	int n = snprintf(line, sizeof(line),
+			 "\r\033[Kmark: %llu events (%.0f/s), %llu lost, %.1f MB written",
+			 (unsigned long long)s->events, rate, (unsigned long long)s->lost,
+			 (double)s->bytes_written / 1e6);
+	if (n > 0)
+		(void)!write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+static void *liveline_thread(void *arg)
+{
+	struct liveline *l = arg;
+	uint64_t prev_events = 0;
+	double prev_t = now_seconds();
+	int have_prev = 0;
+	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
+		struct live_stats s;
+		if (live_stats_read(l->dir, &s) == 0) {
+			double t = now_seconds();
+			double rate = have_prev && t > prev_t ? (double)(s.events - prev_events) / (t - prev_t) : 0;
+			draw(&s, rate);
+			prev_events = s.events;
+			prev_t = t;
+			have_prev = 1;
+		}
+		/* 250 ms in 50 ms steps, so that stopping is quick. */
+		for (int i = 0; i < 5 && !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE); i++) {
+			struct timespec ts = { 0, 50 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+struct liveline *liveline_start(const char *dir)
+{
+	if (!isatty(STDERR_FILENO))
+		return NULL;
+	struct liveline *l = calloc(1, sizeof(*l));
+	if (!l || !(l->dir = strdup(dir))) {
+		free(l);
+		return NULL;
+	}
+	if (pthread_create(&l->thread, NULL, liveline_thread, l) != 0) {
+		free(l->dir);
+		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+void liveline_stop(struct liveline *l)
+{
+	if (!l)
+		return;
+	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+	pthread_join(l->thread, NULL);
+	(void)!write(STDERR_FILENO, "\r\033[K", 4);
+	free(l->dir);
+	free(l);
+}

@@ -1,0 +1,65 @@
+/*
+ * Live statistics of a trace being written, and the one-line terminal
+ * display of them, shared by `mark record -- CMD` and `mark record --pid`.
+ *
+ * The numbers come from the `.mark-stats` files the tracer keeps, one per
+ * traced process (src/tracer/trace_format.h): DIR/.mark-stats and
+ * DIR/pid-P/.mark-stats (the tracer writes each process's trace, the first
+ * one's included, in DIR/pid-P/; a top-level one is read too).  They are
+ * read with the seqlock protocol that header describes, from another
+ * process, so nothing here can disturb the traced program.
+ *
+ * Typical use:
+ *     struct liveline *line = liveline_start(dir);    // NULL if stderr is not a terminal
+ *     ... wait for the program ...
+ *     liveline_stop(line);                             // erases the line
+ *     live_stats_read(dir, &totals);                   // exact once the tracer stopped
+ */
+#ifndef MARK_CLI_LIVELINE_H
+#define MARK_CLI_LIVELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Totals over DIR/.mark-stats and every DIR/pid-P/.mark-stats. */
+struct live_stats {
+	uint64_t events;          /* recorded into buffers                         */
+	uint64_t lost;            /* discarded / overwritten / dropped             */
+	uint64_t events_written;  /* written to stream files                       */
+	uint64_t bytes_written;   /* bytes of all stream files                     */
+	unsigned processes;       /* .mark-stats files read                        */
+	unsigned unfinished;      /* of those, not STOPPED or RECOVERED (running, or
+				     died without its trace being recovered yet)  */
+};
+
+/*
+ * Read the totals now.  Returns 0, or -1 if DIR has no readable .mark-stats
+ * at all (the program has not started tracing, or never loaded libmark).
+ * Files with a wrong magic or version are skipped, not trusted.
+ */
+int live_stats_read(const char *dir, struct live_stats *out);
+/* The same for DIR/.mark-stats alone (one process, no pid-P/ children). */
+int live_stats_read_one(const char *dir, struct live_stats *out);
+
+/* Events written per marker, summed by name over all processes. */
+struct live_marker_count {
+	char name[112];           /* as in the CTF metadata; cut to 111 bytes   */
+	uint64_t events;
+};
+/*
+ * A malloc'ed array (free() it) sorted by count, largest first, in *out and
+ * its length in *n.  Returns 0, or -1 as live_stats_read (or out of memory).
+ */
+int live_stats_markers(const char *dir, struct live_marker_count **out, size_t *n);
+
+/*
+ * Start redrawing, about 4 times a second on stderr, the line
+ *     mark: 1234567 events (345678/s), 12 lost, 12.3 MB written
+ * from a thread of its own.  Returns NULL, and draws nothing, when stderr is
+ * not a terminal or the thread cannot start (the line is a convenience).
+ */
+struct liveline *liveline_start(const char *dir);
+/* Stop the thread and erase the line.  NULL is accepted. */
+void liveline_stop(struct liveline *line);
+
+#endif

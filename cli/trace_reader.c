@@ -1,0 +1,496 @@
+/*
+ * CTF trace reading through libbabeltrace2: see trace_reader.h.
+ *
+ * The graph is  src.ctf.fs, one per trace under the directory (one output
+ *              port per stream)
+ *            -> flt.utils.muxer (merges all streams in time order)
+ *            -> a simple sink whose consume function turns each event
+ *               message into a struct trace_event.
+ * This is the graph the `babeltrace2 DIR` command line builds, minus the
+ * text sink.
+ */
+#include "trace_reader.h"
+
+#include "command.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Streams seen so far, so that each gets a small dense index (for tid fallbacks). */
+struct stream_slot {
+	const bt_stream *stream;   /* borrowed; compared by address only */
+	uint64_t index;
+};
+
+struct reader {
+	const struct trace_reader_ops *ops;
+	void *arg;
+	int stop_value;            /* the callback's non-zero return, if it stopped */
+	struct stream_slot *streams;
+	size_t nstreams, streams_cap;
+};
+
+static uint64_t stream_index(struct reader *r, const bt_stream *stream)
+{
+	for (size_t i = 0; i < r->nstreams; i++)
+		if (r->streams[i].stream == stream)
+			return r->streams[i].index;
+	if (r->nstreams == r->streams_cap) {
+		size_t cap = r->streams_cap ? 2 * r->streams_cap : 16;
+		struct stream_slot *grown = realloc(r->streams, cap * sizeof(*grown));
+		if (!grown)
+			return UINT64_MAX;
+		r->streams = grown;
+		r->streams_cap = cap;
+	}
+	r->streams[r->nstreams] = (struct stream_slot){ stream, r->nstreams };
+	return r->nstreams++;
+}
+
+/*
+ * Finding a member by name costs string hashing and compares; doing it three
+ * times per scope per event was a quarter of `mark stats`'s time.  The
+ * structure *class* of a scope is shared by all events of an event or
+ * stream class, so the member index found for (class, names) is cached.
+ * Single-threaded (trace_read runs the graph on one thread), so a plain
+ * array serves.
+ */
+struct member_slot {
+	const void *owner;                 /* a bt_field_class, or a bt_trace for the env */
+	const char *const *names;
+	int64_t index;                     /* member index, -1 if none (env: the value)  */
+	bool found;
+};
+
+#define MEMBER_CACHE 64
+
+static struct member_slot member_cache[MEMBER_CACHE];
+static unsigned member_cache_next;
+
+static struct member_slot *cache_find(const void *owner, const char *const *names)
+{
+	for (unsigned i = 0; i < MEMBER_CACHE; i++)
+		if (member_cache[i].owner == owner && member_cache[i].names == names)
+			return &member_cache[i];
+	return NULL;
+}
+
+static struct member_slot *cache_add(const void *owner, const char *const *names)
+{
+	/* Round robin: more distinct classes than slots only costs lookups again. */
+	struct member_slot *s = &member_cache[member_cache_next++ % MEMBER_CACHE];
+	*s = (struct member_slot){ .owner = owner, .names = names, .index = -1 };
+	return s;
+}
+
+static bool int_value(const bt_field *f, int64_t *out)
+{
+	bt_field_class_type t = bt_field_get_class_type(f);
+	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)) {
+		*out = bt_field_integer_signed_get_value(f);
+		return true;
+	}
+	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER)) {
+		*out = (int64_t)bt_field_integer_unsigned_get_value(f);
+		return true;
+	}
+	return false;
+}
+
+/* The first integer member of structure `st` named in `names`, if any. */
+static bool struct_int_member(const bt_field *st, const char *const *names, int64_t *out)
+{
+	if (!st || bt_field_get_class_type(st) != BT_FIELD_CLASS_TYPE_STRUCTURE)
+		return false;
+	const bt_field_class *fc = bt_field_borrow_class_const(st);
+	struct member_slot *slot = cache_find(fc, names);
+	if (!slot) {
+		slot = cache_add(fc, names);
+		uint64_t n = bt_field_class_structure_get_member_count(fc);
+		for (const char *const *name = names; *name && slot->index < 0; name++)
+			for (uint64_t i = 0; i < n; i++)
+				if (strcmp(bt_field_class_structure_member_get_name(
+						   bt_field_class_structure_borrow_member_by_index_const(fc, i)),
+					   *name) == 0) {
+					slot->index = (int64_t)i;
+					break;
+				}
+	}
+	if (slot->index < 0)
+		return false;
+	return int_value(bt_field_structure_borrow_member_field_by_index_const(st, (uint64_t)slot->index), out);
+}
+
+/* An integer entry of the trace's `env` block (cached per trace: the env is fixed). */
+static bool env_int(const bt_trace *trace, const char *const *names, int64_t *out)
+{
+	struct member_slot *slot = cache_find(trace, names);
+	if (!slot) {
+		slot = cache_add(trace, names);
+		for (const char *const *name = names; *name && !slot->found; name++) {
+			const bt_value *v = bt_trace_borrow_environment_entry_value_by_name_const(trace, *name);
+			if (v && bt_value_is_signed_integer(v)) {
+				slot->index = bt_value_integer_signed_get(v);
+				slot->found = true;
+			} else if (v && bt_value_is_unsigned_integer(v)) {
+				slot->index = (int64_t)bt_value_integer_unsigned_get(v);
+				slot->found = true;
+			}
+		}
+	}
+	*out = slot->index;
+	return slot->found;
+}
+
+/*
+ * Where a tracer may keep the CPU, process and thread of an event: the
+ * event's own contexts first (per-event values), then the packet context
+ * (per-buffer values: a per-thread buffer has one tid), then the trace
+ * environment (per-process values).  The names are the ones LTTng and the
+ * mark tracer use.
+ */
+static int64_t lookup_int(const bt_event *event, const bt_packet *packet, const char *const *names)
+{
+	const bt_field *scopes[3] = {
+		bt_event_borrow_common_context_field_const(event),
+		bt_event_borrow_specific_context_field_const(event),
+		packet ? bt_packet_borrow_context_field_const(packet) : NULL,
+	};
+	int64_t v;
+	for (int s = 0; s < 3; s++)
+		if (struct_int_member(scopes[s], names, &v))
+			return v;
+	const bt_trace *trace = bt_stream_borrow_trace_const(bt_event_borrow_stream_const(event));
+	if (env_int(trace, names, &v))
+		return v;
+	return -1;
+}
+
+static const char *const cpu_names[] = { "cpu_id", "cpu", NULL };
+static const char *const pid_names[] = { "pid", "vpid", NULL };
+static const char *const tid_names[] = { "tid", "vtid", NULL };
+
+static int handle_event(struct reader *r, const bt_message *msg)
+{
+	const bt_event *event = bt_message_event_borrow_event_const(msg);
+	const bt_event_class *ec = bt_event_borrow_class_const(event);
+	const bt_stream *stream = bt_event_borrow_stream_const(event);
+	const bt_stream_class *sc = bt_stream_borrow_class_const(stream);
+	const bt_packet *packet = bt_stream_class_supports_packets(sc) ? bt_event_borrow_packet_const(event) : NULL;
+	struct trace_event ev = {
+		.name = bt_event_class_get_name(ec),
+		.cpu = lookup_int(event, packet, cpu_names),
+		.pid = lookup_int(event, packet, pid_names),
+		.tid = lookup_int(event, packet, tid_names),
+		.stream_index = stream_index(r, stream),
+		.payload = bt_event_borrow_payload_field_const(event),
+		.event = event,
+	};
+	if (!ev.name)
+		ev.name = "(unnamed)";
+	/* No process or thread has id 0 (or below): such a value means "not recorded". */
+	if (ev.pid <= 0)
+		ev.pid = -1;
+	if (ev.tid <= 0)
+		ev.tid = -1;
+	if (bt_stream_class_borrow_default_clock_class_const(sc)) {
+		const bt_clock_snapshot *cs = bt_message_event_borrow_default_clock_snapshot_const(msg);
+		const bt_clock_class *cc = bt_clock_snapshot_borrow_clock_class_const(cs);
+		ev.clock_is_epoch = bt_clock_class_origin_is_unix_epoch(cc);
+		ev.has_time = bt_clock_snapshot_get_ns_from_origin(cs, &ev.ns) ==
+			      BT_CLOCK_SNAPSHOT_GET_NS_FROM_ORIGIN_STATUS_OK;
+	}
+	return r->ops->event ? r->ops->event(&ev, r->arg) : 0;
+}
+
+static void handle_discarded(struct reader *r, const bt_message *msg)
+{
+	uint64_t count = 0;
+	if (bt_message_discarded_events_get_count(msg, &count) != BT_PROPERTY_AVAILABILITY_AVAILABLE)
+		count = 0;
+	const bt_stream *stream = bt_message_discarded_events_borrow_stream_const(msg);
+	if (r->ops->discarded)
+		r->ops->discarded(count, stream_index(r, stream), r->arg);
+}
+
+static bt_graph_simple_sink_component_consume_func_status consume(bt_message_iterator *it, void *user)
+{
+	struct reader *r = user;
+	bt_message_array_const msgs;
+	uint64_t count;
+	switch (bt_message_iterator_next(it, &msgs, &count)) {
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_OK:
+		break;
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_END:
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN:
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_AGAIN;
+	case BT_MESSAGE_ITERATOR_NEXT_STATUS_MEMORY_ERROR:
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_MEMORY_ERROR;
+	default:
+		return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
+	}
+	bt_graph_simple_sink_component_consume_func_status status =
+		BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_OK;
+	for (uint64_t i = 0; i < count; i++) {
+		const bt_message *msg = msgs[i];
+		if (status == BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_OK) {
+			switch (bt_message_get_type(msg)) {
+			case BT_MESSAGE_TYPE_EVENT:
+				r->stop_value = handle_event(r, msg);
+				if (r->stop_value)
+					status = BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
+				break;
+			case BT_MESSAGE_TYPE_DISCARDED_EVENTS:
+				handle_discarded(r, msg);
+				break;
+			default:
+				break;
+			}
+		}
+		/* Every message of the batch is ours to release, even after a stop. */
+		bt_message_put_ref(msg);
+	}
+	return status;
+}
+
+/* Print babeltrace2's error causes (most specific last), then clear them. */
+static void print_bt_error(const char *directory, const char *what)
+{
+	fprintf(stderr, "mark: cannot read trace %s: %s\n", directory, what);
+	const bt_error *err = bt_current_thread_take_error();
+	if (!err)
+		return;
+	/* Index 0 is the root cause, the most specific; the generic "component
+	 * initialization failed" causes that wrap it add nothing for a user. */
+	uint64_t n = bt_error_get_cause_count(err);
+	int shown = 0;
+	for (uint64_t i = 0; i < n && shown < 3; i++) {
+		const char *msg = bt_error_cause_get_message(bt_error_borrow_cause_by_index(err, i));
+		if (!msg || strncmp(msg, "Component initialization method failed", 38) == 0 ||
+		    strncmp(msg, "Graph object's", 14) == 0)
+			continue;
+		fprintf(stderr, "  %s\n", msg);
+		shown++;
+	}
+	bt_error_release(err);
+}
+
+static const bt_plugin *load_plugin(const char *name, const char *directory)
+{
+	const bt_plugin *plugin = NULL;
+	/* fail_on_load_error is false: a broken unrelated plugin (the Python provider
+	 * without python3, say) must not stop us from loading ctf and utils. */
+	if (bt_plugin_find(name, BT_TRUE, BT_TRUE, BT_TRUE, BT_TRUE, BT_FALSE, &plugin) != BT_PLUGIN_FIND_STATUS_OK) {
+		char what[160];
+		snprintf(what, sizeof(what),
+			 "babeltrace2 plugin \"%s\" not found (install the babeltrace2 package, "
+			 "or set BABELTRACE_PLUGIN_PATH)", name);
+		print_bt_error(directory, what);
+		return NULL;
+	}
+	return plugin;
+}
+
+/* ---------------- finding the traces ---------------- */
+
+struct trace_dirs {
+	char **paths;
+	size_t n, cap;
+	int oom;
+};
+
+static void add_dir(struct trace_dirs *t, const char *path)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 8;
+		char **grown = realloc(t->paths, cap * sizeof(*grown));
+		if (!grown) {
+			t->oom = 1;
+			return;
+		}
+		t->paths = grown;
+		t->cap = cap;
+	}
+	if (!(t->paths[t->n] = strdup(path)))
+		t->oom = 1;
+	else
+		t->n++;
+}
+
+static int has_metadata(const char *dir)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/*
+ * Every trace under `dir`: the directory itself if it holds `metadata`, and
+ * every sub-directory that does, at any depth up to 8.  The mark tracer
+ * writes a forked child's trace in DIR/pid-P/ (and a grandchild's in
+ * DIR/pid-P/pid-Q/); babeltrace2's src.ctf.fs does not descend into a
+ * directory that is itself a trace, so each trace gets a source of its own.
+ * Dot-directories are skipped.
+ */
+static void find_traces(struct trace_dirs *t, const char *dir, int depth)
+{
+	if (has_metadata(dir))
+		add_dir(t, dir);
+	if (depth >= 8)
+		return;
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char sub[4096];
+		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= sizeof(sub))
+			continue;
+		struct stat st;
+		if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+			find_traces(t, sub, depth + 1);
+	}
+	closedir(d);
+}
+
+static void free_traces(struct trace_dirs *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->paths[i]);
+	free(t->paths);
+}
+
+int trace_check_directory(const char *directory)
+{
+	struct stat st;
+	if (stat(directory, &st) != 0) {
+		fprintf(stderr, "mark: cannot open trace %s: %s\n", directory, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "mark: %s is not a directory: give the trace directory "
+				"(the one holding the CTF `metadata` file)\n", directory);
+		return -1;
+	}
+	struct trace_dirs t = { 0 };
+	find_traces(&t, directory, 0);
+	size_t n = t.n;
+	free_traces(&t);
+	if (n > 0)
+		return 0;
+	fprintf(stderr, "mark: %s is not a CTF trace: it has no `metadata` file "
+			"(give the directory `mark record -o` wrote)\n", directory);
+	return -1;
+}
+
+/* Add one src.ctf.fs for `path` and connect each of its streams to the muxer. */
+static int add_source(bt_graph *graph, const bt_component_class_source *fs_class, const bt_component_filter *mux,
+		      const char *path, size_t index, const char *directory)
+{
+	bt_value *params = bt_value_map_create();
+	bt_value *inputs = NULL;
+	if (!params ||
+	    bt_value_map_insert_empty_array_entry(params, "inputs", &inputs) != BT_VALUE_MAP_INSERT_ENTRY_STATUS_OK ||
+	    bt_value_array_append_string_element(inputs, path) != BT_VALUE_ARRAY_APPEND_ELEMENT_STATUS_OK) {
+		bt_value_put_ref(params);
+		print_bt_error(directory, "out of memory");
+		return -1;
+	}
+	char name[32];
+	snprintf(name, sizeof(name), "source-%zu", index);
+	const bt_component_source *src = NULL;
+	bt_graph_add_component_status st =
+		bt_graph_add_source_component(graph, fs_class, name, params, BT_LOGGING_LEVEL_NONE, &src);
+	bt_value_put_ref(params);
+	if (st != BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
+		char what[4200];
+		snprintf(what, sizeof(what), "babeltrace2's CTF reader rejected %s", path);
+		print_bt_error(directory, what);
+		return -1;
+	}
+	/* The muxer grows a new input port each time one is connected: always use its last. */
+	uint64_t nout = bt_component_source_get_output_port_count(src);
+	for (uint64_t i = 0; i < nout; i++) {
+		const bt_port_output *out = bt_component_source_borrow_output_port_by_index_const(src, i);
+		uint64_t nin = bt_component_filter_get_input_port_count(mux);
+		const bt_port_input *in = bt_component_filter_borrow_input_port_by_index_const(mux, nin - 1);
+		if (bt_graph_connect_ports(graph, out, in, NULL) != BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
+			print_bt_error(directory, "cannot connect a stream to the muxer");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int trace_read(const char *directory, const struct trace_reader_ops *ops, void *arg)
+{
+	struct reader r = { .ops = ops, .arg = arg };
+	struct trace_dirs traces = { 0 };
+	int ret = -1;
+	const bt_plugin *ctf = NULL, *utils = NULL;
+	bt_graph *graph = NULL;
+
+	if (trace_check_directory(directory) != 0)
+		return -1;
+	/* Class and trace addresses of a previous graph may be reused by this one. */
+	memset(member_cache, 0, sizeof(member_cache));
+	member_cache_next = 0;
+	find_traces(&traces, directory, 0);
+	if (traces.oom) {
+		fprintf(stderr, "mark: out of memory listing the traces in %s\n", directory);
+		goto out;
+	}
+	if (!(ctf = load_plugin("ctf", directory)) || !(utils = load_plugin("utils", directory)))
+		goto out;
+	const bt_component_class_source *fs_class = bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs");
+	const bt_component_class_filter *mux_class = bt_plugin_borrow_filter_component_class_by_name_const(utils, "muxer");
+	if (!fs_class || !mux_class) {
+		print_bt_error(directory, "babeltrace2 lacks the src.ctf.fs or flt.utils.muxer component class");
+		goto out;
+	}
+
+	const bt_component_filter *mux = NULL;
+	const bt_component_sink *sink = NULL;
+	if (!(graph = bt_graph_create(0)) ||
+	    bt_graph_add_filter_component(graph, mux_class, "muxer", NULL, BT_LOGGING_LEVEL_NONE, &mux) !=
+		    BT_GRAPH_ADD_COMPONENT_STATUS_OK ||
+	    bt_graph_add_simple_sink_component(graph, "mark", NULL, consume, NULL, &r, &sink) !=
+		    BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
+		print_bt_error(directory, "cannot build the babeltrace2 graph");
+		goto out;
+	}
+	for (size_t i = 0; i < traces.n; i++)
+		if (add_source(graph, fs_class, mux, traces.paths[i], i, directory) != 0)
+			goto out;
+	if (bt_graph_connect_ports(graph, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
+				   bt_component_sink_borrow_input_port_by_index_const(sink, 0), NULL) !=
+	    BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
+		print_bt_error(directory, "cannot connect the muxer to the sink");
+		goto out;
+	}
+
+	bt_graph_run_status st;
+	do {
+		st = bt_graph_run(graph);
+	} while (st == BT_GRAPH_RUN_STATUS_AGAIN);
+	if (st == BT_GRAPH_RUN_STATUS_OK)
+		ret = r.stop_value;
+	else
+		print_bt_error(directory, "babeltrace2 failed while decoding it (truncated or corrupt stream file?)");
+out:
+	bt_graph_put_ref(graph);
+	bt_plugin_put_ref(ctf);
+	bt_plugin_put_ref(utils);
+	free_traces(&traces);
+	free(r.streams);
+	return ret;
+}

@@ -1,0 +1,59 @@
+/*
+ * Reading a CTF trace directory for `mark view`, `mark stats`, `mark export`
+ * and the summary of `mark record`.
+ *
+ * All CTF decoding is libbabeltrace2's (src.ctf.fs -> flt.utils.muxer ->
+ * a simple sink of ours), so the commands see exactly what `babeltrace2 DIR`
+ * sees, in time order across every stream of the trace.  This module only
+ * adapts babeltrace2's messages to one flat struct per event.
+ *
+ * Single-threaded: a trace_read() call runs the whole babeltrace2 graph on
+ * the calling thread and calls the callbacks from it.
+ */
+#ifndef MARK_CLI_TRACE_READER_H
+#define MARK_CLI_TRACE_READER_H
+
+#include <babeltrace2/babeltrace.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct trace_event {
+	const char *name;          /* event class name: the marker name                     */
+	bool has_time;
+	int64_t ns;                /* ns from the clock's origin (Unix epoch if clock_is_epoch) */
+	bool clock_is_epoch;
+	int64_t cpu;               /* -1 if the trace does not record it                     */
+	int64_t pid;               /* -1 if unknown                                          */
+	int64_t tid;               /* -1 if unknown                                          */
+	uint64_t stream_index;     /* dense index of the event's stream, in order first seen  */
+	const bt_field *payload;   /* structure of the marker's arguments, or NULL            */
+	const bt_event *event;     /* the babeltrace2 event, for anything else (borrowed)     */
+};
+
+struct trace_reader_ops {
+	/* Each event in time order.  Return non-zero to stop reading (trace_read returns it). */
+	int (*event)(const struct trace_event *event, void *arg);
+	/* Events the tracer lost (CTF packet events_discarded), as babeltrace2 reports them.
+	 * `count` is 0 when the trace says events were lost without saying how many. */
+	void (*discarded)(uint64_t count, uint64_t stream_index, void *arg);
+};
+
+/*
+ * Read every event of the CTF traces under `directory`: the directory itself
+ * if it holds a `metadata` file, and every sub-directory (any depth up to 8)
+ * that does, such as the pid-P/ traces of forked children, merged in time
+ * order.  Returns 0 at the end, the callback's non-zero value if it stopped,
+ * or -1 after printing on stderr what was wrong
+ * ("mark: cannot read trace DIR: <babeltrace2's reasons>").
+ */
+int trace_read(const char *directory, const struct trace_reader_ops *ops, void *arg);
+
+/*
+ * Check `directory` before handing it to babeltrace2, so that the usual
+ * mistakes get a plain message.  Returns 0 if it is a directory with at least
+ * one trace (a `metadata` file) in it or under it, else prints the reason and
+ * returns -1.
+ */
+int trace_check_directory(const char *directory);
+
+#endif

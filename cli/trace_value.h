@@ -1,0 +1,45 @@
+/*
+ * Turning babeltrace2 field values into text (`mark view`) and JSON
+ * (`mark export`), and the growable string buffer both use.
+ */
+#ifndef MARK_CLI_TRACE_VALUE_H
+#define MARK_CLI_TRACE_VALUE_H
+
+#include <babeltrace2/babeltrace.h>
+#include <stddef.h>
+
+/* A NUL-terminated string that grows; on allocation failure it stays as it was
+ * and `failed` is set (callers check it once, at the end). */
+struct strbuf {
+	char *data;
+	size_t len, cap;
+	int failed;
+};
+
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void strbuf_add(struct strbuf *sb, const char *text, size_t len);
+void strbuf_reset(struct strbuf *sb);        /* empty it, keep the memory */
+void strbuf_release(struct strbuf *sb);      /* free the memory */
+
+/* A JSON string literal, quotes included, with every control/non-ASCII-safe escape. */
+void strbuf_add_json_string(struct strbuf *sb, const char *text);
+
+/*
+ * Append one field value.
+ *   TRACE_VALUE_TEXT: integers in their preferred base (hex as 0x...), strings
+ *     quoted with C escapes, structures as { a = 1, b = 2 }, arrays as [ 1, 2 ].
+ *   TRACE_VALUE_JSON: a JSON value; hex integers become "0x..." strings (JSON
+ *     numbers lose precision beyond 2^53, and the hex is what the user wrote),
+ *     non-finite doubles become strings.
+ */
+enum trace_value_style { TRACE_VALUE_TEXT, TRACE_VALUE_JSON };
+void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_value_style style);
+
+/*
+ * Append the members of a payload structure:
+ *   TEXT: "name=value name=value"   JSON: {"name": value, ...}
+ * A NULL or empty payload appends nothing (TEXT) or {} (JSON).
+ */
+void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace_value_style style);
+
+#endif

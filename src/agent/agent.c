@@ -1,0 +1,977 @@
+/*
+ * The control agent: one thread per instrumented process, serving the
+ * `mark` command over a Unix socket.
+ *
+ * Life cycle.  mark_agent_autostart() runs after the first object with
+ * markers registers (a constructor, before main); it only spawns the
+ * thread, which creates the socket itself, so start-up is not delayed.
+ * MARK_AGENT=0 turns the agent off.  The socket is
+ *     $XDG_RUNTIME_DIR/mark/<pid>.sock   or   /tmp/mark-<uid>/<pid>.sock
+ * in a directory that must be a real directory owned by us with no group or
+ * other permissions (we refuse to start otherwise), and has mode 0600.  It
+ * is bound under a temporary name and renamed into place once listening, so
+ * a connection refused on <pid>.sock always means a stale socket (which
+ * `mark ps` removes).  fork(): the child closes the parent's descriptors
+ * and starts its own agent, which creates its own socket 0.1 s later (a
+ * child that execs at once leaves no socket).  exit()/dlclose: an atexit
+ * handler unlinks the socket and stops the thread.  exec: the descriptors
+ * are close-on-exec; the socket file is left behind and is removed by the
+ * next `mark ps` (or replaced, when the new image has libmark too).
+ *
+ * Idle cost: the thread sleeps in poll() without a timeout while no
+ * connection is open: no timers, no periodic wake-up.  With connections
+ * open, the poll timeout is the nearest connection deadline.
+ *
+ * Signals: the thread is created with every signal blocked, so it never
+ * takes a signal meant for the application's threads.
+ *
+ * Concurrency.  Everything below is touched by the agent thread only,
+ * except:
+ *   - the descriptor numbers (listen_fd, wake_fd, conns[].fd), which the
+ *     fork handlers read: the agent thread changes them only with fd_lock
+ *     held, and the prepare handler takes fd_lock, so the child sees a table
+ *     that matches the descriptors it inherited;
+ *   - socket_path/agent_pid/agent_thread, which the atexit handler reads:
+ *     written with fd_lock held; thread_running likewise, and also read
+ *     without the lock (atomically) by the fork prepare handler;
+ *   - thread_entered, an atomic flag (release/acquire) telling the fork
+ *     prepare handler that the new thread has finished being set up;
+ *   - `stopping`, an atomic flag (relaxed: the wake-up pipe write and the
+ *     poll() that sees it order the accesses).
+ * fd_lock is agent-private and is never held across blocking I/O nor while
+ * calling into the registry or the tracer; requests call the public API
+ * (mark_arm, mark_list, ...), whose locks are never held while this thread
+ * talks to a socket.
+ */
+#define _GNU_SOURCE
+#include "agent.h"
+#include "protocol.h"
+#include "../core/internal.h"
+#include "../tracer/tracer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_THREAD__)
+#define AGENT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define AGENT_TSAN 1
+#endif
+#endif
+
+#define MAX_CONNS 16
+#define REQUEST_TIMEOUT_MS 3000   /* a request must arrive whole within this */
+#define IDLE_TIMEOUT_MS 30000     /* a silent connection without a session   */
+#define SEND_TIMEOUT_MS 3000      /* a reply must be taken within this       */
+#define AGENT_STACK_SIZE (1024 * 1024)
+
+struct conn {
+	int fd;                      /* -1: free slot                           */
+	uid_t uid;
+	pid_t pid;
+	struct mark_proto_reader reader;
+	int64_t partial_since_ms;    /* first byte of the pending request       */
+	int64_t last_activity_ms;
+};
+
+static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
+static int listen_fd = -1;
+static int wake_fd[2] = { -1, -1 };
+static struct conn conns[MAX_CONNS];
+static char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static pid_t agent_pid;              /* the process whose socket_path this is */
+static pthread_t agent_thread;
+static bool thread_running;
+static int thread_entered;           /* atomic: agent_main has begun (see atfork_prepare) */
+static int stopping;                 /* atomic */
+
+static int autostart_state;          /* atomic: 0 not yet, 1 done            */
+static char xdg_runtime_dir[PATH_MAX];  /* copied before the thread starts  */
+static int refusal_logged;           /* atomic: log a refused peer once      */
+
+/* Agent-thread only. */
+static int session_conn = -1;        /* conns[] index owning the tracing session */
+static pid_t session_owner_pid;
+static char session_dir[MARK_PROTO_MAX_STRING];   /* trace directory of that session */
+static struct mark_proto_msg request_msg;   /* large: kept off the stack   */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void agent_log(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "mark: agent (pid %d): %s\n", (int)getpid(), line);
+}
+
+/* ---------------- socket directory and socket ---------------- */
+
+int mark_agent_dir(char *buf, size_t len, uid_t uid, const char *xdg)
+{
+	int n;
+	if (xdg && xdg[0] == '/')
+		n = snprintf(buf, len, "%s/mark", xdg);
+	else
+		n = snprintf(buf, len, "/tmp/mark-%u", (unsigned)uid);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* Create `dir` if needed and check it is ours alone.  0 or -errno (logged). */
+static int check_private_dir(const char *dir, uid_t uid)
+{
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		int e = errno;
+		agent_log("cannot create %s: %s; the agent is off (set XDG_RUNTIME_DIR, or MARK_AGENT=0 "
+			  "to silence this)", dir, strerror(e));
+		return -e;
+	}
+	struct stat st;
+	if (lstat(dir, &st) != 0) {
+		int e = errno;
+		agent_log("cannot inspect %s: %s; the agent is off", dir, strerror(e));
+		return -e;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0) {
+		agent_log("refusing to use %s: it must be a directory owned by uid %u with mode 0700, "
+			  "but it is %s owned by uid %u with mode %04o; remove it (or fix it) and restart, "
+			  "or set MARK_AGENT=0", dir, (unsigned)uid, S_ISDIR(st.st_mode) ? "a directory" : "not a directory",
+			  (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Choose the directory: $XDG_RUNTIME_DIR/mark when XDG_RUNTIME_DIR is ours. */
+static int choose_dir(char *dir, size_t len, uid_t uid)
+{
+	struct stat st;
+	if (xdg_runtime_dir[0] == '/' && stat(xdg_runtime_dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    st.st_uid == uid && mark_agent_dir(dir, len, uid, xdg_runtime_dir) == 0)
+		return check_private_dir(dir, uid);
+	if (mark_agent_dir(dir, len, uid, NULL) != 0)
+		return -ENAMETOOLONG;
+	return check_private_dir(dir, uid);
+}
+
+/* Bind, listen, then rename into place.  Returns the listening fd or -errno. */
+static int create_socket(char *path_out, size_t path_len)
+{
+	uid_t uid = geteuid();
+	char dir[sizeof(socket_path)];
+	int r = choose_dir(dir, sizeof(dir), uid);
+	if (r)
+		return r;
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	char final_path[sizeof(addr.sun_path)];
+	int n1 = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/.%d.tmp", dir, (int)getpid());
+	int n2 = snprintf(final_path, sizeof(final_path), "%s/%d.sock", dir, (int)getpid());
+	if (n1 < 0 || n2 < 0 || (size_t)n1 >= sizeof(addr.sun_path) || (size_t)n2 >= sizeof(final_path)) {
+		agent_log("socket path under %s is too long for a Unix socket; the agent is off "
+			  "(set XDG_RUNTIME_DIR to a shorter directory)", dir);
+		return -ENAMETOOLONG;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		int e = errno;
+		agent_log("socket: %s; the agent is off", strerror(e));
+		return -e;
+	}
+	unlink(addr.sun_path);
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || chmod(addr.sun_path, 0600) != 0 ||
+	    listen(fd, 16) != 0 || rename(addr.sun_path, final_path) != 0) {
+		int e = errno;
+		agent_log("cannot listen on %s: %s; the agent is off", final_path, strerror(e));
+		unlink(addr.sun_path);
+		close(fd);
+		return -e;
+	}
+	snprintf(path_out, path_len, "%s", final_path);
+	return fd;
+}
+
+/* ---------------- connections ---------------- */
+
+static bool send_all(int fd, const uint8_t *p, size_t n)
+{
+	int64_t deadline = now_ms() + SEND_TIMEOUT_MS;
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int64_t left = deadline - now_ms();
+			if (left <= 0)
+				return false;   /* the client stopped reading */
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+			poll(&pfd, 1, (int)left);
+			continue;
+		}
+		return false;
+	}
+	return true;
+}
+
+static bool send_error(int fd, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool send_error(int fd, int err, const char *fmt, ...)
+{
+	char text[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	struct mark_proto_buf b;
+	mark_proto_buf_init(&b);
+	mark_proto_error(&b, err, "%s", text);
+	bool ok = !b.failed && send_all(fd, b.data, b.len);
+	mark_proto_buf_free(&b);
+	return ok;
+}
+
+static void stop_owned_session(const char *why)
+{
+	if (session_conn < 0)
+		return;
+	session_conn = -1;
+	struct mark_trace_stats st;
+	mark_tracer_get_stats(&st);
+	if (st.active && mark_tracer_stop() < 0)
+		agent_log("stopping the recording of controller pid %d (%s) failed: %s", (int)session_owner_pid,
+			  why, mark_last_error());
+	session_owner_pid = 0;
+}
+
+static void conn_close(int i)
+{
+	struct conn *c = &conns[i];
+	if (c->fd < 0)
+		return;
+	/* A controller that goes away (Ctrl-C, SIGKILL, crash) must not leave
+	 * the process traced: its session ends with its connection. */
+	if (session_conn == i)
+		stop_owned_session("its connection closed");
+	pthread_mutex_lock(&fd_lock);
+	close(c->fd);
+	c->fd = -1;
+	pthread_mutex_unlock(&fd_lock);
+	mark_proto_reader_free(&c->reader);
+}
+
+/* The program closed a connection's descriptor behind our back: forget the
+ * number without closing it (it may be reused by now). */
+static void conn_forget(int i)
+{
+	struct conn *c = &conns[i];
+	if (session_conn == i)
+		stop_owned_session("its descriptor was closed by the program");
+	pthread_mutex_lock(&fd_lock);
+	c->fd = -1;
+	pthread_mutex_unlock(&fd_lock);
+	mark_proto_reader_free(&c->reader);
+}
+
+/* Every descriptor of the agent is gone: forget them all, remove the socket. */
+static void descriptors_lost(void)
+{
+	stop_owned_session("the agent's descriptors were closed");
+	for (int i = 0; i < MAX_CONNS; i++)
+		if (conns[i].fd >= 0)
+			conn_forget(i);
+	pthread_mutex_lock(&fd_lock);
+	if (socket_path[0])
+		unlink(socket_path);
+	listen_fd = wake_fd[0] = wake_fd[1] = -1;
+	pthread_mutex_unlock(&fd_lock);
+}
+
+static void accept_one(void)
+{
+	pthread_mutex_lock(&fd_lock);
+	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	int slot = -1;
+	if (fd >= 0) {
+		for (int i = 0; i < MAX_CONNS && slot < 0; i++)
+			if (conns[i].fd < 0)
+				slot = i;
+		if (slot >= 0)
+			conns[slot].fd = fd;
+	}
+	pthread_mutex_unlock(&fd_lock);
+	if (fd < 0)
+		return;   /* EAGAIN (the client gave up), EMFILE...: nothing to serve */
+
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	bool cred_ok = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && len == sizeof(cred);
+	uid_t me = geteuid();
+	if (!cred_ok || (cred.uid != me && cred.uid != 0)) {
+		if (__atomic_exchange_n(&refusal_logged, 1, __ATOMIC_RELAXED) == 0)
+			agent_log("refused a control connection from uid %d (pid %d): only uid %u%s may "
+				  "control this process (further refusals are not logged)",
+				  cred_ok ? (int)cred.uid : -1, cred_ok ? (int)cred.pid : -1, (unsigned)me,
+				  me ? " and root" : "");
+		send_error(fd, EACCES, "permission denied: process %d runs as uid %u; only that user or root "
+			   "may control it", (int)getpid(), (unsigned)me);
+		if (slot >= 0) {
+			conn_close(slot);
+		} else {
+			pthread_mutex_lock(&fd_lock);
+			close(fd);
+			pthread_mutex_unlock(&fd_lock);
+		}
+		return;
+	}
+	if (slot < 0) {
+		send_error(fd, EBUSY, "process %d already has %d control connections; try again later",
+			   (int)getpid(), MAX_CONNS);
+		pthread_mutex_lock(&fd_lock);
+		close(fd);
+		pthread_mutex_unlock(&fd_lock);
+		return;
+	}
+	struct conn *c = &conns[slot];
+	c->uid = cred.uid;
+	c->pid = cred.pid;
+	mark_proto_reader_init(&c->reader);
+	c->last_activity_ms = now_ms();
+	c->partial_since_ms = 0;
+}
+
+/* ---------------- requests ---------------- */
+
+/* Strings from the registry may exceed the protocol's string limit. */
+static void add_str_bounded(struct mark_proto_buf *b, uint16_t tag, const char *s)
+{
+	char tmp[MARK_PROTO_MAX_STRING];
+	snprintf(tmp, sizeof(tmp), "%s", s ? s : "");
+	mark_proto_add_str(b, tag, tmp);
+}
+
+struct marker_summary {
+	unsigned nsites, armed;
+	unsigned kinds;            /* bit per enum mark_site_kind */
+	char location[MARK_PROTO_MAX_STRING];
+	char object[MARK_PROTO_MAX_STRING];
+};
+
+static int summarize_site(const struct mark_site_info *s, void *arg)
+{
+	struct marker_summary *sum = arg;
+	if (sum->nsites == 0) {
+		snprintf(sum->location, sizeof(sum->location), "%s:%u", s->file, s->line);
+		snprintf(sum->object, sizeof(sum->object), "%s", s->object);
+	}
+	sum->nsites++;
+	sum->armed += s->armed != 0;
+	if (s->kind >= 1 && s->kind <= 3)
+		sum->kinds |= 1u << s->kind;
+	return 0;
+}
+
+struct list_ctx {
+	struct mark_proto_buf *out;
+	uint64_t markers, sites, armed;
+};
+
+static void kinds_text(unsigned kinds, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	for (int k = 1; k <= 3; k++) {
+		if (!(kinds & (1u << k)))
+			continue;
+		size_t used = strlen(buf);
+		snprintf(buf + used, len - used, "%s%s", used ? "," : "", mark_site_kind_name((enum mark_site_kind)k));
+	}
+	if (!buf[0])
+		snprintf(buf, len, "-");
+}
+
+/* Runs without registry lock (mark_list calls back unlocked). */
+static int list_one(const struct mark_marker *m, void *arg)
+{
+	struct list_ctx *ctx = arg;
+	struct marker_summary sum;
+	memset(&sum, 0, sizeof(sum));
+	mark_marker_sites(m, summarize_site, &sum);
+	ctx->markers++;
+	ctx->sites += sum.nsites;
+	ctx->armed += sum.armed;
+	if (!ctx->out)
+		return 0;
+	char kinds[64];
+	kinds_text(sum.kinds, kinds, sizeof(kinds));
+	mark_proto_begin(ctx->out, MARK_MSG_MARKER);
+	add_str_bounded(ctx->out, MARK_TAG_NAME, mark_marker_name(m));
+	add_str_bounded(ctx->out, MARK_TAG_FORMAT, mark_marker_format(m));
+	add_str_bounded(ctx->out, MARK_TAG_KIND, kinds);
+	add_str_bounded(ctx->out, MARK_TAG_LOCATION, sum.nsites ? sum.location : "-");
+	add_str_bounded(ctx->out, MARK_TAG_OBJECT, sum.nsites ? sum.object : "-");
+	mark_proto_add_u64(ctx->out, MARK_TAG_SITES, sum.nsites);
+	mark_proto_add_u64(ctx->out, MARK_TAG_MORE_SITES, sum.nsites ? sum.nsites - 1 : 0);
+	mark_proto_add_u64(ctx->out, MARK_TAG_ARMED, sum.armed);
+	mark_proto_add_u64(ctx->out, MARK_TAG_PROBES, mark_marker_probe_count(m));
+	mark_proto_end(ctx->out);
+	return 0;
+}
+
+static void read_cmdline(char *buf, size_t len)
+{
+	snprintf(buf, len, "?");
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	buf[n] = '\0';
+	while (n > 0 && buf[n - 1] == '\0')
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+}
+
+static void do_info(struct mark_proto_buf *out)
+{
+	struct list_ctx ctx = { 0 };
+	mark_list(NULL, list_one, &ctx);
+	char cmdline[1024];
+	read_cmdline(cmdline, sizeof(cmdline));
+	uint64_t tracing = MARK_TRACING_OFF;
+	if (session_conn >= 0) {
+		tracing = MARK_TRACING_CONTROLLER;
+	} else {
+		struct mark_trace_stats st;
+		mark_tracer_get_stats(&st);
+		if (st.active)
+			tracing = MARK_TRACING_OTHER;
+	}
+	mark_proto_begin(out, MARK_MSG_INFO_REPLY);
+	mark_proto_add_u64(out, MARK_TAG_PID, (uint64_t)getpid());
+	add_str_bounded(out, MARK_TAG_CMDLINE, cmdline);
+	mark_proto_add_u64(out, MARK_TAG_MARKERS, ctx.markers);
+	mark_proto_add_u64(out, MARK_TAG_SITES, ctx.sites);
+	mark_proto_add_u64(out, MARK_TAG_ARMED, ctx.armed);
+	mark_proto_add_u64(out, MARK_TAG_TRACING, tracing);
+	if (tracing == MARK_TRACING_CONTROLLER) {
+		mark_proto_add_u64(out, MARK_TAG_OWNER_PID, (uint64_t)session_owner_pid);
+		mark_proto_add_str(out, MARK_TAG_DIR, session_dir);
+	}
+	mark_proto_end(out);
+}
+
+static void do_list(const struct mark_request *req, struct mark_proto_buf *out)
+{
+	struct list_ctx ctx = { .out = out };
+	mark_list(req->nglobs ? req->globs[0] : NULL, list_one, &ctx);
+	mark_proto_begin(out, MARK_MSG_LIST_END);
+	mark_proto_add_u64(out, MARK_TAG_MARKERS, ctx.markers);
+	mark_proto_end(out);
+}
+
+/*
+ * A glob that matches no marker changes nothing, not even the rules for
+ * objects loaded later: the command reports it as a probable typo.
+ */
+static void do_arm(const struct mark_request *req, bool arm, struct mark_proto_buf *out)
+{
+	uint64_t matched[MARK_PROTO_MAX_GLOBS], changed[MARK_PROTO_MAX_GLOBS];
+	for (size_t i = 0; i < req->nglobs; i++) {
+		struct list_ctx ctx = { 0 };
+		mark_list(req->globs[i], list_one, &ctx);
+		matched[i] = ctx.markers;
+		changed[i] = 0;
+		if (!ctx.markers)
+			continue;
+		int r = arm ? mark_arm(req->globs[i]) : mark_disarm(req->globs[i]);
+		if (r < 0) {
+			mark_proto_error(out, r, "%s %s: %s", arm ? "arming" : "disarming", req->globs[i],
+					 mark_last_error());
+			return;
+		}
+		changed[i] = (uint64_t)r;
+	}
+	mark_proto_begin(out, MARK_MSG_OK);
+	for (size_t i = 0; i < req->nglobs; i++) {
+		mark_proto_add_str(out, MARK_TAG_GLOB, req->globs[i]);
+		mark_proto_add_u64(out, MARK_TAG_MATCHED, matched[i]);
+		mark_proto_add_u64(out, MARK_TAG_CHANGED, changed[i]);
+	}
+	mark_proto_end(out);
+}
+
+static void add_stats(struct mark_proto_buf *out, const struct mark_trace_stats *st)
+{
+	mark_proto_begin(out, MARK_MSG_STATS);
+	mark_proto_add_u64(out, MARK_TAG_EVENTS, st->events);
+	mark_proto_add_u64(out, MARK_TAG_LOST, st->lost);
+	mark_proto_add_u64(out, MARK_TAG_BYTES, st->bytes_written);
+	mark_proto_add_u64(out, MARK_TAG_ACTIVE, st->active ? 1 : 0);
+	mark_proto_end(out);
+}
+
+static void do_trace_start(int ci, const struct mark_request *req, struct mark_proto_buf *out)
+{
+	struct mark_trace_stats st;
+	mark_tracer_get_stats(&st);
+	if (session_conn >= 0) {
+		mark_proto_error(out, EBUSY, "process %d is already being recorded by another controller "
+			   "(`mark record --pid`, pid %d); stop that one first", (int)getpid(), (int)session_owner_pid);
+		return;
+	}
+	if (st.active) {
+		mark_proto_error(out, EBUSY, "process %d is already recording (started by MARK_TRACE or the "
+			   "tracer API); one recording per process at a time", (int)getpid());
+		return;
+	}
+	struct mark_trace_config cfg = {
+		.directory = req->dir,
+		.mode = (enum mark_trace_mode)req->mode,
+		.buffer_size = (size_t)req->bufsize,
+		.globs = req->globs,
+	};
+	int r = mark_tracer_start(&cfg);
+	if (r < 0) {
+		mark_proto_error(out, r, "starting the recording into %s failed: %s", req->dir, mark_last_error());
+		return;
+	}
+	session_conn = ci;
+	session_owner_pid = conns[ci].pid;
+	snprintf(session_dir, sizeof(session_dir), "%s", req->dir);
+	mark_proto_begin(out, MARK_MSG_OK);
+	mark_proto_add_str(out, MARK_TAG_DIR, req->dir);
+	mark_proto_end(out);
+}
+
+static void do_trace_stop(int ci, struct mark_proto_buf *out)
+{
+	if (session_conn != ci) {
+		if (session_conn >= 0)
+			mark_proto_error(out, EPERM, "the recording of process %d belongs to controller pid %d; "
+				   "only it can stop it", (int)getpid(), (int)session_owner_pid);
+		else
+			mark_proto_error(out, ENOENT, "this connection has no recording running in process %d",
+					 (int)getpid());
+		return;
+	}
+	struct mark_trace_stats before, after;
+	mark_tracer_get_stats(&before);
+	session_conn = -1;
+	session_owner_pid = 0;
+	int r = mark_tracer_stop();
+	if (r < 0) {
+		mark_proto_error(out, r, "stopping the recording failed: %s", mark_last_error());
+		return;
+	}
+	mark_tracer_get_stats(&after);
+	/* Counters may be reset by stop: report the larger, final view. */
+	add_stats(out, after.events >= before.events ? &after : &before);
+}
+
+static void do_snapshot(const struct mark_request *req, struct mark_proto_buf *out)
+{
+	int r = mark_tracer_snapshot(req->dir);
+	if (r < 0) {
+		mark_proto_error(out, r, "snapshot into %s failed: %s", req->dir, mark_last_error());
+		return;
+	}
+	mark_proto_begin(out, MARK_MSG_OK);
+	mark_proto_add_str(out, MARK_TAG_DIR, req->dir);
+	mark_proto_end(out);
+}
+
+/* Handle one whole message.  Returns false when the connection must close. */
+static bool handle_message(int ci, const uint8_t *buf, size_t len)
+{
+	struct conn *c = &conns[ci];
+	char err[512];
+	int r = mark_proto_parse(buf, len, &request_msg, err, sizeof(err));
+	struct mark_request req;
+	if (r == 0)
+		r = mark_proto_decode_request(&request_msg, &req, err, sizeof(err));
+	if (r < 0) {
+		send_error(c->fd, r, "bad request: %s; closing the connection", err);
+		return false;
+	}
+	struct mark_proto_buf out;
+	mark_proto_buf_init(&out);
+	switch (req.type) {
+	case MARK_MSG_INFO: do_info(&out); break;
+	case MARK_MSG_LIST: do_list(&req, &out); break;
+	case MARK_MSG_ARM: do_arm(&req, true, &out); break;
+	case MARK_MSG_DISARM: do_arm(&req, false, &out); break;
+	case MARK_MSG_TRACE_START: do_trace_start(ci, &req, &out); break;
+	case MARK_MSG_TRACE_STOP: do_trace_stop(ci, &out); break;
+	case MARK_MSG_TRACE_STATS: {
+		struct mark_trace_stats st;
+		mark_tracer_get_stats(&st);
+		add_stats(&out, &st);
+		break;
+	}
+	case MARK_MSG_SNAPSHOT: do_snapshot(&req, &out); break;
+	}
+	bool ok;
+	if (out.failed) {
+		int e = out.failed;
+		mark_proto_buf_free(&out);
+		ok = send_error(c->fd, e, "the reply could not be built: %s", strerror(-e));
+	} else {
+		ok = send_all(c->fd, out.data, out.len);
+	}
+	mark_proto_buf_free(&out);
+	c->last_activity_ms = now_ms();
+	return ok;
+}
+
+static void conn_readable(int ci)
+{
+	struct conn *c = &conns[ci];
+	uint8_t buf[4096];
+	ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return;
+	if (n <= 0) {
+		conn_close(ci);   /* EOF or error: the client is gone */
+		return;
+	}
+	int64_t now = now_ms();
+	c->last_activity_ms = now;
+	size_t off = 0;
+	while (off < (size_t)n && c->fd >= 0) {
+		if (!mark_proto_reader_partial(&c->reader))
+			c->partial_since_ms = now;
+		size_t used;
+		char err[512];
+		int r = mark_proto_reader_feed(&c->reader, buf + off, (size_t)n - off, &used, err, sizeof(err));
+		off += used;
+		if (r < 0) {
+			send_error(c->fd, r, "bad request: %s; closing the connection", err);
+			conn_close(ci);
+			return;
+		}
+		if (r == 0)
+			break;
+		bool keep = handle_message(ci, c->reader.buf, c->reader.need);
+		mark_proto_reader_next(&c->reader);
+		if (!keep) {
+			conn_close(ci);
+			return;
+		}
+	}
+}
+
+/* -1: none.  A pending request must complete; an idle connection without a
+ * session is dropped after a while; a session owner may stay silent. */
+static int64_t conn_deadline(const struct conn *c, int ci)
+{
+	if (mark_proto_reader_partial(&c->reader))
+		return c->partial_since_ms + REQUEST_TIMEOUT_MS;
+	if (session_conn == ci)
+		return -1;
+	return c->last_activity_ms + IDLE_TIMEOUT_MS;
+}
+
+static void expire_connections(int64_t now)
+{
+	for (int i = 0; i < MAX_CONNS; i++) {
+		struct conn *c = &conns[i];
+		if (c->fd < 0)
+			continue;
+		int64_t dl = conn_deadline(c, i);
+		if (dl < 0 || dl > now)
+			continue;
+		if (mark_proto_reader_partial(&c->reader))
+			send_error(c->fd, ETIMEDOUT, "request incomplete after %d ms; closing the connection",
+				   REQUEST_TIMEOUT_MS);
+		conn_close(i);
+	}
+}
+
+/* ---------------- the thread ---------------- */
+
+/*
+ * In a forked child the socket is created after a short grace period: the
+ * usual fork() is followed at once by exec(), which ends this thread, and
+ * then no socket file is left behind for `mark ps` to clean up.
+ */
+#define FORK_CHILD_DELAY_MS 100
+
+static void *agent_main(void *forked_child)
+{
+	__atomic_store_n(&thread_entered, 1, __ATOMIC_RELEASE);
+	/* Visible in top -H, ps -L and /proc/PID/task/TID/comm. */
+	pthread_setname_np(pthread_self(), "mark-agent");
+	int pipefd[2] = { -1, -1 };
+	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
+		agent_log("pipe: %s; the agent is off", strerror(errno));
+		return NULL;
+	}
+	pthread_mutex_lock(&fd_lock);
+	for (int i = 0; i < MAX_CONNS; i++) {
+		/* After fork: the parent's buffers (the child closed the fds). */
+		mark_proto_reader_free(&conns[i].reader);
+		conns[i].fd = -1;
+	}
+	wake_fd[0] = pipefd[0];
+	wake_fd[1] = pipefd[1];
+	pthread_mutex_unlock(&fd_lock);
+
+	if (forked_child) {
+		struct pollfd pfd = { .fd = pipefd[0], .events = POLLIN };
+		poll(&pfd, 1, FORK_CHILD_DELAY_MS);
+	}
+	char path[sizeof(socket_path)];
+	int fd = -1;
+	if (!__atomic_load_n(&stopping, __ATOMIC_RELAXED))
+		fd = create_socket(path, sizeof(path));
+	pthread_mutex_lock(&fd_lock);
+	if (fd >= 0) {
+		listen_fd = fd;
+		snprintf(socket_path, sizeof(socket_path), "%s", path);
+	}
+	pthread_mutex_unlock(&fd_lock);
+	if (fd < 0) {
+		pthread_mutex_lock(&fd_lock);
+		close(wake_fd[0]);
+		close(wake_fd[1]);
+		wake_fd[0] = wake_fd[1] = -1;
+		pthread_mutex_unlock(&fd_lock);
+		return NULL;
+	}
+
+	while (!__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
+		struct pollfd pfd[2 + MAX_CONNS];
+		int idx[2 + MAX_CONNS];
+		int n = 0;
+		int timeout = -1;   /* idle: sleep until something happens */
+		int64_t now = now_ms();
+		pfd[n++] = (struct pollfd){ .fd = wake_fd[0], .events = POLLIN };
+		pfd[n++] = (struct pollfd){ .fd = listen_fd, .events = POLLIN };
+		for (int i = 0; i < MAX_CONNS; i++) {
+			if (conns[i].fd < 0)
+				continue;
+			idx[n] = i;
+			pfd[n++] = (struct pollfd){ .fd = conns[i].fd, .events = POLLIN };
+			int64_t dl = conn_deadline(&conns[i], i);
+			if (dl >= 0) {
+				int64_t t = dl > now ? dl - now : 0;
+				if (timeout < 0 || t < timeout)
+					timeout = (int)t;
+			}
+		}
+		int r = poll(pfd, (nfds_t)n, timeout);
+		if (r < 0 && errno != EINTR) {
+			agent_log("poll: %s; the agent stops", strerror(errno));
+			break;
+		}
+		if (r > 0 && ((pfd[0].revents | pfd[1].revents) & POLLNVAL)) {
+			/* The program closed our descriptors (a daemon closing every
+			 * fd, say).  Stop without touching those numbers again: they
+			 * may already name the program's own files. */
+			agent_log("the program closed the agent's descriptors; the agent stops");
+			descriptors_lost();
+			return NULL;
+		}
+		if (r > 0 && (pfd[0].revents & POLLIN)) {
+			char drain[16];
+			while (read(wake_fd[0], drain, sizeof(drain)) > 0)
+				;
+		}
+		if (__atomic_load_n(&stopping, __ATOMIC_RELAXED))
+			break;
+		for (int k = 2; r > 0 && k < n; k++) {
+			if (pfd[k].revents & POLLNVAL)
+				conn_forget(idx[k]);
+			else if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
+				conn_readable(idx[k]);
+		}
+		expire_connections(now_ms());
+		if (r > 0 && (pfd[1].revents & POLLIN))
+			accept_one();
+	}
+
+	/* Stopping (exit, dlclose) or a fatal error. */
+	stop_owned_session("the process is exiting");
+	for (int i = 0; i < MAX_CONNS; i++)
+		conn_close(i);
+	pthread_mutex_lock(&fd_lock);
+	/* The exit handler unlinked it already, unless it ran before this
+	 * thread had created the socket (a very short-lived process). */
+	if (socket_path[0])
+		unlink(socket_path);
+	close(listen_fd);
+	close(wake_fd[0]);
+	close(wake_fd[1]);
+	listen_fd = wake_fd[0] = wake_fd[1] = -1;
+	pthread_mutex_unlock(&fd_lock);
+	return NULL;
+}
+
+/* Caller holds fd_lock or is the only thread (fork child). */
+static void start_thread_locked(bool forked_child)
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, AGENT_STACK_SIZE);
+	/* The thread inherits this mask: it never receives a signal. */
+	sigfillset(&all);
+	__atomic_store_n(&thread_entered, 0, __ATOMIC_RELAXED);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int r = pthread_create(&agent_thread, &attr, agent_main, forked_child ? (void *)1 : NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (r != 0) {
+		agent_log("cannot start the agent thread: %s; the agent is off", strerror(r));
+		return;
+	}
+	__atomic_store_n(&thread_running, true, __ATOMIC_RELAXED);
+	agent_pid = getpid();
+}
+
+/*
+ * A fork() in the first moments of the program can catch the agent thread
+ * while the C library or a sanitizer runtime sets it up, with their locks
+ * held (AddressSanitizer's allocator is not fork-safe: the child would block
+ * in malloc forever).  Once agent_main runs, the thread only takes fd_lock
+ * until a client connects, so waiting for that point (briefly, bounded)
+ * makes an early fork as safe as any other.
+ */
+static void atfork_prepare(void)
+{
+	for (int i = 0; i < 200 && __atomic_load_n(&thread_running, __ATOMIC_RELAXED) &&
+			!__atomic_load_n(&thread_entered, __ATOMIC_ACQUIRE); i++) {
+		struct timespec ts = { 0, 500000 };
+		nanosleep(&ts, NULL);
+	}
+	pthread_mutex_lock(&fd_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&fd_lock);
+}
+
+/*
+ * The child has one thread; the agent thread of the parent is gone, and its
+ * descriptors are duplicates: close them (the parent keeps serving its own
+ * socket and connections) and start an agent for this new process.
+ */
+static void atfork_child(void)
+{
+	bool had_agent = __atomic_load_n(&thread_running, __ATOMIC_RELAXED);
+	if (listen_fd >= 0)
+		close(listen_fd);
+	if (wake_fd[0] >= 0)
+		close(wake_fd[0]);
+	if (wake_fd[1] >= 0)
+		close(wake_fd[1]);
+	listen_fd = wake_fd[0] = wake_fd[1] = -1;
+	for (int i = 0; i < MAX_CONNS; i++) {
+		if (conns[i].fd >= 0)
+			close(conns[i].fd);
+		conns[i].fd = -1;
+	}
+	socket_path[0] = '\0';
+	__atomic_store_n(&thread_running, false, __ATOMIC_RELAXED);
+	agent_pid = 0;
+	session_conn = -1;
+	session_owner_pid = 0;
+	__atomic_store_n(&stopping, 0, __ATOMIC_RELAXED);
+#ifndef AGENT_TSAN
+	/* ThreadSanitizer aborts a child that starts threads after a
+	 * multi-threaded fork: TSan builds keep the child agent-less. */
+	if (had_agent)
+		start_thread_locked(true);
+#else
+	(void)had_agent;
+#endif
+	pthread_mutex_unlock(&fd_lock);
+}
+
+/*
+ * exit() and dlclose(): remove the socket first (no new controller can
+ * connect), then let the thread end its session and close its connections.
+ * The wait is bounded so a wedged request cannot hang exit.
+ */
+static void agent_atexit(void)
+{
+	pthread_mutex_lock(&fd_lock);
+	if (!__atomic_load_n(&thread_running, __ATOMIC_RELAXED) || agent_pid != getpid()) {
+		pthread_mutex_unlock(&fd_lock);
+		return;
+	}
+	__atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
+	if (socket_path[0])
+		unlink(socket_path);
+	if (wake_fd[1] >= 0) {
+		ssize_t w = write(wake_fd[1], "x", 1);
+		(void)w;
+	}
+	pthread_t t = agent_thread;
+	__atomic_store_n(&thread_running, false, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&fd_lock);
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 5;
+	if (pthread_timedjoin_np(t, NULL, &deadline) != 0)
+		agent_log("the agent thread did not stop within 5 s; exiting anyway");
+}
+
+void mark_agent_autostart(void)
+{
+	if (__atomic_load_n(&autostart_state, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&fd_lock);
+	if (__atomic_load_n(&autostart_state, __ATOMIC_RELAXED)) {
+		pthread_mutex_unlock(&fd_lock);
+		return;
+	}
+	__atomic_store_n(&autostart_state, 1, __ATOMIC_RELEASE);
+	const char *env = getenv("MARK_AGENT");
+	if (env && strcmp(env, "0") == 0) {
+		pthread_mutex_unlock(&fd_lock);
+		return;
+	}
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	if (xdg && strlen(xdg) < sizeof(xdg_runtime_dir))
+		snprintf(xdg_runtime_dir, sizeof(xdg_runtime_dir), "%s", xdg);
+	for (int i = 0; i < MAX_CONNS; i++) {
+		conns[i].fd = -1;
+		mark_proto_reader_init(&conns[i].reader);
+	}
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	atexit(agent_atexit);
+	start_thread_locked(false);
+	pthread_mutex_unlock(&fd_lock);
+}

@@ -1,0 +1,589 @@
+/*
+ * The consumer: turns ring contents into CTF packets in stream files and
+ * keeps the live statistics file up to date.
+ *
+ * One consumer thread per traced process.  It wakes every 10 ms, when a
+ * producer's ring crosses half full (discard/block), when a producer in
+ * block mode waits, and when a thread exits.  Records are copied to the
+ * stream file unchanged (they are CTF events byte for byte): the consumer
+ * reads each record's 16-byte header to cut packets, count events per
+ * marker and find the packet's first and last timestamps, then writev()s
+ * the packet header and the ring bytes straight from the shared mapping.
+ *
+ * Ordering per ring (discard/block): acquire load of head, read records,
+ * write them, release store of tail (the producer may then overwrite those
+ * bytes).  A ring whose owner exited (state EXITED, release-stored after
+ * its last head) is drained and then release-stored FREE, after which a
+ * new thread may claim it (acquire CAS).
+ *
+ * Crash safety: a packet is written with one writev() before tail moves,
+ * under the commit protocol of trace_format.h (pending_tail/pending_bytes
+ * before, stream_bytes/tail after), so recovery can tell a complete last
+ * packet from a torn one and resume exactly after the last complete one.  The metadata describes a marker id before the first
+ * packet holding that id is written.
+ */
+#define _GNU_SOURCE
+#define _LGPL_SOURCE
+#include "tracer_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(struct mark_tf_packet) == 88, "packet header layout");
+_Static_assert(sizeof(struct mark_tf_stats) == 256, "stats header layout");
+_Static_assert(sizeof(struct mark_tf_stats_entry) == 128, "stats entry layout");
+_Static_assert(sizeof(struct mark_tf_ring) <= MARK_TF_RING_HEADER_SIZE, "ring header layout");
+_Static_assert(__builtin_offsetof(struct mark_tf_ring, head) == 64, "producer line");
+_Static_assert(__builtin_offsetof(struct mark_tf_ring, tail) == 128, "consumer line");
+
+#define STATS_MAX_ENTRIES 4096
+
+int tracer_write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* writev until everything is written (a regular file rarely writes short). */
+static int writev_full(int fd, struct iovec *iov, int cnt)
+{
+	while (cnt > 0) {
+		ssize_t n = writev(fd, iov, cnt);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (cnt > 0 && (size_t)n >= iov->iov_len) {
+			n -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt > 0) {
+			iov->iov_base = (char *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+static void packet_init(struct mark_tf_packet *p, const struct tracer_packet_sink *sink)
+{
+	memset(p, 0, sizeof(*p));
+	p->magic = MARK_TF_CTF_MAGIC;
+	memcpy(p->uuid, sink->uuid, 16);
+	p->stream_id = 0;
+	p->stream_instance_id = sink->index;
+	p->tid = sink->tid;
+	p->packet_seq_num = sink->seq;
+	p->events_discarded = sink->lost;
+}
+
+/*
+ * Write one packet (iov[0] is its header) with the commit protocol: the
+ * ring header says which packet is in flight before the write and commits
+ * it after, so recovery can tell a complete packet from a torn one.
+ */
+static int emit_packet(struct tracer_packet_sink *sink, struct iovec *iov, int cnt, uint64_t len,
+		       uint64_t ring_end)
+{
+	struct mark_tf_ring *c = sink->commit;
+	if (c) {
+		__atomic_store_n(&c->pending_tail, ring_end, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->pending_bytes, sink->stream_bytes + len, __ATOMIC_RELEASE);
+	}
+	int rc = writev_full(sink->fd, iov, cnt);
+	if (rc < 0) {
+		/* Cut a partial packet off again: the stream stays valid CTF. */
+		if (ftruncate(sink->fd, (off_t)sink->stream_bytes) != 0) {
+			/* Nothing better to do; recovery also cuts at stream_bytes. */
+		}
+		return rc;
+	}
+	sink->stream_bytes += len;
+	sink->bytes += len;
+	sink->seq++;
+	if (c) {
+		__atomic_store_n(&c->stream_bytes, sink->stream_bytes, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->packet_seq, sink->seq, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->lost_reported, sink->lost, __ATOMIC_RELAXED);
+		/* Release: done reading the records before the producer reuses them. */
+		__atomic_store_n(&c->tail, ring_end, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, uint64_t capacity,
+			 uint64_t begin, uint64_t end, uint64_t *consumed)
+{
+	const uint64_t mask = capacity / 8 - 1;
+	uint64_t pos = begin;
+	*consumed = begin;
+	while (pos < end) {
+		uint64_t pkt_begin = pos, ts_begin = 0, ts_end = 0, nev = 0, last_pad = 0;
+		bool stop = false;
+		while (pos < end && pos - pkt_begin < TRACER_PACKET_MAX) {
+			uint64_t ts = __atomic_load_n(&data[(pos / 8) & mask], __ATOMIC_RELAXED);
+			uint64_t w = __atomic_load_n(&data[(pos / 8 + 1) & mask], __ATOMIC_RELAXED);
+			unsigned id = (unsigned)(w & 0xffff), len = (unsigned)((w >> 16) & 0xffff);
+			uint64_t span = MARK_TF_RECORD_SPAN(len);
+			if (len < 16 || pos + span > end || id >= sink->counts_cap) {
+				stop = true;   /* unknown id (metadata behind) or damaged record */
+				break;
+			}
+			if (nev == 0)
+				ts_begin = ts;
+			ts_end = ts;
+			nev++;
+			pos += span;
+			last_pad = span - len;
+			if (sink->counts)
+				sink->counts[id]++;   /* taken back below if the write fails */
+		}
+		if (nev == 0)
+			break;
+		if (sink->stream_bytes == 0 && sink->lost > 0) {
+			/* babeltrace2 reports discarded events as the difference to the
+			 * previous packet: start the stream at zero. */
+			uint64_t lost = sink->lost, saved_ts = sink->last_ts;
+			sink->lost = 0;
+			sink->last_ts = ts_begin;
+			int rc = tracer_write_empty_packet(sink, pkt_begin);
+			sink->lost = lost;
+			sink->last_ts = saved_ts;
+			if (rc < 0)
+				return rc;
+		}
+		struct mark_tf_packet pk;
+		packet_init(&pk, sink);
+		uint64_t len = pos - pkt_begin;
+		pk.timestamp_begin = ts_begin;
+		pk.timestamp_end = ts_end;
+		/* The content ends where the last event's last field ends. */
+		pk.packet_size = (sizeof(pk) + len) * 8;
+		pk.content_size = pk.packet_size - last_pad * 8;
+		struct iovec iov[3];
+		int cnt = 1;
+		iov[0].iov_base = &pk;
+		iov[0].iov_len = sizeof(pk);
+		uint64_t off = pkt_begin & (capacity - 1);
+		uint64_t first = len < capacity - off ? len : capacity - off;
+		iov[cnt].iov_base = (char *)data + off;
+		iov[cnt++].iov_len = first;
+		if (first < len) {
+			iov[cnt].iov_base = (char *)data;
+			iov[cnt++].iov_len = len - first;
+		}
+		int rc = emit_packet(sink, iov, cnt, sizeof(pk) + len, pos);
+		if (rc < 0) {
+			for (uint64_t p = pkt_begin; sink->counts && p < pos;) {
+				uint64_t w = __atomic_load_n(&data[(p / 8 + 1) & mask], __ATOMIC_RELAXED);
+				sink->counts[w & 0xffff]--;
+				p += MARK_TF_RECORD_SPAN((w >> 16) & 0xffff);
+			}
+			return rc;
+		}
+		sink->events += nev;
+		sink->last_ts = ts_end;
+		*consumed = pos;
+		if (stop)
+			break;
+	}
+	return 0;
+}
+
+int tracer_write_empty_packet(struct tracer_packet_sink *sink, uint64_t ring_pos)
+{
+	if (sink->stream_bytes == 0 && sink->lost > 0) {
+		uint64_t lost = sink->lost;
+		sink->lost = 0;
+		int rc = tracer_write_empty_packet(sink, ring_pos);
+		sink->lost = lost;
+		if (rc < 0)
+			return rc;
+	}
+	struct mark_tf_packet pk;
+	packet_init(&pk, sink);
+	pk.timestamp_begin = pk.timestamp_end = sink->last_ts;
+	/* No event: the content ends with the context, before the padding
+	 * that would align a first event header. */
+	pk.packet_size = sizeof(pk) * 8;
+	pk.content_size = __builtin_offsetof(struct mark_tf_packet, padding) * 8;
+	struct iovec iov = { &pk, sizeof(pk) };
+	return emit_packet(sink, &iov, 1, sizeof(pk), ring_pos);
+}
+
+uint64_t tracer_count_records(const uint64_t *data, uint64_t capacity, uint64_t pos, uint64_t end)
+{
+	const uint64_t mask = capacity / 8 - 1;
+	uint64_t n = 0;
+	while (pos < end) {
+		uint64_t w = __atomic_load_n(&data[(pos / 8 + 1) & mask], __ATOMIC_RELAXED);
+		uint64_t len = (w >> 16) & 0xffff;
+		n++;
+		if (len < 16)
+			break;
+		pos += MARK_TF_RECORD_SPAN(len);
+	}
+	return n;
+}
+
+static int open_stream(const char *dir, unsigned index)
+{
+	char path[PATH_MAX];
+	tracer_path(path, sizeof(path), dir, MARK_TF_STREAM_PREFIX, index);
+	return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+static void ensure_metadata(struct tracer_session *s)
+{
+	size_t n;
+	mark_registry_lock();
+	mark_markers_locked(&n);
+	mark_registry_unlock();
+	if (n > s->described) {
+		pthread_mutex_lock(&tracer_fork_guard);
+		tracer_metadata_write(s->dir, s, s->trace_uuid, &s->described);
+		pthread_mutex_unlock(&tracer_fork_guard);
+	}
+}
+
+static uint64_t tracer_now(const struct tracer_session *s)
+{
+	if (s->clock.tsc) {
+#if defined(__x86_64__)
+		return __builtin_ia32_rdtsc();
+#endif
+	}
+	return tracer_monotonic_ns();
+}
+
+/*
+ * Write what the ring holds.  `final`: no producer can run any more
+ * (stop), so overwrite-mode rings of live threads are written too.
+ * Returns true if anything was written.
+ */
+static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool final)
+{
+	struct mark_tf_ring *hdr = r->hdr;
+	uint32_t state = __atomic_load_n(&hdr->state, __ATOMIC_ACQUIRE);
+	if (s->mode == MARK_TRACE_OVERWRITE && !final && state != MARK_TF_RING_EXITED)
+		return false;   /* flight recorder: written at snapshot, thread exit or stop */
+	const uint64_t head = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
+	uint64_t start = hdr->tail;
+	if (s->mode == MARK_TRACE_OVERWRITE) {
+		uint64_t oldest = __atomic_load_n(&hdr->oldest, __ATOMIC_RELAXED);
+		if (oldest > start)
+			start = oldest;
+	}
+	uint64_t lost = __atomic_load_n(&hdr->lost, __ATOMIC_RELAXED) + hdr->lost_consumer;
+	if (start == head && lost == hdr->lost_reported) {
+		if (start != hdr->tail)
+			__atomic_store_n(&hdr->tail, start, __ATOMIC_RELEASE);
+		if (state == MARK_TF_RING_EXITED)
+			__atomic_store_n(&hdr->state, MARK_TF_RING_FREE, __ATOMIC_RELEASE);
+		return false;
+	}
+	if (r->stream_fd >= 0) {
+		/*
+		 * A program that closes every descriptor (daemonising) may have
+		 * closed ours and reused its number for a file of its own: never
+		 * write there.  One fstat per drain.
+		 */
+		struct stat st;
+		if (fstat(r->stream_fd, &st) != 0 || st.st_ino != r->stream_ino || st.st_dev != r->stream_dev)
+			r->stream_fd = -1;   /* not ours any more: do not close it */
+	}
+	if (r->stream_fd < 0) {
+		r->stream_fd = open_stream(s->dir, r->index);
+		struct stat st;
+		if (r->stream_fd >= 0 && fstat(r->stream_fd, &st) == 0) {
+			r->stream_ino = st.st_ino;
+			r->stream_dev = st.st_dev;
+		}
+		if (r->stream_fd < 0 && !s->write_error_reported) {
+			fprintf(stderr, "mark: tracer cannot create stream file %u in %s (%s); its events "
+				"are counted lost\n", r->index, s->dir, strerror(errno));
+			s->write_error_reported = true;
+		}
+	}
+	struct tracer_packet_sink sink = {
+		.fd = r->stream_fd,
+		.uuid = s->trace_uuid,
+		.index = r->index,
+		.tid = __atomic_load_n(&hdr->tid, __ATOMIC_RELAXED),
+		.seq = hdr->packet_seq,
+		.stream_bytes = hdr->stream_bytes,
+		.commit = hdr,
+		.lost = lost,
+		.counts = s->marker_counts,
+		.counts_cap = s->described < s->marker_counts_cap ? s->described : s->marker_counts_cap,
+		.last_ts = r->last_ts,
+	};
+	uint64_t consumed = start;
+	int rc = 0;
+	if (sink.fd >= 0 && start < head) {
+		rc = tracer_write_records(&sink, r->data, r->capacity, start, head, &consumed);
+		if (rc == 0 && consumed < head) {
+			/* A marker newer than the metadata: describe it, then go on. */
+			ensure_metadata(s);
+			sink.counts_cap = s->described < s->marker_counts_cap ? s->described
+									    : s->marker_counts_cap;
+			rc = tracer_write_records(&sink, r->data, r->capacity, consumed, head, &consumed);
+		}
+	}
+	if (rc < 0 || sink.fd < 0 || consumed < head) {
+		/* Could not write (or undecodable records): drop them, count them. */
+		if (rc < 0 && !s->write_error_reported) {
+			fprintf(stderr, "mark: tracer cannot write stream file %u in %s (%s); events are "
+				"counted lost\n", r->index, s->dir, strerror(-rc));
+			s->write_error_reported = true;
+		}
+		__atomic_store_n(&hdr->lost_consumer, hdr->lost_consumer +
+				 tracer_count_records(r->data, r->capacity, consumed, head), __ATOMIC_RELAXED);
+		consumed = head;
+	}
+	lost = __atomic_load_n(&hdr->lost, __ATOMIC_RELAXED) + hdr->lost_consumer;
+	if (sink.fd >= 0 && lost != hdr->lost_reported) {
+		/* Losses after the last record: an empty packet carries the count. */
+		sink.lost = lost;
+		if (!sink.last_ts)
+			sink.last_ts = tracer_now(s);
+		tracer_write_empty_packet(&sink, consumed);
+	}
+	r->last_ts = sink.last_ts;
+	s->bytes_written += sink.bytes;
+	s->events_written += sink.events;
+	/* Release: we are done reading [start, consumed) before the producer reuses it. */
+	__atomic_store_n(&hdr->tail, consumed, __ATOMIC_RELEASE);
+	if (state == MARK_TF_RING_EXITED && consumed == head)
+		__atomic_store_n(&hdr->state, MARK_TF_RING_FREE, __ATOMIC_RELEASE);
+	return sink.bytes > 0;
+}
+
+/* Is there work that must not wait for the next tick? */
+static bool urgent_work(struct tracer_session *s)
+{
+	unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
+	if (n > TRACER_MAX_RINGS)
+		n = TRACER_MAX_RINGS;
+	for (unsigned i = 0; i < n; i++) {
+		struct tracer_ring *r = &s->rings[i];
+		if (!__atomic_load_n(&r->ready, __ATOMIC_ACQUIRE))
+			continue;
+		struct mark_tf_ring *h = r->hdr;
+		if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == MARK_TF_RING_EXITED)
+			return true;
+		if (s->mode != MARK_TRACE_OVERWRITE &&
+		    __atomic_load_n(&h->head, __ATOMIC_ACQUIRE) - h->tail > r->capacity / 2)
+			return true;
+	}
+	return false;
+}
+
+/* ---- statistics file ---- */
+
+int tracer_stats_open(struct tracer_session *s)
+{
+	size_t size = sizeof(struct mark_tf_stats) + STATS_MAX_ENTRIES * sizeof(struct mark_tf_stats_entry);
+	char path[PATH_MAX];
+	tracer_path(path, sizeof(path), s->dir, MARK_TF_STATS, -1);
+	void *map = MAP_FAILED;
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		if (fallocate(fd, 0, 0, (off_t)size) == 0)
+			map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+	}
+	if (map == MAP_FAILED) {
+		fprintf(stderr, "mark: tracer cannot create %s (%s); live statistics are not available to "
+			"other processes\n", path, strerror(errno));
+		map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (map == MAP_FAILED)
+			return -ENOMEM;
+	}
+	struct mark_tf_stats *st = map;
+	st->version = MARK_TF_STATS_VERSION;
+	st->header_size = sizeof(struct mark_tf_stats);
+	st->entry_size = sizeof(struct mark_tf_stats_entry);
+	st->max_entries = STATS_MAX_ENTRIES;
+	st->pid = s->pid;
+	st->mode = (uint32_t)s->mode;
+	st->start_realtime_ns = tracer_realtime_ns();
+	st->buffer_size = s->buffer_size;
+	st->state = MARK_TF_STATE_STARTING;
+	TRACER_FENCE(__ATOMIC_RELEASE);
+	memcpy(st->magic, MARK_TF_STATS_MAGIC, 8);
+	s->stats = st;
+	s->stats_map_size = size;
+	s->marker_counts_cap = MARK_TF_MAX_ID + 1;
+	s->marker_counts = calloc(s->marker_counts_cap, sizeof(uint64_t));
+	if (!s->marker_counts)
+		return -ENOMEM;
+	return 0;
+}
+
+static void sum_rings(struct tracer_session *s, uint64_t *events, uint64_t *lost, uint64_t *buffers)
+{
+	uint64_t e = 0, l = __atomic_load_n(&s->lost_no_ring, __ATOMIC_RELAXED), b = 0;
+	unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
+	if (n > TRACER_MAX_RINGS)
+		n = TRACER_MAX_RINGS;
+	for (unsigned i = 0; i < n; i++) {
+		struct tracer_ring *r = &s->rings[i];
+		if (!__atomic_load_n(&r->ready, __ATOMIC_ACQUIRE))
+			continue;
+		e += __atomic_load_n(&r->hdr->events, __ATOMIC_RELAXED);
+		l += __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED) +
+		     __atomic_load_n(&r->hdr->lost_consumer, __ATOMIC_RELAXED);
+		b++;
+	}
+	*events = e;
+	*lost = l;
+	*buffers = b;
+}
+
+void tracer_stats_update(struct tracer_session *s, uint32_t state)
+{
+	struct mark_tf_stats *st = s->stats;
+	if (!st)
+		return;
+	uint64_t events, lost, buffers;
+	sum_rings(s, &events, &lost, &buffers);
+	/* Seqlock writer: odd seq, fence, fields, fence, even seq. */
+	uint64_t seq = st->seq;
+	__atomic_store_n(&st->seq, seq + 1, __ATOMIC_RELAXED);
+	TRACER_FENCE(__ATOMIC_RELEASE);
+	__atomic_store_n(&st->state, state, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->update_realtime_ns, tracer_realtime_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&st->events, events, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->lost, lost, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->events_written, s->events_written, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->bytes_written, s->bytes_written, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->buffers, buffers, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->markers_described, s->described, __ATOMIC_RELAXED);
+	unsigned ne = s->described < st->max_entries ? s->described : st->max_entries;
+	struct mark_tf_stats_entry *e = (struct mark_tf_stats_entry *)(st + 1);
+	for (unsigned i = 0; i < ne; i++)
+		__atomic_store_n(&e[i].events, s->marker_counts[i], __ATOMIC_RELAXED);
+	__atomic_store_n(&st->nentries, ne, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/* ---- the thread ---- */
+
+static void for_each_ring_drain(struct tracer_session *s, bool final, bool *work)
+{
+	unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
+	if (n > TRACER_MAX_RINGS)
+		n = TRACER_MAX_RINGS;
+	for (unsigned i = 0; i < n; i++) {
+		struct tracer_ring *r = &s->rings[i];
+		if (!__atomic_load_n(&r->ready, __ATOMIC_ACQUIRE))
+			continue;
+		if (drain_ring(s, r, final))
+			*work = true;
+	}
+}
+
+static void *consumer_main(void *arg)
+{
+	struct tracer_session *s = arg;
+	uint64_t last_stats = 0;
+	s->last_refine_ns = tracer_monotonic_ns();
+	for (;;) {
+		bool stopping = __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE);
+		ensure_metadata(s);
+		bool work = false;
+		for_each_ring_drain(s, false, &work);
+		uint64_t now = tracer_monotonic_ns();
+		if (now - s->last_refine_ns > 1000000000ull) {
+			/* A longer baseline gives a better TSC frequency: keep the
+			 * metadata (read by recovery after a crash) current. */
+			s->last_refine_ns = now;
+			/* fork_guard also keeps a snapshot from reading a half-updated clock. */
+			pthread_mutex_lock(&tracer_fork_guard);
+			if (tracer_clock_refine(&s->clock))
+				tracer_metadata_write(s->dir, s, s->trace_uuid, &s->described);
+			pthread_mutex_unlock(&tracer_fork_guard);
+		}
+		if (now - last_stats > 5000000ull || !work) {
+			tracer_stats_update(s, MARK_TF_STATE_RUNNING);
+			last_stats = now;
+		}
+		if (stopping)
+			break;
+		if (work)
+			continue;
+		__atomic_store_n(&s->consumer_waiting, 1, __ATOMIC_RELAXED);
+		/* Pairs with the producer's fence in tracer_kick_consumer(): either
+		 * it sees consumer_waiting, or we see its head / state below. */
+		TRACER_FENCE(__ATOMIC_SEQ_CST);
+		if (!urgent_work(s) && !__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE) &&
+		    !__atomic_load_n(&s->kick, __ATOMIC_RELAXED)) {
+			struct timespec ts = { 0, 10000000 };
+			syscall(SYS_futex, &s->kick, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+		}
+		__atomic_store_n(&s->consumer_waiting, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->kick, 0, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+int tracer_consumer_start(struct tracer_session *s)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	/* The consumer takes no signals: they belong to the program's threads. */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	__atomic_store_n(&s->consumer_alive, 1, __ATOMIC_RELEASE);
+	int rc = pthread_create(&s->consumer, NULL, consumer_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		__atomic_store_n(&s->consumer_alive, 0, __ATOMIC_RELEASE);
+		return -rc;
+	}
+	s->consumer_started = true;
+	return 0;
+}
+
+void tracer_consumer_stop(struct tracer_session *s)
+{
+	if (!s->consumer_started)
+		return;
+	__atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->kick, 1, __ATOMIC_RELAXED);
+	syscall(SYS_futex, &s->kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	pthread_join(s->consumer, NULL);
+	s->consumer_started = false;
+	__atomic_store_n(&s->consumer_alive, 0, __ATOMIC_RELEASE);
+}
+
+void tracer_drain_all_final(struct tracer_session *s)
+{
+	bool work = false;
+	ensure_metadata(s);
+	for_each_ring_drain(s, true, &work);
+}

@@ -1,0 +1,257 @@
+/*
+ * The CTF 1.8 metadata (TSDL) of a trace: the trace and its packet header,
+ * the clock, the one stream class, and one event class per marker id.
+ *
+ * Event records are stored in the compile-time slot layout (one 64-bit
+ * slot per argument) and copied into packets unchanged, so every integer
+ * field is declared with align = 64: the decoder reads the low `size` bits
+ * of its slot (little endian) and skips the rest of the slot when it aligns
+ * the next field.  Strings are NUL-terminated and the writer pads them to
+ * 8 bytes, which is again exactly what align = 64 of the next field (or of
+ * the next event header) skips.
+ *
+ * Written to "metadata.tmp" and renamed over "metadata", so a reader (or a
+ * crash) sees either the old or the new complete text.  The metadata is
+ * rewritten when markers appear (dlopen) and when the clock calibration
+ * improves; event ids are marker ids, which never change in a process, so
+ * an older metadata stays valid for the packets written before it.
+ */
+#define _GNU_SOURCE
+#include "tracer_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void put_uuid(FILE *f, const uint8_t *u)
+{
+	fprintf(f, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+		u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+static void put_quoted(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fputc('_', f);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static const char *const tsdl_keywords[] = {
+	"align", "callsite", "const", "char", "clock", "double", "enum", "env", "event",
+	"floating_point", "float", "integer", "int", "long", "short", "signed", "stream", "string",
+	"struct", "trace", "typealias", "typedef", "unsigned", "variant", "void", "_Bool", "_Complex",
+	"_Imaginary", NULL,
+};
+
+/*
+ * A valid, unique CTF field name for argument i.  babeltrace2 strips one
+ * leading underscore of CTF 1.8 field names, so names never start with
+ * one; keywords get a "_v" suffix; duplicates get "_2", "_3", ...
+ */
+static void field_name(const struct mark_arg *args, unsigned i, char *out, size_t len)
+{
+	char base[96];
+	size_t n = 0;
+	const char *src = args[i].name ? args[i].name : "";
+	for (; *src && n + 1 < sizeof(base); src++)
+		base[n++] = (isalnum((unsigned char)*src) || *src == '_') ? *src : '_';
+	base[n] = '\0';
+	char *b = base;
+	while (*b == '_')
+		b++;
+	if (!*b || isdigit((unsigned char)*b)) {
+		snprintf(out, len, "arg%u", i);
+	} else {
+		snprintf(out, len, "%s", b);
+		for (const char *const *k = tsdl_keywords; *k; k++)
+			if (strcmp(out, *k) == 0) {
+				snprintf(out, len, "%s_v", b);
+				break;
+			}
+	}
+	/* Unique among the earlier fields (compared by their final names). */
+	char cand[128];
+	snprintf(cand, sizeof(cand), "%s", out);
+	for (unsigned suffix = 2;; suffix++) {
+		bool clash = false;
+		for (unsigned j = 0; j < i && !clash; j++) {
+			char other[128];
+			field_name(args, j, other, sizeof(other));
+			clash = strcmp(other, out) == 0;
+		}
+		if (!clash)
+			break;
+		snprintf(out, len, "%.100s_%u", cand, suffix);
+	}
+}
+
+static void put_field(FILE *f, const struct mark_arg *a, const char *name)
+{
+	unsigned bits = a->size ? a->size * 8 : 64;
+	if (bits > 64)
+		bits = 64;
+	switch (a->type) {
+	case MARK_ARG_SIGNED:
+		fprintf(f, "\t\tinteger { size = %u; align = 64; signed = true; base = 10; } %s;\n", bits, name);
+		break;
+	case MARK_ARG_UNSIGNED:
+		fprintf(f, "\t\tinteger { size = %u; align = 64; signed = false; base = 10; } %s;\n", bits, name);
+		break;
+	case MARK_ARG_HEX:
+		fprintf(f, "\t\tinteger { size = %u; align = 64; signed = false; base = 16; } %s;\n", bits, name);
+		break;
+	case MARK_ARG_POINTER:
+		fprintf(f, "\t\tinteger { size = 64; align = 64; signed = false; base = 16; } %s;\n", name);
+		break;
+	case MARK_ARG_STRING:
+		fprintf(f, "\t\tstring { encoding = UTF8; } %s;\n", name);
+		break;
+	case MARK_ARG_DOUBLE:
+		fprintf(f, "\t\tfloating_point { exp_dig = 11; mant_dig = 53; byte_order = le; align = 64; } %s;\n",
+			name);
+		break;
+	case MARK_ARG_CHAR:
+		fprintf(f, "\t\tinteger { size = 8; align = 64; signed = false; base = 10; encoding = ASCII; } %s;\n",
+			name);
+		break;
+	default:
+		fprintf(f, "\t\tinteger { size = 64; align = 64; signed = false; base = 16; } %s;\n", name);
+		break;
+	}
+}
+
+static void put_header(FILE *f, const struct tracer_session *s, const uint8_t *trace_uuid)
+{
+	char host[256] = "unknown";
+	gethostname(host, sizeof(host) - 1);
+	char comm[64] = "unknown";
+	int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, comm, sizeof(comm) - 1);
+		close(fd);
+		if (n > 0) {
+			comm[n] = '\0';
+			comm[strcspn(comm, "\n")] = '\0';
+		}
+	}
+	const struct tracer_clock *c = &s->clock;
+	fprintf(f, "/* CTF 1.8 */\n\n"
+		   "/* Written by libmark's tracer; layout in docs/tracer.md. */\n\n"
+		   "typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
+		   "typealias integer { size = 16; align = 16; signed = false; } := uint16_t;\n"
+		   "typealias integer { size = 32; align = 32; signed = false; } := uint32_t;\n"
+		   "typealias integer { size = 64; align = 64; signed = false; } := uint64_t;\n\n"
+		   "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"");
+	put_uuid(f, trace_uuid);
+	fprintf(f, "\";\n\tbyte_order = le;\n"
+		   "\tpacket.header := struct {\n"
+		   "\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n\t\tuint32_t stream_id;\n"
+		   "\t\tuint64_t stream_instance_id;\n\t};\n};\n\n");
+	fprintf(f, "env {\n\tdomain = \"mark\";\n\ttracer_name = \"mark\";\n\ttracer_major = 0;\n"
+		   "\ttracer_minor = 1;\n\thostname = ");
+	put_quoted(f, host);
+	fprintf(f, ";\n\tprocname = ");
+	put_quoted(f, comm);
+	fprintf(f, ";\n\tvpid = %d;\n\tclock_source = \"%s\";\n};\n\n", (int)s->pid,
+		c->tsc ? "invariant TSC, calibrated against CLOCK_MONOTONIC" : "CLOCK_MONOTONIC");
+	fprintf(f, "clock {\n\tname = \"mark_clock\";\n\tuuid = \"");
+	put_uuid(f, c->uuid);
+	fprintf(f, "\";\n\tdescription = \"%s\";\n\tfreq = %llu;\n\tprecision = %llu;\n"
+		   "\toffset_s = %lld;\n\toffset = %lld;\n\tabsolute = TRUE;\n};\n\n",
+		c->tsc ? "TSC" : "CLOCK_MONOTONIC", (unsigned long long)c->freq,
+		(unsigned long long)(c->freq / 1000000 ? c->freq / 1000000 : 1), (long long)c->offset_s,
+		(long long)c->offset);
+	fprintf(f, "typealias integer { size = 64; align = 64; signed = false; map = clock.mark_clock.value; } "
+		   ":= uint64_clock_t;\n\n");
+	/*
+	 * Event header: timestamp + id (10 bytes).  cpu_id is 32-bit aligned,
+	 * so bytes 10-11 of each record are CTF padding; the tracer keeps the
+	 * record size there (see trace_format.h).
+	 */
+	fprintf(f, "stream {\n\tid = 0;\n"
+		   "\tpacket.context := struct {\n"
+		   "\t\tuint64_clock_t timestamp_begin;\n\t\tuint64_clock_t timestamp_end;\n"
+		   "\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n\t\tuint64_t packet_seq_num;\n"
+		   "\t\tuint64_t events_discarded;\n\t\tuint32_t tid;\n\t};\n"
+		   "\tevent.header := struct {\n\t\tuint64_clock_t timestamp;\n\t\tuint16_t id;\n\t};\n"
+		   "\tevent.context := struct {\n\t\tuint32_t cpu_id;\n\t};\n};\n\n");
+}
+
+int tracer_metadata_write(const char *dir, const struct tracer_session *s, const uint8_t *trace_uuid,
+			  unsigned *described)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		return -ENOMEM;
+	put_header(f, s, trace_uuid);
+	mark_registry_lock();
+	size_t n;
+	struct mark_marker **ms = mark_markers_locked(&n);
+	if (n > MARK_TF_MAX_ID + 1)
+		n = MARK_TF_MAX_ID + 1;
+	struct mark_tf_stats *st = s->stats;
+	for (size_t i = 0; i < n; i++) {
+		const struct mark_marker *m = ms[i];
+		fprintf(f, "event {\n\tname = ");
+		put_quoted(f, m->name);
+		fprintf(f, ";\n\tid = %u;\n\tstream_id = 0;\n\tfields := struct {\n", m->id);
+		for (unsigned a = 0; a < m->nargs; a++) {
+			char name[128];
+			field_name(m->args, a, name, sizeof(name));
+			put_field(f, &m->args[a], name);
+		}
+		fprintf(f, "\t};\n};\n\n");
+		if (st && m->id < st->max_entries) {
+			struct mark_tf_stats_entry *e = (struct mark_tf_stats_entry *)(st + 1) + m->id;
+			if (e->name_len == 0) {
+				size_t nl = strlen(m->name);
+				e->id = m->id;
+				e->name_len = (uint16_t)(nl > 0xffff ? 0xffff : nl);
+				snprintf(e->name, sizeof(e->name), "%s", m->name);
+			}
+		}
+	}
+	mark_registry_unlock();
+	if (fclose(f) != 0 || !text) {
+		free(text);
+		return -ENOMEM;
+	}
+	char tmp[PATH_MAX], path[PATH_MAX];
+	tracer_path(tmp, sizeof(tmp), dir, MARK_TF_METADATA ".tmp", -1);
+	tracer_path(path, sizeof(path), dir, MARK_TF_METADATA, -1);
+	int rc = 0;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+	} else {
+		rc = tracer_write_full(fd, text, len);
+		if (close(fd) != 0 && rc == 0)
+			rc = -errno;
+		if (rc == 0 && rename(tmp, path) != 0)
+			rc = -errno;
+		if (rc != 0)
+			unlink(tmp);
+	}
+	if (rc != 0) {
+		fprintf(stderr, "mark: tracer cannot write %s (%s)\n", path, strerror(-rc));
+	} else if (described) {
+		*described = (unsigned)n;
+	}
+	free(text);
+	return rc;
+}

@@ -1,0 +1,741 @@
+/*
+ * Tracing sessions: start, stop, snapshot, statistics, fork, and the
+ * environment configuration (MARK_TRACE, MARK_ENABLE, MARK_MODE,
+ * MARK_BUFFER) read by a libmark constructor.
+ *
+ * Locking: control_mutex serialises the control functions and fork; the
+ * hot path never takes it.  A session is published with a release store of
+ * tracer_current and retired by storing NULL, unregistering the probe and
+ * waiting for an RCU grace period (the probe runs inside mark__fire's RCU
+ * read-side critical section, the thread-exit path takes its own), after
+ * which no thread can still touch it.
+ */
+#define _GNU_SOURCE
+#define _LGPL_SOURCE
+#include "tracer_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <urcu-bp.h>
+
+static pthread_mutex_t control_mutex = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t tracer_fork_guard = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static uint64_t last_generation;   /* under control_mutex */
+
+/* ---- helpers ---- */
+
+void tracer_path(char *buf, size_t len, const char *dir, const char *name, long num)
+{
+	/* Async-signal-safe: no stdio. */
+	size_t p = 0;
+	for (const char *s = dir; *s && p + 1 < len; s++)
+		buf[p++] = *s;
+	if (p + 1 < len)
+		buf[p++] = '/';
+	for (const char *s = name; *s && p + 1 < len; s++)
+		buf[p++] = *s;
+	if (num >= 0) {
+		char digits[24];
+		int d = 0;
+		do {
+			digits[d++] = (char)('0' + num % 10);
+			num /= 10;
+		} while (num);
+		while (d && p + 1 < len)
+			buf[p++] = digits[--d];
+	}
+	buf[p] = '\0';
+}
+
+static int mkdir_p(const char *dir)
+{
+	char buf[PATH_MAX];
+	if (strlen(dir) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	strcpy(buf, dir);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+		return -errno;
+	struct stat st;
+	if (stat(buf, &st) != 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return 0;
+}
+
+static bool is_trace_file(const char *name)
+{
+	return strcmp(name, MARK_TF_METADATA) == 0 || strcmp(name, MARK_TF_METADATA ".tmp") == 0 ||
+	       strcmp(name, MARK_TF_STATS) == 0 ||
+	       strncmp(name, MARK_TF_STREAM_PREFIX, strlen(MARK_TF_STREAM_PREFIX)) == 0 ||
+	       strncmp(name, MARK_TF_RING_PREFIX, strlen(MARK_TF_RING_PREFIX)) == 0;
+}
+
+/* Remove an earlier trace's files (only names this tracer writes). */
+static void clean_trace_dir(const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (is_trace_file(e->d_name)) {
+			unlink(path);
+		} else if (depth < 8 && strncmp(e->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) == 0) {
+			clean_trace_dir(path, depth + 1);
+			rmdir(path);
+		}
+	}
+	closedir(d);
+}
+
+static void free_session(struct tracer_session *s)
+{
+	if (!s)
+		return;
+	free(s->dir);
+	free(s->base_dir);
+	for (size_t i = 0; i < s->nglobs; i++)
+		free(s->globs[i]);
+	free(s->globs);
+	free(s->marker_counts);
+	free(s);
+}
+
+static void session_unmap(struct tracer_session *s, bool unlink_rings)
+{
+	unsigned n = s->next_index < TRACER_MAX_RINGS ? s->next_index : TRACER_MAX_RINGS;
+	for (unsigned i = 0; i < n; i++) {
+		struct tracer_ring *r = &s->rings[i];
+		if (!r->ready)
+			continue;
+		struct stat st;
+		/* Close only a descriptor that is still ours (see drain_ring). */
+		if (r->stream_fd >= 0 && fstat(r->stream_fd, &st) == 0 && st.st_ino == r->stream_ino &&
+		    st.st_dev == r->stream_dev)
+			close(r->stream_fd);
+		r->stream_fd = -1;
+		munmap(r->hdr, MARK_TF_RING_HEADER_SIZE + r->capacity);
+		if (unlink_rings) {
+			char path[PATH_MAX];
+			tracer_path(path, sizeof(path), s->dir, MARK_TF_RING_PREFIX, i);
+			unlink(path);
+		}
+	}
+	if (s->stats)
+		munmap(s->stats, s->stats_map_size);
+	s->stats = NULL;
+}
+
+static void new_uuid(uint8_t *u)
+{
+	FILE *f = fopen("/proc/sys/kernel/random/uuid", "re");
+	unsigned v[16];
+	if (f && fscanf(f, "%2x%2x%2x%2x-%2x%2x-%2x%2x-%2x%2x-%2x%2x%2x%2x%2x%2x", &v[0], &v[1], &v[2], &v[3],
+			&v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13], &v[14],
+			&v[15]) == 16) {
+		for (int i = 0; i < 16; i++)
+			u[i] = (uint8_t)v[i];
+	} else {
+		uint64_t a = tracer_realtime_ns() ^ ((uint64_t)getpid() << 32), b = tracer_monotonic_ns() * 0x9e3779b97f4a7c15ull;
+		memcpy(u, &a, 8);
+		memcpy(u + 8, &b, 8);
+		u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
+		u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+	}
+	if (f)
+		fclose(f);
+}
+
+static uint64_t round_pow2(uint64_t v)
+{
+	uint64_t p = TRACER_MIN_BUFFER;
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* ---- fork ---- */
+
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&control_mutex);
+	pthread_mutex_lock(&tracer_fork_guard);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&tracer_fork_guard);
+	pthread_mutex_unlock(&control_mutex);
+}
+
+/*
+ * The child inherits the parent's session, whose rings are shared memory
+ * the parent still writes: the child must never touch them.  It gets a
+ * session of its own in DIR/pid-<child> (a sibling of the parent's
+ * DIR/pid-<parent>), with the parent's clock (same
+ * UUID and calibration, so babeltrace2 merges the two traces by time) and
+ * a new trace UUID.  Only this thread exists in the child; the registry
+ * lock may still be held by core's fork handlers' ordering, so the
+ * metadata is left to the child's consumer thread.
+ */
+static void atfork_child(void)
+{
+	pthread_mutex_unlock(&tracer_fork_guard);   /* locked by this thread in prepare */
+	struct tracer_session *parent = tracer_current;
+	tracer_thread_forget();
+	if (parent) {
+		__atomic_store_n(&tracer_current, NULL, __ATOMIC_RELAXED);
+		struct tracer_session *s = calloc(1, sizeof(*s));
+		char *dir = NULL;
+		if (s && (s->base_dir = strdup(parent->base_dir)) &&
+		    asprintf(&dir, "%s/%s%d", parent->base_dir, MARK_TF_CHILD_PREFIX, (int)getpid()) > 0) {
+			s->dir = dir;
+			s->generation = ++last_generation;
+			s->mode = parent->mode;
+			s->buffer_size = parent->buffer_size;
+			s->string_max = parent->string_max;
+			s->pid = getpid();
+			s->clock = parent->clock;
+			new_uuid(s->trace_uuid);
+			s->globs = NULL;
+			s->nglobs = 0;
+			if (parent->nglobs && (s->globs = calloc(parent->nglobs, sizeof(char *)))) {
+				for (size_t i = 0; i < parent->nglobs; i++)
+					if ((s->globs[i] = strdup(parent->globs[i])))
+						s->nglobs++;
+			}
+			for (unsigned i = 0; i < TRACER_MAX_RINGS; i++)
+				s->rings[i].stream_fd = -1;
+			if (mkdir_p(dir) == 0 && tracer_stats_open(s) == 0 && tracer_consumer_start(s) == 0) {
+				__atomic_store_n(&tracer_current, s, __ATOMIC_RELEASE);
+			} else {
+				fprintf(stderr, "mark: tracer cannot set up the trace of forked child %d in %s; "
+					"the child is not traced\n", (int)getpid(), dir);
+				if (s->stats)
+					munmap(s->stats, s->stats_map_size);
+				free_session(s);
+			}
+		} else {
+			free(dir);
+			if (s)
+				free(s->base_dir);
+			free(s);
+		}
+		/* The parent's mappings and files are the parent's business. */
+		session_unmap(parent, false);
+		free_session(parent);
+	}
+	pthread_mutex_unlock(&control_mutex);
+}
+
+static void register_atfork(void)
+{
+	mark_init();   /* core's fork handlers first: its child handler then runs before ours */
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* ---- start / stop ---- */
+
+static int session_start_locked(const struct mark_trace_config *cfg)
+{
+	if (!cfg || !cfg->directory || !*cfg->directory)
+		return mark_error(EINVAL, "mark: tracer: no trace directory given");
+	if (cfg->mode != MARK_TRACE_DISCARD && cfg->mode != MARK_TRACE_OVERWRITE &&
+	    cfg->mode != MARK_TRACE_BLOCK)
+		return mark_error(EINVAL, "mark: tracer: mode %d is not discard, overwrite or block",
+				  (int)cfg->mode);
+	uint64_t size = cfg->buffer_size ? cfg->buffer_size : TRACER_DEFAULT_BUFFER;
+	if (size < TRACER_MIN_BUFFER || size > TRACER_MAX_BUFFER)
+		return mark_error(ERANGE, "mark: tracer: buffer size %llu is out of range (4k to 4G)",
+				  (unsigned long long)size);
+	if (tracer_current)
+		return mark_error(EBUSY, "mark: tracer: a session is already tracing into %s; stop it first",
+				  tracer_current->dir);
+	pthread_once(&atfork_once, register_atfork);
+	tracer_probe_init();
+	tracer_cpu_init();
+
+	struct tracer_session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return mark_error(ENOMEM, "mark: tracer: out of memory");
+	for (unsigned i = 0; i < TRACER_MAX_RINGS; i++)
+		s->rings[i].stream_fd = -1;
+	s->generation = ++last_generation;
+	s->mode = cfg->mode;
+	s->buffer_size = round_pow2(size);
+	s->string_max = MARK_TF_STRING_MAX;
+	s->pid = getpid();
+	const char *const star[] = { "*", NULL };
+	const char *const *globs = cfg->globs && cfg->globs[0] ? cfg->globs : star;
+	while (globs[s->nglobs])
+		s->nglobs++;
+	s->globs = calloc(s->nglobs, sizeof(char *));
+	s->base_dir = strdup(cfg->directory);
+	if (!s->globs || !s->base_dir || asprintf(&s->dir, "%s/%s%d", cfg->directory, MARK_TF_CHILD_PREFIX,
+						  (int)s->pid) < 0) {
+		s->dir = NULL;
+		free_session(s);
+		return mark_error(ENOMEM, "mark: tracer: out of memory");
+	}
+	for (size_t i = 0; i < s->nglobs; i++) {
+		if (!(s->globs[i] = strdup(globs[i]))) {
+			free_session(s);
+			return mark_error(ENOMEM, "mark: tracer: out of memory");
+		}
+	}
+	int rc = mkdir_p(s->base_dir);
+	if (rc == 0) {
+		/* Absolute: the program may chdir() while the consumer writes files. */
+		char *abs = realpath(s->base_dir, NULL);
+		char *dir = NULL;
+		if (!abs || asprintf(&dir, "%s/%s%d", abs, MARK_TF_CHILD_PREFIX, (int)s->pid) < 0) {
+			free(abs);
+			free_session(s);
+			return mark_error(ENOMEM, "mark: tracer: out of memory");
+		}
+		free(s->base_dir);
+		free(s->dir);
+		s->base_dir = abs;
+		s->dir = dir;
+	}
+	if (rc == 0) {
+		/* A trace at the top would hide the per-process traces from babeltrace2. */
+		char meta[PATH_MAX];
+		tracer_path(meta, sizeof(meta), s->base_dir, MARK_TF_METADATA, -1);
+		if (access(meta, F_OK) == 0)
+			rc = -EEXIST;
+	}
+	if (rc == 0)
+		rc = mkdir_p(s->dir);
+	if (rc < 0) {
+		int err = -rc;
+		rc = mark_error(err, "mark: tracer: cannot use %s as trace directory: %s", cfg->directory,
+				err == EEXIST ? "it holds a CTF trace of its own; choose another directory"
+					      : strerror(err));
+		free_session(s);
+		return rc;
+	}
+	/* Same pid as an earlier trace here (pid reuse, or a second session): replace it. */
+	clean_trace_dir(s->dir, 0);
+	tracer_clock_init(&s->clock);
+	new_uuid(s->trace_uuid);
+	if ((rc = tracer_stats_open(s)) < 0) {
+		session_unmap(s, false);
+		free_session(s);
+		return mark_error(-rc, "mark: tracer: cannot set up statistics in %s", cfg->directory);
+	}
+	if ((rc = tracer_metadata_write(s->dir, s, s->trace_uuid, &s->described)) < 0) {
+		session_unmap(s, false);
+		free_session(s);
+		return mark_error(-rc, "mark: tracer: cannot write the metadata in %s: %s", cfg->directory,
+				  strerror(-rc));
+	}
+	/* Before the consumer starts: from then on it is the only writer of the stats. */
+	tracer_stats_update(s, MARK_TF_STATE_RUNNING);
+	if ((rc = tracer_consumer_start(s)) < 0) {
+		session_unmap(s, false);
+		free_session(s);
+		return mark_error(-rc, "mark: tracer: cannot start the consumer thread: %s", strerror(-rc));
+	}
+	/* Release: everything above is visible to a probe that sees s. */
+	__atomic_store_n(&tracer_current, s, __ATOMIC_RELEASE);
+	for (size_t i = 0; i < s->nglobs; i++) {
+		rc = mark_probe_register_fast(s->globs[i], tracer_probe, NULL);
+		if (rc < 0 && rc != -EEXIST)
+			break;
+		rc = mark_arm(s->globs[i]);
+		if (rc < 0)
+			break;
+		rc = 0;
+	}
+	if (rc < 0) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s", mark_last_error());
+		for (size_t i = 0; i < s->nglobs; i++) {
+			mark_probe_unregister_fast(s->globs[i], tracer_probe, NULL);
+			mark_disarm(s->globs[i]);
+		}
+		__atomic_store_n(&tracer_current, NULL, __ATOMIC_RELEASE);
+		urcu_bp_synchronize_rcu();
+		tracer_consumer_stop(s);
+		session_unmap(s, true);
+		clean_trace_dir(s->dir, 0);
+		free_session(s);
+		return mark_error(-rc, "%s", msg);
+	}
+	return 0;
+}
+
+int mark_tracer_start(const struct mark_trace_config *config)
+{
+	mark_error_clear();
+	pthread_mutex_lock(&control_mutex);
+	int rc = session_start_locked(config);
+	pthread_mutex_unlock(&control_mutex);
+	return rc;
+}
+
+static int session_stop_locked(void)
+{
+	struct tracer_session *s = tracer_current;
+	if (!s)
+		return mark_error(ENOENT, "mark: tracer: no tracing session is running");
+	/* 1. No new events: the probe is disconnected; after the grace period
+	 *    no thread runs it (block-mode producers finish: the consumer runs). */
+	for (size_t i = 0; i < s->nglobs; i++) {
+		mark_probe_unregister_fast(s->globs[i], tracer_probe, NULL);
+		mark_disarm(s->globs[i]);
+	}
+	__atomic_store_n(&tracer_current, NULL, __ATOMIC_RELEASE);
+	urcu_bp_synchronize_rcu();
+	/* 2. The consumer writes what it has, then everything that is left. */
+	tracer_consumer_stop(s);
+	tracer_clock_refine(&s->clock);
+	tracer_drain_all_final(s);
+	tracer_metadata_write(s->dir, s, s->trace_uuid, &s->described);
+	tracer_stats_update(s, MARK_TF_STATE_STOPPED);
+	session_unmap(s, true);
+	free_session(s);
+	return 0;
+}
+
+int mark_tracer_stop(void)
+{
+	mark_error_clear();
+	pthread_mutex_lock(&control_mutex);
+	int rc = session_stop_locked();
+	pthread_mutex_unlock(&control_mutex);
+	return rc;
+}
+
+void mark_tracer_get_stats(struct mark_trace_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&control_mutex);
+	struct tracer_session *s = tracer_current;
+	if (s) {
+		out->active = 1;
+		uint64_t lost = __atomic_load_n(&s->lost_no_ring, __ATOMIC_RELAXED);
+		unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
+		if (n > TRACER_MAX_RINGS)
+			n = TRACER_MAX_RINGS;
+		for (unsigned i = 0; i < n; i++) {
+			struct tracer_ring *r = &s->rings[i];
+			if (!__atomic_load_n(&r->ready, __ATOMIC_ACQUIRE))
+				continue;
+			out->events += __atomic_load_n(&r->hdr->events, __ATOMIC_RELAXED);
+			lost += __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED) +
+				__atomic_load_n(&r->hdr->lost_consumer, __ATOMIC_RELAXED);
+		}
+		out->lost = lost;
+		if (s->stats)
+			out->bytes_written = __atomic_load_n(&s->stats->bytes_written, __ATOMIC_ACQUIRE);
+	}
+	pthread_mutex_unlock(&control_mutex);
+}
+
+/* ---- snapshot (overwrite mode) ---- */
+
+/*
+ * Copy the valid window of a ring that its producer may be writing (see
+ * probe.c): copy [start, head) with relaxed loads, then keep only what
+ * lies at or after the `oldest` read afterwards.
+ */
+static int snapshot_ring(struct tracer_ring *r, const char *dir,
+			 uint64_t *buf, const uint8_t *uuid, unsigned described)
+{
+	struct mark_tf_ring *hdr = r->hdr;
+	const uint64_t cap = r->capacity, mask = cap / 8 - 1;
+	uint64_t head = 0, start = 0;
+	/*
+	 * A producer that laps the whole buffer while we copy leaves nothing
+	 * valid (start >= head): try again a few times before giving up.
+	 */
+	for (int attempt = 0; attempt < 8; attempt++) {
+		head = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
+		start = __atomic_load_n(&hdr->oldest, __ATOMIC_RELAXED);
+		uint64_t tail = __atomic_load_n(&hdr->tail, __ATOMIC_RELAXED);
+		if (tail > start)
+			start = tail;
+		if (start > head)
+			continue;   /* lapped between the two loads */
+		for (uint64_t p = start / 8; p < head / 8; p++)
+			buf[p & mask] = __atomic_load_n(&r->data[p & mask], __ATOMIC_RELAXED);
+		TRACER_FENCE(__ATOMIC_ACQUIRE);
+		uint64_t oldest = __atomic_load_n(&hdr->oldest, __ATOMIC_RELAXED);
+		if (oldest > start)
+			start = oldest;
+		if (start < head)
+			break;
+	}
+	if (start >= head)
+		return 0;
+	char path[PATH_MAX];
+	tracer_path(path, sizeof(path), dir, MARK_TF_STREAM_PREFIX, r->index);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	uint64_t consumed;
+	struct tracer_packet_sink sink = {
+		.fd = fd,
+		.uuid = uuid,
+		.index = r->index,
+		.tid = __atomic_load_n(&hdr->tid, __ATOMIC_RELAXED),
+		.lost = __atomic_load_n(&hdr->lost, __ATOMIC_RELAXED),
+		.counts_cap = described,
+	};
+	int rc = tracer_write_records(&sink, buf, cap, start, head, &consumed);
+	close(fd);
+	return rc;
+}
+
+int mark_tracer_snapshot(const char *directory)
+{
+	mark_error_clear();
+	if (!directory || !*directory)
+		return mark_error(EINVAL, "mark: snapshot: no directory given");
+	pthread_mutex_lock(&control_mutex);
+	struct tracer_session *s = tracer_current;
+	int rc = 0;
+	if (!s) {
+		rc = mark_error(ENOENT, "mark: snapshot: no tracing session is running");
+		goto out;
+	}
+	if (s->mode != MARK_TRACE_OVERWRITE) {
+		rc = mark_error(EINVAL, "mark: snapshot: the session records in %s mode, which writes "
+					"continuously; snapshots need overwrite mode",
+				s->mode == MARK_TRACE_DISCARD ? "discard" : "block");
+		goto out;
+	}
+	char a[PATH_MAX], b[PATH_MAX];
+	if ((rc = mkdir_p(directory)) < 0) {
+		rc = mark_error(-rc, "mark: snapshot: cannot create %s: %s", directory, strerror(-rc));
+		goto out;
+	}
+	if (realpath(directory, a) && ((realpath(s->dir, b) && strcmp(a, b) == 0) ||
+					(realpath(s->base_dir, b) && strncmp(a, b, strlen(b)) == 0 &&
+					 (a[strlen(b)] == '\0' || a[strlen(b)] == '/')))) {
+		rc = mark_error(EINVAL, "mark: snapshot: %s is (inside) the session's trace directory %s; "
+					"choose another one", directory, s->base_dir);
+		goto out;
+	}
+	clean_trace_dir(directory, 0);
+	/* The metadata must describe every id the snapshot may contain. */
+	size_t nm;
+	mark_registry_lock();
+	mark_markers_locked(&nm);
+	mark_registry_unlock();
+	unsigned described = 0;
+	uint8_t uuid[16];
+	new_uuid(uuid);   /* a trace of its own: babeltrace2 must not merge it with the session's */
+	pthread_mutex_lock(&tracer_fork_guard);   /* the consumer may be refining the clock */
+	rc = tracer_metadata_write(directory, s, uuid, &described);
+	pthread_mutex_unlock(&tracer_fork_guard);
+	if (rc < 0) {
+		rc = mark_error(-rc, "mark: snapshot: cannot write metadata in %s", directory);
+		goto out;
+	}
+	uint64_t *buf = malloc(s->buffer_size);
+	if (!buf) {
+		rc = mark_error(ENOMEM, "mark: snapshot: out of memory");
+		goto out;
+	}
+	unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
+	if (n > TRACER_MAX_RINGS)
+		n = TRACER_MAX_RINGS;
+	for (unsigned i = 0; i < n && rc == 0; i++) {
+		struct tracer_ring *r = &s->rings[i];
+		if (__atomic_load_n(&r->ready, __ATOMIC_ACQUIRE))
+			rc = snapshot_ring(r, directory, buf, uuid, described);
+	}
+	free(buf);
+	if (rc < 0)
+		rc = mark_error(-rc, "mark: snapshot: cannot write into %s: %s", directory, strerror(-rc));
+out:
+	pthread_mutex_unlock(&control_mutex);
+	return rc;
+}
+
+/* ---- parsing ---- */
+
+int mark_trace_mode_parse(const char *text, enum mark_trace_mode *mode)
+{
+	if (text && strcmp(text, "discard") == 0)
+		*mode = MARK_TRACE_DISCARD;
+	else if (text && strcmp(text, "overwrite") == 0)
+		*mode = MARK_TRACE_OVERWRITE;
+	else if (text && strcmp(text, "block") == 0)
+		*mode = MARK_TRACE_BLOCK;
+	else
+		return mark_error(EINVAL, "mark: \"%s\" is not a trace mode (use discard, overwrite or block)",
+				  text ? text : "");
+	return 0;
+}
+
+int mark_size_parse(const char *text, size_t *bytes)
+{
+	if (!text || !*text)
+		return mark_error(EINVAL, "mark: empty size (use a number of bytes, e.g. 4096, 64k, 16M, 1G)");
+	const char *p = text;
+	if (*p < '0' || *p > '9')
+		return mark_error(EINVAL, "mark: \"%s\" is not a size (use e.g. 4096, 64k, 16M, 1G)", text);
+	unsigned long long v = 0;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (ULLONG_MAX - 9) / 10)
+			return mark_error(ERANGE, "mark: size \"%s\" is too large", text);
+		v = v * 10 + (unsigned)(*p - '0');
+	}
+	unsigned shift = 0;
+	switch (*p) {
+	case 'k': case 'K': shift = 10; p++; break;
+	case 'm': case 'M': shift = 20; p++; break;
+	case 'g': case 'G': shift = 30; p++; break;
+	default: break;
+	}
+	if (shift && (*p == 'i' || *p == 'I') && (p[1] == 'B' || p[1] == 'b'))
+		p += 2;
+	else if (*p == 'B' || *p == 'b')
+		p++;
+	if (*p)
+		return mark_error(EINVAL, "mark: \"%s\" is not a size (use e.g. 4096, 64k, 16M, 1G)", text);
+	if (shift && v > (ULLONG_MAX >> shift))
+		return mark_error(ERANGE, "mark: size \"%s\" is too large", text);
+	v <<= shift;
+	if (v > SIZE_MAX)
+		return mark_error(ERANGE, "mark: size \"%s\" is too large", text);
+	*bytes = (size_t)v;
+	return 0;
+}
+
+/* ---- environment configuration ---- */
+
+static char **split_globs(const char *text, size_t *count)
+{
+	size_t n = 1;
+	for (const char *p = text; *p; p++)
+		n += *p == ',';
+	char **v = calloc(n + 1, sizeof(char *));
+	if (!v)
+		return NULL;
+	size_t k = 0;
+	const char *p = text;
+	while (*p) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		while (len && (*p == ' ' || *p == '\t')) {
+			p++;
+			len--;
+		}
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (len) {
+			if (!(v[k] = strndup(p, len)))
+				break;
+			k++;
+		}
+		p = e ? e + 1 : p + strlen(p);
+	}
+	*count = k;
+	return v;
+}
+
+static void free_globs(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/*
+ * Any bad value: one line on stderr, and the program runs untraced.  The
+ * constructor never exits or aborts.
+ */
+static void __attribute__((constructor)) tracer_env_init(void)
+{
+	const char *dir = getenv("MARK_TRACE");
+	const char *enable = getenv("MARK_ENABLE");
+	const char *mode_s = getenv("MARK_MODE");
+	const char *buffer_s = getenv("MARK_BUFFER");
+	if (!dir && !enable)
+		return;
+	enum mark_trace_mode mode = MARK_TRACE_DISCARD;
+	size_t buffer = 0;
+	if (mode_s && *mode_s && mark_trace_mode_parse(mode_s, &mode) < 0) {
+		fprintf(stderr, "mark: MARK_MODE=%s is not valid (use discard, overwrite or block); "
+			"tracing is off\n", mode_s);
+		return;
+	}
+	if (buffer_s && *buffer_s) {
+		if (mark_size_parse(buffer_s, &buffer) < 0 || buffer < TRACER_MIN_BUFFER ||
+		    buffer > TRACER_MAX_BUFFER) {
+			fprintf(stderr, "mark: MARK_BUFFER=%s is not valid (a size from 4k to 4G, e.g. 64k, "
+				"16M); tracing is off\n", buffer_s);
+			return;
+		}
+	}
+	size_t nglobs = 0;
+	char **globs = NULL;
+	if (enable) {
+		globs = split_globs(enable, &nglobs);
+		if (!globs || nglobs == 0) {
+			fprintf(stderr, "mark: MARK_ENABLE=%s names no markers (use comma-separated globs, "
+				"e.g. net_*,disk_io); tracing is off\n", enable);
+			free_globs(globs);
+			return;
+		}
+	}
+	if (!dir || !*dir) {
+		if (dir) {
+			fprintf(stderr, "mark: MARK_TRACE is empty (set it to a trace directory); tracing "
+				"is off\n");
+		} else {
+			/* MARK_ENABLE alone: arm the markers for external tools (USDT users). */
+			for (size_t i = 0; i < nglobs; i++)
+				if (mark_arm(globs[i]) < 0)
+					fprintf(stderr, "%s\n", mark_last_error());
+		}
+		free_globs(globs);
+		return;
+	}
+	struct mark_trace_config cfg = {
+		.directory = dir,
+		.mode = mode,
+		.buffer_size = buffer,
+		.globs = (const char *const *)globs,
+	};
+	pthread_mutex_lock(&control_mutex);
+	int rc = session_start_locked(&cfg);
+	pthread_mutex_unlock(&control_mutex);
+	if (rc < 0)
+		fprintf(stderr, "%s; tracing is off\n", mark_last_error());
+	free_globs(globs);
+}
+
+/* Write the trace when the program exits (after its own destructors). */
+static void __attribute__((destructor)) tracer_exit_fini(void)
+{
+	if (__atomic_load_n(&tracer_current, __ATOMIC_ACQUIRE))
+		mark_tracer_stop();
+}

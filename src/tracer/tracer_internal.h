@@ -1,0 +1,216 @@
+/*
+ * Internals of the built-in tracer (not installed).
+ *
+ * Modules:
+ *   clock.c     timestamp source (calibrated invariant TSC or CLOCK_MONOTONIC), CPU number
+ *   probe.c     the fast probe: per-thread rings, claim/recycle, thread exit
+ *   consumer.c  the consumer thread: rings -> CTF packets, live stats
+ *   metadata.c  the CTF 1.8 TSDL metadata
+ *   session.c   start/stop/snapshot, fork, environment configuration
+ *   recover.c   turning the rings of a dead process into packets
+ *
+ * Concurrency overview (details at each site):
+ * - A ring has one producer at a time (its owning thread at one signal
+ *   nesting depth) and one consumer (the consumer thread, or stop/recovery
+ *   once no producer can run).  Producer -> consumer: release store of
+ *   head, acquire load by the consumer.  Consumer -> producer: release
+ *   store of tail, acquire load by the producer.
+ * - Ring slots of the process-local table are claimed with a CAS on the
+ *   shared state word (slow path only); new rings get an index from an
+ *   atomic counter (slow path only) and are published with a release store
+ *   of `ready`.
+ * - The control functions (start/stop/snapshot) are serialised by
+ *   control_mutex, which the hot path never takes.
+ */
+#ifndef MARK_TRACER_INTERNAL_H
+#define MARK_TRACER_INTERNAL_H
+
+#include "../core/internal.h"
+#include "trace_format.h"
+#include "tracer.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * Memory fences.  ThreadSanitizer does not model atomic_thread_fence (GCC
+ * refuses it under -fsanitize=thread); there an RMW on a global word gives
+ * TSan the same ordering edges (slower, but only in TSan builds).
+ */
+#if defined(__SANITIZE_THREAD__)
+#define TRACER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TRACER_TSAN 1
+#endif
+#endif
+#ifdef TRACER_TSAN
+extern MARK_HIDDEN int tracer_fence_word;
+#define TRACER_FENCE(order) ((void)__atomic_fetch_add(&tracer_fence_word, 0, __ATOMIC_SEQ_CST))
+#else
+#define TRACER_FENCE(order) __atomic_thread_fence(order)
+#endif
+
+#define TRACER_MAX_RINGS 4096       /* per process, live + recycled-free        */
+#define TRACER_MAX_NESTING 4        /* thread context + 3 signal handler levels */
+#define TRACER_DEFAULT_BUFFER (2u << 20)
+#define TRACER_MIN_BUFFER 4096u
+#define TRACER_MAX_BUFFER (1ull << 32)
+#define TRACER_PACKET_MAX (1u << 20)  /* bytes of records per packet            */
+
+/* ---- clock.c ---- */
+struct tracer_clock {
+	bool tsc;                   /* ticks are TSC, else CLOCK_MONOTONIC ns      */
+	uint64_t freq;              /* ticks per second                           */
+	/* realtime(ticks) = offset_s + (offset + ticks) / freq  (CTF clock) */
+	int64_t offset_s;
+	int64_t offset;
+	/* calibration anchor */
+	uint64_t tsc0;
+	uint64_t mono0_ns;
+	uint64_t real0_ns;
+	uint8_t uuid[16];
+};
+MARK_HIDDEN void tracer_clock_init(struct tracer_clock *c);
+/* Re-measure the TSC frequency against CLOCK_MONOTONIC since the anchor;
+ * returns true if freq/offset changed. */
+MARK_HIDDEN bool tracer_clock_refine(struct tracer_clock *c);
+MARK_HIDDEN void tracer_cpu_init(void);
+
+enum tracer_cpu_source { CPU_RSEQ, CPU_RDTSCP, CPU_GETCPU };
+extern MARK_HIDDEN enum tracer_cpu_source tracer_cpu_source;
+extern MARK_HIDDEN bool tracer_clock_is_tsc;
+
+/* ---- probe.c / session ---- */
+
+/* Process-local handle of one ring (its shared header is in the mmap). */
+struct tracer_ring {
+	struct mark_tf_ring *hdr;   /* mmap of .mark-ring-N                        */
+	uint64_t *data;             /* hdr + MARK_TF_RING_HEADER_SIZE                */
+	uint64_t capacity;          /* bytes, power of two                           */
+	unsigned index;
+	unsigned nesting;
+	int ready;                  /* release-stored 1 once the fields above are set */
+	/* Producer-private (only the owning thread touches these). */
+	uint64_t cached_tail;       /* last tail seen (overwrite: = oldest); reloaded when the ring looks full */
+	uint64_t kicked_tail;       /* tail at the last wake-up of the consumer     */
+	/* Consumer-private. */
+	int stream_fd;
+	uint64_t stream_ino, stream_dev;   /* identity of stream_fd's file         */
+	uint64_t last_ts;           /* timestamp of the last event written           */
+};
+
+struct tracer_session {
+	uint64_t generation;        /* unique per session in this process, never 0 */
+	char *base_dir;             /* the directory the user gave                 */
+	char *dir;                  /* base_dir/pid-<pid>: this process's trace     */
+	enum mark_trace_mode mode;
+	uint64_t buffer_size;
+	unsigned string_max;
+	char **globs;
+	size_t nglobs;
+	pid_t pid;
+	uint8_t trace_uuid[16];
+	struct tracer_clock clock;
+
+	/* rings[0 .. next_index) may be in use; check `ready`. */
+	struct tracer_ring rings[TRACER_MAX_RINGS];
+	unsigned next_index;        /* atomic fetch_add on ring creation           */
+	uint64_t lost_no_ring;      /* atomic add: events dropped without a ring    */
+
+	/* Consumer */
+	pthread_t consumer;
+	bool consumer_started;
+	int consumer_alive;         /* producers in block mode wait only while set  */
+	int stopping;
+	int consumer_waiting;       /* consumer is (about to be) asleep on `kick`   */
+	int kick;                   /* futex word                                   */
+
+	/* Consumer-private bookkeeping */
+	struct mark_tf_stats *stats;
+	size_t stats_map_size;
+	uint64_t *marker_counts;    /* by id, events written                        */
+	unsigned marker_counts_cap;
+	unsigned described;         /* ids 0..described-1 are in metadata           */
+	uint64_t events_written;
+	uint64_t bytes_written;
+	uint64_t last_refine_ns;
+	bool write_error_reported;
+};
+
+/* The active session of this process, or NULL.  Loaded by the hot path. */
+extern MARK_HIDDEN struct tracer_session *tracer_current;
+
+MARK_HIDDEN void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args);
+MARK_HIDDEN void tracer_probe_init(void);
+/* Release the calling thread's rings (thread exit, fork child). */
+MARK_HIDDEN void tracer_thread_release(void);
+MARK_HIDDEN void tracer_thread_forget(void);
+MARK_HIDDEN void tracer_kick_consumer(struct tracer_session *s);
+
+/* ---- consumer.c ---- */
+MARK_HIDDEN int tracer_consumer_start(struct tracer_session *s);
+MARK_HIDDEN void tracer_consumer_stop(struct tracer_session *s);
+/* Drain every ring completely (no producer may run). */
+MARK_HIDDEN void tracer_drain_all_final(struct tracer_session *s);
+MARK_HIDDEN int tracer_stats_open(struct tracer_session *s);
+MARK_HIDDEN void tracer_stats_update(struct tracer_session *s, uint32_t state);
+
+/*
+ * Where packets go: a stream file, its identity, and (for live rings and
+ * recovery) the ring header whose consumer fields carry the per-packet
+ * commit protocol (trace_format.h).
+ */
+struct tracer_packet_sink {
+	int fd;
+	const uint8_t *uuid;
+	uint32_t index, tid;
+	uint64_t seq;               /* packet_seq_num of the next packet            */
+	uint64_t stream_bytes;      /* committed stream length                      */
+	struct mark_tf_ring *commit; /* NULL: no commit protocol (snapshots)        */
+	uint64_t lost;              /* events_discarded to put in the packets        */
+	uint64_t *counts;           /* by id, incremented per event written; or NULL */
+	unsigned counts_cap;        /* ids >= this are not in the metadata           */
+	uint64_t events;            /* out: events written                          */
+	uint64_t bytes;             /* out: bytes written                           */
+	uint64_t last_ts;           /* in/out: timestamp of the last event written   */
+};
+
+/*
+ * Write records [begin, end) of a ring image (`data`, `capacity`) as
+ * packets.  Stops early at a record whose id is >= counts_cap or that is
+ * damaged; *consumed is where it stopped.  Returns 0 or -errno (a failed
+ * packet is cut off again, so the stream stays valid).
+ */
+MARK_HIDDEN int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data,
+				     uint64_t capacity, uint64_t begin, uint64_t end, uint64_t *consumed);
+/* A packet without events: carries a new events_discarded value. */
+MARK_HIDDEN int tracer_write_empty_packet(struct tracer_packet_sink *sink, uint64_t ring_pos);
+/* Number of records in [pos, end) (a damaged record ends the count). */
+MARK_HIDDEN uint64_t tracer_count_records(const uint64_t *data, uint64_t capacity, uint64_t pos,
+					  uint64_t end);
+
+/* ---- metadata.c ---- */
+/* Write DIR/metadata (atomically: temp file + rename) describing marker
+ * ids 0 .. count-1.  Takes the registry lock. */
+MARK_HIDDEN int tracer_metadata_write(const char *dir, const struct tracer_session *s,
+				      const uint8_t *trace_uuid, unsigned *described);
+
+/*
+ * Held by the consumer thread while it allocates memory (metadata writes)
+ * or refines the clock, by snapshots while they read the clock, and by
+ * fork's prepare handler (so the child copies a consistent clock): a child must not inherit an allocator lock
+ * held by the parent's consumer (glibc's malloc is fork-safe, but
+ * sanitizer allocators are not).  Order: fork_guard, then registry lock.
+ */
+extern MARK_HIDDEN pthread_mutex_t tracer_fork_guard;
+
+/* ---- small helpers (session.c) ---- */
+MARK_HIDDEN uint64_t tracer_realtime_ns(void);
+MARK_HIDDEN uint64_t tracer_monotonic_ns(void);
+/* "DIR/NAMEnum" into buf (async-signal-safe). */
+MARK_HIDDEN void tracer_path(char *buf, size_t len, const char *dir, const char *name, long num);
+MARK_HIDDEN int tracer_write_full(int fd, const void *buf, size_t len);
+
+#endif

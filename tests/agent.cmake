@@ -1,0 +1,43 @@
+# The control agent (src/agent) and the commands that use it
+# (mark ps / list PID / enable / disable / record --pid / snapshot).
+#
+#   agent_socket      hostile and odd clients on a real agent socket; the
+#                     process stays healthy (tests/agent/test_agent_socket.c)
+#   agent_disabled    MARK_AGENT=0: no agent, no socket
+#   agent_peercred    a client of another uid is refused by SO_PEERCRED
+#   agent_cli_*       the commands against running processes
+#                     (tests/agent/test_control.sh CASE)
+#   agent_fuzz_short  15 s of libFuzzer on the message parser (make fuzz: 300 s)
+mark_test(test_agent_socket SOURCES agent/test_agent_socket.c ${CMAKE_SOURCE_DIR}/src/agent/protocol.c)
+target_include_directories(test_agent_socket PRIVATE ${CMAKE_SOURCE_DIR}/src)
+# A private socket directory: `mark ps` run by other tests at the same time
+# would otherwise connect to this agent and spoil its idle measurement.
+file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/agent-xdg)
+file(CHMOD ${CMAKE_CURRENT_BINARY_DIR}/agent-xdg DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+set_tests_properties(test_agent_socket PROPERTIES TIMEOUT 60
+  ENVIRONMENT "XDG_RUNTIME_DIR=${CMAKE_CURRENT_BINARY_DIR}/agent-xdg")
+add_test(NAME agent_disabled COMMAND test_agent_socket --disabled)
+add_test(NAME agent_peercred COMMAND test_agent_socket --peercred)
+set_tests_properties(agent_disabled PROPERTIES ENVIRONMENT "MARK_AGENT=0" TIMEOUT 30)
+set_tests_properties(agent_peercred PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 30)
+
+add_executable(agent_target agent/agent_target.c)
+target_link_libraries(agent_target PRIVATE mark Threads::Threads)
+
+if(TARGET mark_cli)
+  foreach(case list_enable_disable errors record record_exit record_kill_controller
+               second_controller fork other_user snapshot ps_stale bad_dir closed_fds short_lived)
+    add_test(NAME agent_cli_${case}
+      COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_control.sh ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:agent_target>
+              ${CMAKE_CURRENT_BINARY_DIR}/agent-work/${case})
+    set_tests_properties(agent_cli_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
+
+# The fuzz target is built by run.sh with its own sanitizers: running it again
+# in the ASan/TSan builds of `make test` would repeat the same work.
+add_test(NAME agent_fuzz_short
+  COMMAND /bin/bash -c "if [ -n \"$MARK_TEST_SANITIZER\" ]; then echo 'SKIP: the fuzz run is part of the default build; this is a sanitizer build'; exit 77; fi; exec /bin/bash \"$0\" 15 \"$1\""
+          ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz)
+set_tests_properties(agent_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)

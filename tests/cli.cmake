@@ -1,0 +1,15 @@
+# The trace commands: mark record / view / stats / export (tests/cli/test_cli.py).
+# view/stats/export are checked on a hand-made CTF 1.8 trace of known content
+# (tests/cli/make_ctf.py); record runs tests/cli/record_target.c through the
+# tracer and cross-checks against the babeltrace2 command line.
+if(TARGET mark_cli)
+  add_executable(cli_record_target cli/record_target.c)
+  target_link_libraries(cli_record_target PRIVATE mark Threads::Threads)
+  foreach(case view stats export errors help record_exit record_filter record_fork record_kill record_signal record_interrupt record_liveline)
+    add_test(NAME cli_${case}
+      COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.py ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
+              ${CMAKE_CURRENT_BINARY_DIR}/cli-work/${case})
+    set_tests_properties(cli_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

@@ -1,0 +1,3 @@
+// expect: garbage.d:3: error: expected "provider", "typedef" or a comment, found "hello"
+
+hello world

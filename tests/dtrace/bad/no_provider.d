@@ -1,0 +1,2 @@
+// expect: no_provider.d: error: no provider definition found (expected "provider NAME { probe ...; };")
+/* nothing but comments */

@@ -1,0 +1,2 @@
+/* included by cpp.d through -I */
+#define CPP_ID_TYPE unsigned int

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Each tests/dtrace/bad/*.d starts with "// expect: MESSAGE": `mark dtrace`
+# must fail on it, print exactly that message (file, line, what was
+# expected) and write no output file.
+set -u
+mark=$1
+dir=$(cd "$(dirname "$0")/bad" && pwd)
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+fail=0
+for d in "$dir"/*.d; do
+	name=$(basename "$d")
+	want=$(sed -n '1s|^// expect: ||p' "$d")
+	[ -n "$want" ] || { echo "FAIL: $name has no '// expect:' line"; fail=1; continue; }
+	before=$fail
+	for mode in -h -G; do
+		got=$(cd "$dir" && "$mark" dtrace -s "$name" $mode -o "$work/out" 2>&1); rc=$?
+		if [ $rc = 0 ]; then echo "FAIL: $name ($mode): accepted"; fail=1; continue; fi
+		if [ "$got" != "$want" ]; then
+			printf 'FAIL: %s (%s)\n  expected: %s\n  got:      %s\n' "$name" "$mode" "$want" "$got"; fail=1
+		fi
+		[ -e "$work/out" ] && { echo "FAIL: $name ($mode): wrote an output file"; rm -f "$work/out"; fail=1; }
+	done
+	[ $fail = $before ] && echo "ok: $name: $want"
+done
+# The command line itself.
+expect_usage() {   # EXPECTED-SUBSTRING ARGS...
+	local want=$1; shift
+	local got; got=$("$mark" dtrace "$@" 2>&1) && { echo "FAIL: mark dtrace $* succeeded"; fail=1; return; }
+	echo "$got" | grep -qF -- "$want" || { printf 'FAIL: mark dtrace %s\n  expected: %s\n  got: %s\n' "$*" "$want" "$got"; fail=1; }
+}
+expect_usage "no provider file: give -s FILE.d" -h
+expect_usage "nothing to do: give -h (header) or -G (object)" -s "$dir/../basic.d"
+expect_usage "cannot open /nonexistent.d" -h -s /nonexistent.d
+expect_usage "unknown option --bogus" --bogus
+expect_usage "option -o needs an argument" -h -s x.d -o
+expect_usage "-h and -G exclude each other" -h -G -s x.d
+# With -C the line numbers are those of the original file (cpp's linemarkers).
+cat >"$work/cpp_err.d" <<'D'
+#define T int
+/* two
+   lines */
+provider p {
+	probe ok(T a);
+	probe bad(T a T b);
+};
+D
+got=$(cd "$work" && "$mark" dtrace -C -s cpp_err.d -h -o out.h 2>&1)
+want='cpp_err.d:6: error: expected "," or ")" after the parameter name, found "int"'
+[ "$got" = "$want" ] || { printf 'FAIL: -C line numbers\n  expected: %s\n  got:      %s\n' "$want" "$got"; fail=1; }
+"$mark" dtrace --help | grep -q "usage: mark dtrace" || { echo "FAIL: --help"; fail=1; }
+exit $fail

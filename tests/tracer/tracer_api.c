@@ -1,0 +1,198 @@
+/*
+ * The tracer's control interface (src/tracer/tracer.h) and trace-directory
+ * files (src/tracer/trace_format.h), driven by run_tracer_test.py:
+ *   tracer_api parse                 size/mode parsing
+ *   tracer_api api DIR               start/stop/get_stats and their errors
+ *   tracer_api snapshot DIR SNAP N   overwrite session, snapshot after N events
+ *   tracer_api stats DIR             print .mark-stats as "key value" lines
+ *   tracer_api recover DIR           mark_trace_recover()
+ */
+#define _GNU_SOURCE
+#include <mark/mark.h>
+#include "testutil.h"
+#include "tracer/trace_format.h"
+#include "tracer/tracer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int test_parse(void)
+{
+	size_t b = 0;
+	CHECK_EQ(mark_size_parse("4096", &b), 0);
+	CHECK_EQ(b, 4096);
+	CHECK_EQ(mark_size_parse("64k", &b), 0);
+	CHECK_EQ(b, 65536);
+	CHECK_EQ(mark_size_parse("16M", &b), 0);
+	CHECK_EQ(b, 16u << 20);
+	CHECK_EQ(mark_size_parse("1G", &b), 0);
+	CHECK_EQ(b, 1u << 30);
+	CHECK_EQ(mark_size_parse("2MiB", &b), 0);
+	CHECK_EQ(b, 2u << 20);
+	CHECK_EQ(mark_size_parse("", &b), -EINVAL);
+	CHECK_EQ(mark_size_parse("12q", &b), -EINVAL);
+	CHECK_EQ(mark_size_parse("-5", &b), -EINVAL);
+	CHECK_EQ(mark_size_parse("k", &b), -EINVAL);
+	CHECK(strstr(mark_last_error(), "not a size") != NULL);
+	CHECK_EQ(mark_size_parse("99999999999999999999999", &b), -ERANGE);
+	CHECK_EQ(mark_size_parse("99999999999999G", &b), -ERANGE);
+	enum mark_trace_mode m;
+	CHECK_EQ(mark_trace_mode_parse("discard", &m), 0);
+	CHECK_EQ(m, MARK_TRACE_DISCARD);
+	CHECK_EQ(mark_trace_mode_parse("overwrite", &m), 0);
+	CHECK_EQ(m, MARK_TRACE_OVERWRITE);
+	CHECK_EQ(mark_trace_mode_parse("block", &m), 0);
+	CHECK_EQ(m, MARK_TRACE_BLOCK);
+	CHECK_EQ(mark_trace_mode_parse("Block", &m), -EINVAL);
+	CHECK(strstr(mark_last_error(), "discard, overwrite or block") != NULL);
+	TEST_DONE();
+}
+
+static int test_api(const char *dir)
+{
+	struct mark_trace_stats st;
+	CHECK_EQ(mark_tracer_stop(), -ENOENT);
+	CHECK(strstr(mark_last_error(), "no tracing session") != NULL);
+	mark_tracer_get_stats(&st);
+	CHECK_EQ(st.active, 0);
+	struct mark_trace_config bad = { .directory = dir, .mode = (enum mark_trace_mode)7 };
+	CHECK_EQ(mark_tracer_start(&bad), -EINVAL);
+	struct mark_trace_config small = { .directory = dir, .mode = MARK_TRACE_BLOCK, .buffer_size = 100 };
+	CHECK_EQ(mark_tracer_start(&small), -ERANGE);
+	const char *globs[] = { "api_*", NULL };
+	struct mark_trace_config cfg = { .directory = dir, .mode = MARK_TRACE_BLOCK, .buffer_size = 8192,
+					 .globs = globs };
+	CHECK_EQ(mark_tracer_start(&cfg), 0);
+	CHECK_EQ(mark_tracer_start(&cfg), -EBUSY);
+	CHECK_EQ(mark_tracer_snapshot("/tmp/never"), -EINVAL);   /* block mode */
+	for (int i = 0; i < 5000; i++) {
+		MARK(api_event, "%d", i);
+		MARK(other_event, "%d", i);   /* not enabled */
+	}
+	mark_tracer_get_stats(&st);
+	CHECK_EQ(st.active, 1);
+	CHECK_EQ(st.events, 5000);
+	CHECK_EQ(st.lost, 0);
+	CHECK_EQ(mark_tracer_stop(), 0);
+	mark_tracer_get_stats(&st);
+	CHECK_EQ(st.active, 0);
+	/* A second session in the same process and directory. */
+	CHECK_EQ(mark_tracer_start(&cfg), 0);
+	for (int i = 0; i < 100; i++)
+		MARK(api_event, "%d", 5000 + i);
+	CHECK_EQ(mark_tracer_stop(), 0);
+	TEST_DONE();
+}
+
+static int bg_stop;
+
+/* Writes while the snapshot copies its buffer (the seqlock reader's case). */
+static void *snapshot_writer(void *arg)
+{
+	(void)arg;
+	for (long i = 0; !__atomic_load_n(&bg_stop, __ATOMIC_RELAXED); i++)
+		MARK(snap_bg, "%ld", i);
+	return NULL;
+}
+
+static int test_snapshot(const char *dir, const char *snap, long n)
+{
+	const char *globs[] = { "snap_*", NULL };
+	struct mark_trace_config cfg = { .directory = dir, .mode = MARK_TRACE_OVERWRITE, .buffer_size = 4096,
+					 .globs = globs };
+	CHECK_EQ(mark_tracer_start(&cfg), 0);
+	for (long i = 0; i < n; i++)
+		MARK(snap_seq, "%ld", i);
+	CHECK_EQ(mark_tracer_snapshot(dir), -EINVAL);   /* its own directory */
+	pthread_t th;
+	CHECK_EQ(pthread_create(&th, NULL, snapshot_writer, NULL), 0);
+	struct timespec pause = { 0, 20000000 };
+	nanosleep(&pause, NULL);
+	CHECK_EQ(mark_tracer_snapshot(snap), 0);
+	__atomic_store_n(&bg_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	for (long i = n; i < 2 * n; i++)
+		MARK(snap_seq, "%ld", i);
+	CHECK_EQ(mark_tracer_stop(), 0);
+	CHECK_EQ(mark_tracer_snapshot(snap), -ENOENT);
+	TEST_DONE();
+}
+
+static int print_stats(const char *dir)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, MARK_TF_STATS);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		perror(path);
+		return 1;
+	}
+	struct stat sb;
+	fstat(fd, &sb);
+	const char *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return 1;
+	const struct mark_tf_stats *st = (const void *)map;
+	if (memcmp(st->magic, MARK_TF_STATS_MAGIC, 8) != 0 || st->version != MARK_TF_STATS_VERSION) {
+		fprintf(stderr, "bad stats file\n");
+		return 1;
+	}
+	/* The seqlock reader of docs/tracer.md, with seq_cst loads instead of
+	 * the acquire fence (which TSan builds cannot use). */
+	struct mark_tf_stats copy = { .seq = 0 };
+	uint64_t s1;
+	do {
+		while ((s1 = __atomic_load_n(&st->seq, __ATOMIC_SEQ_CST)) & 1)
+			;
+		const uint32_t *src = (const uint32_t *)(const void *)st;
+		uint32_t *dst = (uint32_t *)(void *)&copy;
+		for (size_t i = 0; i < sizeof(copy) / 4; i++)
+			dst[i] = __atomic_load_n(&src[i], __ATOMIC_SEQ_CST);
+	} while (__atomic_load_n(&st->seq, __ATOMIC_SEQ_CST) != s1);
+	printf("pid %d\nstate %u\nmode %u\nevents %llu\nlost %llu\nevents_written %llu\nbytes_written %llu\n"
+	       "buffers %llu\n",
+	       copy.pid, copy.state, copy.mode, (unsigned long long)copy.events, (unsigned long long)copy.lost,
+	       (unsigned long long)copy.events_written, (unsigned long long)copy.bytes_written,
+	       (unsigned long long)copy.buffers);
+	for (unsigned i = 0; i < copy.nentries; i++) {
+		const struct mark_tf_stats_entry *e =
+			(const void *)(map + copy.header_size + (size_t)i * copy.entry_size);
+		if (e->name_len)
+			printf("marker %s %llu\n", e->name, (unsigned long long)e->events);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "";
+	if (strcmp(what, "parse") == 0)
+		return test_parse();
+	if (strcmp(what, "api") == 0 && argc > 2)
+		return test_api(argv[2]);
+	if (strcmp(what, "snapshot") == 0 && argc > 4)
+		return test_snapshot(argv[2], argv[3], atol(argv[4]));
+	if (strcmp(what, "stats") == 0 && argc > 2)
+		return print_stats(argv[2]);
+	if (strcmp(what, "recover") == 0 && argc > 2) {
+		int r = mark_trace_recover(argv[2]);
+		if (r < 0) {
+			fprintf(stderr, "%s\n", mark_last_error());
+			return 1;
+		}
+		printf("recovered %d\n", r);
+		return 0;
+	}
+	fprintf(stderr, "usage: tracer_api parse|api DIR|snapshot DIR SNAP N|stats DIR|recover DIR\n");
+	return 2;
+}

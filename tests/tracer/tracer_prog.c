@@ -1,0 +1,259 @@
+/*
+ * A traced program with known events, driven by tests/tracer/run_tracer_test.py.
+ * The tracer is configured from the environment (MARK_TRACE, MARK_MODE, ...),
+ * as for any program; each scenario fires markers with values the checker
+ * can predict.  Usage: tracer_prog SCENARIO [N] [T]
+ */
+#define _GNU_SOURCE
+#include <mark/mark.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct req {
+	int len;
+	unsigned flags;
+};
+
+static void fire_types(long n)
+{
+	char longstr[1000];
+	memset(longstr, 'x', sizeof(longstr) - 1);
+	longstr[sizeof(longstr) - 1] = '\0';
+	struct req r = { 0, 0 };
+	struct req *req = &r;
+	for (long i = 0; i < n; i++) {
+		int count = (int)i - 5;
+		unsigned u = (unsigned)i * 3u;
+		unsigned hexv = 0xabc0u + (unsigned)i;
+		void *ptr = (void *)(uintptr_t)(0x1000 + i);
+		double d = (double)i + 0.5;
+		long big = -1000000000000L * (i + 1);
+		signed char small = (signed char)(-(int)i);
+		unsigned short us = (unsigned short)(60000 + i);
+		req->len = (int)i * 7;
+		MARK(t_types, "%d %u %x %p %f %ld %hhd %hu", count, u, hexv, ptr, d, big, small, us);
+		char letter = (char)('a' + i % 26);
+		unsigned long mask = 0xfedcba9876543210UL ^ (unsigned long)i;
+		size_t len = (size_t)i * 1000;
+		long long neg = -(long long)i * 3;
+		float ratio = (float)i / 4;
+		unsigned oct = 0755;
+		MARK(t_more, "%c %lx %zu %lld %g %o", letter, mask, len, neg, ratio, oct);
+		/* Argument names that are not valid or unique CTF field names as they are. */
+		int event = (int)i, _under = 2 * (int)i, dup = 3 * (int)i, x = 4 * (int)i, _x = 5 * (int)i;
+		MARK(t_names, "%d %d %d %d %d %d %d", event, _under, dup, dup, event + 1, x, _x);
+		char name[32];
+		snprintf(name, sizeof(name), "name-%ld", i);
+		/* Not "": babeltrace2 2.0.4 shows an empty string field with the
+		 * value of an earlier event (fixed upstream, review.lttng.org 4528). */
+		MARK(t_strings, "%s %d %s %s", name, req->len, i % 2 ? longstr : "-", (const char *)NULL);
+	}
+}
+
+static long spin_ns;   /* busy time between t_seq events (argv[3] of "seq") */
+
+static void spin(void)
+{
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < spin_ns);
+}
+
+static void fire_seq(long n)
+{
+	for (long i = 0; i < n; i++) {
+		MARK(t_seq, "%ld", i);
+		if (spin_ns)
+			spin();
+	}
+}
+
+struct thread_arg {
+	int idx;
+	long n;
+};
+
+static void *thread_main(void *p)
+{
+	struct thread_arg *a = p;
+	for (long i = 0; i < a->n; i++)
+		MARK(t_thread, "%d %ld", a->idx, i);
+	return NULL;
+}
+
+static int run_threads(int nthreads, long n)
+{
+	pthread_t th[64];
+	struct thread_arg args[64];
+	if (nthreads > 64)
+		nthreads = 64;
+	for (int t = 0; t < nthreads; t++) {
+		args[t].idx = t;
+		args[t].n = n;
+		if (pthread_create(&th[t], NULL, thread_main, &args[t]) != 0)
+			return 1;
+	}
+	for (int t = 0; t < nthreads; t++)
+		pthread_join(th[t], NULL);
+	return 0;
+}
+
+/* Many short-lived threads, `batch` alive at a time. */
+static int run_many_threads(int total, long n)
+{
+	const int batch = 8;
+	pthread_t th[8];
+	struct thread_arg args[8];
+	for (int base = 0; base < total; base += batch) {
+		int k = total - base < batch ? total - base : batch;
+		for (int t = 0; t < k; t++) {
+			args[t].idx = base + t;
+			args[t].n = n;
+			if (pthread_create(&th[t], NULL, thread_main, &args[t]) != 0)
+				return 1;
+		}
+		for (int t = 0; t < k; t++)
+			pthread_join(th[t], NULL);
+	}
+	return 0;
+}
+
+static volatile sig_atomic_t handler_calls;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	long k = handler_calls;
+	MARK(t_sig, "%ld", k);
+	handler_calls = k + 1;
+}
+
+static int run_signals(long n)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGALRM, &sa, NULL);
+	struct itimerval it = { { 0, 50 }, { 0, 50 } };
+	setitimer(ITIMER_REAL, &it, NULL);
+	for (long i = 0; i < n; i++)
+		MARK(t_outer, "%ld %ld", i, i * 2);
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_REAL, &off, NULL);
+	printf("handler_calls %ld\n", (long)handler_calls);
+	return 0;
+}
+
+static int run_fork(long n)
+{
+	for (long i = 0; i < n; i++)
+		MARK(t_parent, "%ld", i);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		for (long i = 0; i < n; i++)
+			MARK(t_child, "%ld", i);
+		exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	for (long i = 0; i < n; i++)
+		MARK(t_parent, "%ld", n + i);
+	printf("child %d\nparent %d\n", (int)pid, (int)getpid());
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
+/* Fire n events, say so, then wait to be killed (or crash). */
+static __attribute__((noreturn)) void run_die(long n, int how)
+{
+	run_threads(2, n / 2);
+	fire_seq(n - 2 * (n / 2));
+	printf("ready\n");
+	fflush(stdout);
+	if (how == 1) {
+		/* An unmapped, non-NULL address: a real SIGSEGV (UBSan would stop a NULL store first). */
+		volatile uintptr_t addr = 16;
+		*(volatile int *)addr = 1;
+	}
+	for (;;)
+		pause();
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "types";
+	long n = argc > 2 ? atol(argv[2]) : 10;
+	int t = argc > 3 ? atoi(argv[3]) : 4;   /* threads (not for dlopen) */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (strcmp(what, "types") == 0)
+		fire_types(n);
+	else if (strcmp(what, "seq") == 0) {
+		spin_ns = argc > 3 ? atol(argv[3]) : 0;
+		fire_seq(n);
+	}
+	else if (strcmp(what, "threads") == 0)
+		return run_threads(t, n);
+	else if (strcmp(what, "many") == 0)
+		return run_many_threads(t, n);
+	else if (strcmp(what, "signals") == 0)
+		return run_signals(n);
+	else if (strcmp(what, "fork") == 0)
+		return run_fork(n);
+	else if (strcmp(what, "kill") == 0)
+		run_die(n, 0);
+	else if (strcmp(what, "segv") == 0)
+		run_die(n, 1);
+	else if (strcmp(what, "dlopen") == 0 && argc > 3) {
+		/* tracer_prog dlopen N PATH: a marker that did not exist at start. */
+		fire_seq(n);
+		void *h = dlopen(argv[3], RTLD_NOW);
+		if (!h) {
+			fprintf(stderr, "dlopen: %s\n", dlerror());
+			return 1;
+		}
+		void (*fire)(long) = (void (*)(long))dlsym(h, "tracer_dso_fire");
+		if (!fire)
+			return 1;
+		fire(n);
+		fire_seq(n);
+	} else if (strcmp(what, "closefds") == 0 && argc > 3) {
+		/* tracer_prog closefds N FILE: a daemon closing every descriptor,
+		 * then reusing the numbers for files of its own. */
+		fire_seq(n);
+		struct timespec ts = { 0, 30000000 };
+		nanosleep(&ts, NULL);   /* the consumer has opened its stream file */
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		FILE *f[8];
+		for (int k = 0; k < 8; k++)
+			f[k] = fopen(argv[3], "a");
+		fire_seq(n);
+		nanosleep(&ts, NULL);
+		for (int k = 0; k < 8; k++)
+			if (f[k]) {
+				fputs("mine\n", f[k]);
+				fclose(f[k]);
+			}
+	} else if (strcmp(what, "none") == 0)
+		printf("untraced run ok\n");
+	else {
+		fprintf(stderr, "unknown scenario %s\n", what);
+		return 2;
+	}
+	return 0;
+}

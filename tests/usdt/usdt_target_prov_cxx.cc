@@ -1,0 +1,2 @@
+// usdt_target_prov.c compiled as C++.
+#include "usdt_target_prov.c"
