@@ -26,9 +26,16 @@ int main(void) {
 	return hits == 2 ? 0 : 1;
 }
 C
+# A sanitizer build installs an instrumented libmark: the user's program
+# must then be built with the same sanitizer (its runtime has to come first).
+case "${MARK_TEST_SANITIZER:-}" in
+  address) san="-fsanitize=address,undefined" ;;
+  thread) san="-fsanitize=thread" ;;
+  *) san="" ;;
+esac
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 # shellcheck disable=SC2046
-cc -Wall -Wextra -Werror "$prefix/app.c" -o "$prefix/app" $(pkg-config --cflags --libs mark)
+cc $san -Wall -Wextra -Werror "$prefix/app.c" -o "$prefix/app" $(pkg-config --cflags --libs mark)
 "$prefix/app"
 c++ -x c++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$prefix/app.c"
 
@@ -41,7 +48,7 @@ find_package(mark REQUIRED)
 add_executable(app app.c)
 target_link_libraries(app PRIVATE mark::mark)
 CM
-cmake -S "$prefix/cm" -B "$prefix/cm/build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake -S "$prefix/cm" -B "$prefix/cm/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="$san" >/dev/null
 cmake --build "$prefix/cm/build" >/dev/null
 LD_LIBRARY_PATH=$prefix/lib "$prefix/cm/build/app"
 "$prefix/bin/mark" list "$prefix/app" | grep -q "app_event" || { echo "FAIL: mark list on the installed app"; exit 1; }
