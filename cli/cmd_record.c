@@ -13,9 +13,8 @@
  * group, so the program already has them; we do not send them a second
  * time, and we do not die of them ourselves, because the trace still needs
  * finishing after the program exits.  The same signals sent to `mark` alone (kill -INT <mark's pid>),
- * and SIGTERM/SIGHUP, are forwarded to the program.  The handler only
- * calls kill(2), which is async-signal-safe; `child_pid` is written once
- * before the handlers are installed.
+ * and SIGTERM/SIGHUP, are forwarded to the program.  They are taken
+ * synchronously (sigwaitinfo), never by an asynchronous handler.
  */
 #define _GNU_SOURCE
 #include "command.h"
@@ -84,19 +83,35 @@ static const char record_usage[] =
 	"was not found, 126 if it could not be run; 2 on bad usage; 1 if the trace\n"
 	"directory could not be created.\n";
 
-static volatile pid_t child_pid;
-
-static void forward_signal(int sig, siginfo_t *info, void *ctx)
+/* SIGCHLD must not be ignored while blocked, or it may be discarded. */
+static void note_child(int sig)
 {
-	(void)ctx;
-	pid_t pid = child_pid;
-	if (pid <= 0)
-		return;
-	/* Sent by the kernel (si_code SI_KERNEL): the terminal driver's ^C, ^\ and
-	 * hangup go to the whole foreground process group, CMD included. */
-	if (info && info->si_code == SI_KERNEL)
-		return;
-	kill(pid, sig);
+	(void)sig;
+}
+
+/*
+ * Wait for CMD while forwarding signals.  The forwarded signals and SIGCHLD
+ * are blocked and taken synchronously with sigwaitinfo(): there is no
+ * asynchronous handler, so nothing depends on when a handler would run (a
+ * sanitizer runtime may defer one indefinitely while the thread sleeps in
+ * waitpid), and a signal that arrived before CMD existed is still pending
+ * and forwarded once.  Signals the kernel sent (si_code SI_KERNEL: the
+ * terminal's ^C, ^\ and hangup) went to the whole foreground process
+ * group, CMD included, so they are not sent a second time.
+ */
+static int wait_forwarding(pid_t pid, const sigset_t *waited)
+{
+	int wstatus = 0;
+	for (;;) {
+		pid_t w = waitpid(pid, &wstatus, WNOHANG);
+		if (w == pid || (w < 0 && errno != EINTR))
+			return wstatus;
+		siginfo_t info;
+		int sig = sigwaitinfo(waited, &info);
+		if (sig < 0 || sig == SIGCHLD || info.si_code == SI_KERNEL)
+			continue;
+		kill(pid, sig);
+	}
 }
 
 /* ---------------- argument checks ---------------- */
@@ -310,6 +325,7 @@ static pid_t spawn(char **argv, char **env, int *exec_errno)
 		sigaction(SIGQUIT, &dfl, NULL);
 		sigaction(SIGTERM, &dfl, NULL);
 		sigaction(SIGHUP, &dfl, NULL);
+		sigaction(SIGCHLD, &dfl, NULL);
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
@@ -522,14 +538,18 @@ static int record_run(int argc, char **argv)
 	if (!quiet)
 		fprintf(stderr, "mark: recording %s into %s\n", enable ? enable : "every marker", dir);
 
-	/* Handlers go in before fork(), so no forwarded signal can be missed; the
-	 * child resets them before exec.  Until child_pid is set they do nothing. */
-	struct sigaction sa = { .sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART };
-	sigemptyset(&sa.sa_mask);
-	struct sigaction old[4];
+	/* Blocked before fork(), so no forwarded signal can be missed (see
+	 * wait_forwarding); spawn() unblocks them in the child before exec. */
 	const int forwarded[4] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP };
+	sigset_t waited, saved_mask;
+	sigemptyset(&waited);
 	for (int i = 0; i < 4; i++)
-		sigaction(forwarded[i], &sa, &old[i]);
+		sigaddset(&waited, forwarded[i]);
+	sigaddset(&waited, SIGCHLD);
+	struct sigaction chld = { .sa_handler = note_child }, old_chld;
+	sigemptyset(&chld.sa_mask);
+	sigaction(SIGCHLD, &chld, &old_chld);
+	sigprocmask(SIG_BLOCK, &waited, &saved_mask);
 
 	int exec_errno = 0;
 	pid_t pid = spawn(cmd, env, &exec_errno);
@@ -542,15 +562,9 @@ static int record_run(int argc, char **argv)
 		if (created_dir && rmdir(dir) == 0 && !quiet)
 			fprintf(stderr, "mark: removed the empty trace directory %s\n", dir);
 	} else {
-		child_pid = pid;
 		struct liveline *line = quiet ? NULL : liveline_start(dir);
-		int wstatus = 0;
-		pid_t w;
-		do
-			w = waitpid(pid, &wstatus, 0);
-		while (w < 0 && errno == EINTR);
+		int wstatus = wait_forwarding(pid, &waited);
 		liveline_stop(line);
-		child_pid = 0;
 		status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus) : 1;
 
 		/* A program that exits normally stops its tracer in a destructor; one
@@ -564,8 +578,8 @@ static int record_run(int argc, char **argv)
 			print_summary(dir, cmd[0], wstatus, created_dir);
 		}
 	}
-	for (int i = 0; i < 4; i++)
-		sigaction(forwarded[i], &old[i], NULL);
+	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+	sigaction(SIGCHLD, &old_chld, NULL);
 	free(enable);
 	free(dir);
 	free_child_environment(env, inherited);
