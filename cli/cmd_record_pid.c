@@ -239,18 +239,19 @@ static int finish_after_exit(const char *dir, pid_t pid)
 	struct live_stats s;
 	/* Its exit path finishes the trace; give it a moment if it is still going. */
 	for (int i = 0; i < 50; i++) {
-		if (live_stats_read_one(dir, &s) != 0 || s.unfinished == 0)
+		if (live_stats_read(dir, &s) != 0 || s.unfinished == 0)
 			return 0;
 		if (ctl_process_gone(pid))
 			break;
 		usleep(100000);
 	}
-	if (live_stats_read_one(dir, &s) != 0 || s.unfinished == 0)
+	/* The process writes into DIR/pid-P/: live_stats_read covers those. */
+	if (live_stats_read(dir, &s) != 0 || s.unfinished == 0)
 		return 0;
 	if (!mark_trace_recover)
 		return cli_error("record: this mark has no trace recovery; %s may lack the events still in the "
 				 "buffers of process %d", dir, (int)pid);
-	if (mark_trace_recover(dir) != 0)
+	if (mark_trace_recover(dir) < 0)   /* otherwise: the number of events recovered */
 		return cli_error("record: could not complete the trace in %s: %s", dir, mark_last_error());
 	fprintf(stderr, "mark: completed the trace of process %d, which ended without stopping the tracer\n",
 		(int)pid);

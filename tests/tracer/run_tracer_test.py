@@ -491,6 +491,8 @@ def s_closefds():
 
 
 def s_cpu():
+    if not shutil.which("taskset"):
+        skip("taskset (util-linux) is not installed")
     cpus = sorted(os.sched_getaffinity(0))
     target = cpus[-1]
     # The CPU comes from rseq; with glibc's rseq off, from rdtscp / sched_getcpu.
@@ -505,11 +507,36 @@ def s_cpu():
                                                               sorted({e["cpu"] for e in tr.events})))
 
 
+def s_kill_overwrite():
+    """Flight recorder killed by SIGKILL: recovery writes each buffer's newest events."""
+    d = fresh_dir("kill-ow")
+    n = 20001
+    p = subprocess.Popen([PROG, "kill", str(n)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=dict(os.environ, MARK_TRACE=d, MARK_MODE="overwrite", MARK_BUFFER="4k"))
+    check(p.stdout.readline().strip() == "ready", "program did not get ready")
+    time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=60)
+    r = run([API, "recover", d])
+    check(r.returncode == 0, "recover failed: %s" % r.stderr)
+    tr = TextTrace(d)
+    kept = 0
+    for idx in range(2):
+        mine = [e["fields"]["i"] for e in tr.named("t_thread") if e["fields"]["a_idx"] == idx]
+        check(mine and mine == list(range(n // 2 - len(mine), n // 2)),
+              "thread %d: not its newest events (%d)" % (idx, len(mine)))
+        kept += len(mine)
+    seq = [e["fields"]["i"] for e in tr.named("t_seq")]
+    check(seq == [0], "t_seq (still in the main thread's buffer at the kill): %s" % seq)
+    kept += len(seq)
+    check(kept + tr.discarded == n, "kept %d + overwritten %d != %d" % (kept, tr.discarded, n))
+
+
 SCENARIOS = {
     "types": s_types, "discard": s_discard, "overwrite": s_overwrite, "block": s_block,
     "threads_block": lambda: threads("block"), "threads_discard": lambda: threads("discard"),
     "threads_overwrite": lambda: threads("overwrite"),
-    "kill": lambda: die("kill"), "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
+    "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "badenv": s_badenv, "api": s_api, "snapshot": s_snapshot, "dlopen": s_dlopen,
 }
 

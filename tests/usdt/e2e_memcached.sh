@@ -119,7 +119,7 @@ import socket, sys, time
 port = int(sys.argv[1])
 for _ in range(100):
     try:
-        s = socket.create_connection(("127.0.0.1", port))
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
         break
     except OSError:
         time.sleep(0.05)
@@ -164,7 +164,8 @@ if command -v bpftrace >/dev/null; then
 	MARK_ENABLE='memcached:command-*' "$bin" -u root -l 127.0.0.1 -p $port -U 0 -t 2 >"$cache/server2.log" 2>&1 &
 	pid=$!
 	bt=$cache/bpftrace.out
-	bpftrace -p $pid -e 'BEGIN { printf("ready\n"); }
+	# Bounded: a bpftrace that never attaches or never exits must not hang the suite.
+	timeout -s INT 120 bpftrace -p $pid -e 'BEGIN { printf("ready\n"); }
 		usdt:'"$bin"':memcached:command__set { @sets[str(arg1)] = count(); }' >"$bt" 2>&1 &
 	bpid=$!
 	trap 'kill $pid $bpid 2>/dev/null' EXIT
@@ -174,7 +175,7 @@ import socket, sys, time
 port = int(sys.argv[1])
 for _ in range(100):
     try:
-        s = socket.create_connection(("127.0.0.1", port)); break
+        s = socket.create_connection(("127.0.0.1", port), timeout=10); break
     except OSError:
         time.sleep(0.05)
 f = s.makefile("rwb")

@@ -74,7 +74,7 @@ else
 		log=$(mktemp); trap 'rm -f "$log"' EXIT
 		"$bin" wait-armed 50 >"$log" 2>&1 &
 		pid=$!
-		bpftrace -p $pid -e 'BEGIN { printf("ready\n"); } usdt:'"$bin"':mark:usdt_hit { @n = count(); }
+		timeout 60 bpftrace -p $pid -e 'BEGIN { printf("ready\n"); } usdt:'"$bin"':mark:usdt_hit { @n = count(); }
 			interval:s:3 { exit(); }' >"$log.bt" 2>&1 &
 		bpid=$!
 		# BEGIN runs once every probe is attached.
