@@ -392,19 +392,8 @@ static void print_summary(const char *dir, const char *cmd, int wstatus, int cre
 		fprintf(stderr, "exited with status %d\n", WEXITSTATUS(wstatus));
 	else
 		fprintf(stderr, "was killed by signal %d (%s)\n", WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
-	/* The metadata describes every marker of the program; list those that fired
-	 * (the array is sorted by count, so they come first). */
-	size_t width = 6, fired = 0;
-	while (fired < n && markers[fired].events > 0)
-		fired++;
-	for (size_t i = 0; i < fired; i++)
-		if (strlen(markers[i].name) > width)
-			width = strlen(markers[i].name);
-	if (fired) {
-		fprintf(stderr, "  %-*s %14s\n", (int)width, "marker", "events");
-		for (size_t i = 0; i < fired; i++)
-			fprintf(stderr, "  %-*s %14" PRIu64 "\n", (int)width, markers[i].name, markers[i].events);
-	}
+	/* The metadata describes every marker of the program; list those that fired. */
+	live_print_marker_counts(stderr, markers, n);
 	fprintf(stderr, "mark: %" PRIu64 " events written, %" PRIu64 " lost, %.1f MB",
 		s.events_written, s.lost, (double)s.bytes_written / 1e6);
 	if (s.processes > 1)

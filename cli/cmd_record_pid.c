@@ -216,15 +216,7 @@ static void print_summary(const char *dir, pid_t pid, const char *comm)
 	struct live_marker_count *markers = NULL;
 	size_t n = 0;
 	live_stats_markers(dir, &markers, &n);
-	size_t width = 6;
-	for (size_t i = 0; i < n; i++)
-		if (strlen(markers[i].name) > width)
-			width = strlen(markers[i].name);
-	if (n) {
-		fprintf(stderr, "  %-*s %14s\n", (int)width, "marker", "events");
-		for (size_t i = 0; i < n; i++)
-			fprintf(stderr, "  %-*s %14" PRIu64 "\n", (int)width, markers[i].name, markers[i].events);
-	}
+	live_print_marker_counts(stderr, markers, n);
 	fprintf(stderr, "mark: %" PRIu64 " events written, %" PRIu64 " lost, %.1f MB from process %d (%s)\n",
 		s.events_written, s.lost, (double)s.bytes_written / 1e6, (int)pid, comm);
 	fprintf(stderr, "mark: trace written to %s\n", dir);

@@ -22,6 +22,7 @@
 #include "tracer/trace_format.h"
 
 #include <dirent.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -308,4 +309,20 @@ void liveline_stop(struct liveline *l)
 	(void)!write(STDERR_FILENO, "\r\033[K", 4);
 	free(l->dir);
 	free(l);
+}
+
+void live_print_marker_counts(FILE *out, const struct live_marker_count *markers, size_t n)
+{
+	/* Sorted by count, largest first: the markers that fired come first. */
+	size_t width = 6, fired = 0;
+	while (fired < n && markers[fired].events > 0)
+		fired++;
+	for (size_t i = 0; i < fired; i++)
+		if (strlen(markers[i].name) > width)
+			width = strlen(markers[i].name);
+	if (!fired)
+		return;
+	fprintf(out, "  %-*s %14s\n", (int)width, "marker", "events");
+	for (size_t i = 0; i < fired; i++)
+		fprintf(out, "  %-*s %14" PRIu64 "\n", (int)width, markers[i].name, markers[i].events);
 }

@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Totals over DIR/.mark-stats and every DIR/pid-P/.mark-stats. */
 struct live_stats {
@@ -51,6 +52,11 @@ struct live_marker_count {
  * its length in *n.  Returns 0, or -1 as live_stats_read (or out of memory).
  */
 int live_stats_markers(const char *dir, struct live_marker_count **out, size_t *n);
+/*
+ * Print the "marker  events" table of a summary to `out`: the markers that
+ * fired (count > 0) of an array sorted as live_stats_markers() returns it.
+ */
+void live_print_marker_counts(FILE *out, const struct live_marker_count *markers, size_t n);
 
 /*
  * Start redrawing, about 4 times a second on stderr, the line

@@ -445,7 +445,7 @@ int tracer_stats_open(struct tracer_session *s)
 	return 0;
 }
 
-static void sum_rings(struct tracer_session *s, uint64_t *events, uint64_t *lost, uint64_t *buffers)
+void tracer_sum_rings(struct tracer_session *s, uint64_t *events, uint64_t *lost, uint64_t *buffers)
 {
 	uint64_t e = 0, l = __atomic_load_n(&s->lost_no_ring, __ATOMIC_RELAXED), b = 0;
 	unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
@@ -471,7 +471,7 @@ void tracer_stats_update(struct tracer_session *s, uint32_t state)
 	if (!st)
 		return;
 	uint64_t events, lost, buffers;
-	sum_rings(s, &events, &lost, &buffers);
+	tracer_sum_rings(s, &events, &lost, &buffers);
 	/* Seqlock writer: odd seq, fence, fields, fence, even seq. */
 	uint64_t seq = st->seq;
 	__atomic_store_n(&st->seq, seq + 1, __ATOMIC_RELAXED);

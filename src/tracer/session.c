@@ -437,19 +437,8 @@ void mark_tracer_get_stats(struct mark_trace_stats *out)
 	struct tracer_session *s = tracer_current;
 	if (s) {
 		out->active = 1;
-		uint64_t lost = __atomic_load_n(&s->lost_no_ring, __ATOMIC_RELAXED);
-		unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
-		if (n > TRACER_MAX_RINGS)
-			n = TRACER_MAX_RINGS;
-		for (unsigned i = 0; i < n; i++) {
-			struct tracer_ring *r = &s->rings[i];
-			if (!__atomic_load_n(&r->ready, __ATOMIC_ACQUIRE))
-				continue;
-			out->events += __atomic_load_n(&r->hdr->events, __ATOMIC_RELAXED);
-			lost += __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED) +
-				__atomic_load_n(&r->hdr->lost_consumer, __ATOMIC_RELAXED);
-		}
-		out->lost = lost;
+		uint64_t buffers;
+		tracer_sum_rings(s, &out->events, &out->lost, &buffers);
 		if (s->stats)
 			out->bytes_written = __atomic_load_n(&s->stats->bytes_written, __ATOMIC_ACQUIRE);
 	}

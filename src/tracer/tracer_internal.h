@@ -155,6 +155,10 @@ MARK_HIDDEN void tracer_consumer_stop(struct tracer_session *s);
 /* Drain every ring completely (no producer may run). */
 MARK_HIDDEN void tracer_drain_all_final(struct tracer_session *s);
 MARK_HIDDEN int tracer_stats_open(struct tracer_session *s);
+/* Events, lost events and buffers of every ready ring of the session, summed
+ * with relaxed loads (counters each ring's producer or consumer updates). */
+MARK_HIDDEN void tracer_sum_rings(struct tracer_session *s, uint64_t *events, uint64_t *lost,
+				  uint64_t *buffers);
 MARK_HIDDEN void tracer_stats_update(struct tracer_session *s, uint32_t state);
 
 /*
