@@ -70,3 +70,6 @@ foreach(kind jump immediate generic)
     endforeach()
   endforeach()
 endforeach()
+
+# Compile time: format mismatch is a -Werror failure; -DMARK_DISABLE leaves nothing.
+add_test(NAME test_compile COMMAND ${MARK_TEST_DIR}/test_compile.sh ${CMAKE_SOURCE_DIR}/include)
