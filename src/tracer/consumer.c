@@ -512,6 +512,8 @@ static void *consumer_main(void *arg)
 {
 	struct tracer_session *s = arg;
 	uint64_t last_stats = 0;
+	/* Visible in top -H, ps -L, perf and /proc/PID/task/TID/comm. */
+	pthread_setname_np(pthread_self(), "mark-consumer");
 	s->last_refine_ns = tracer_monotonic_ns();
 	for (;;) {
 		bool stopping = __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE);

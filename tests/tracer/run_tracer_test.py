@@ -227,9 +227,9 @@ def s_types():
     check(not [f for f in os.listdir(procdir(d)) if f.startswith(".mark-ring")], "ring files left after stop")
 
 
-def mode_seq(mode, n, buf, spin_ns=0):
+def mode_seq(mode, n, buf, pause_ns=0, burst=1):
     d = fresh_dir(mode)
-    r = run([PROG, "seq", str(n), str(spin_ns)], {"MARK_TRACE": d, "MARK_MODE": mode, "MARK_BUFFER": buf})
+    r = run([PROG, "seq", str(n), str(pause_ns), str(burst)], {"MARK_TRACE": d, "MARK_MODE": mode, "MARK_BUFFER": buf})
     check(r.returncode == 0, "program failed: %s" % r.stderr)
     tr = TextTrace(d)
     evs = tr.named("t_seq")
@@ -243,13 +243,21 @@ def mode_seq(mode, n, buf, spin_ns=0):
 
 def s_discard():
     n = 50000
-    # ~1 us between events: the consumer drains while the program runs, so
-    # kept runs and discarded gaps alternate.
-    tr, vals, st = mode_seq("discard", n, "4k", 1000)
+    # Bursts of 1000 back-to-back events into a ring that holds about 170,
+    # then 2 ms of sleep in which the consumer drains: kept runs and
+    # discarded gaps alternate.  tracer_prog pins the consumer to the
+    # producer's CPU at SCHED_IDLE, so it cannot drain during a burst and
+    # every burst discards after its first 170 or so events.
+    tr, vals, st = mode_seq("discard", n, "4k", 2000000, 1000)
     check(vals == sorted(set(vals)), "discard: values not strictly increasing")
     check(len(vals) + tr.discarded == n, "discard: %d kept + %d discarded != %d" % (len(vals), tr.discarded, n))
-    check(tr.discarded == st["lost"] and st["lost"] > 0, "discard: lost %d vs bt2 %d" % (st["lost"], tr.discarded))
+    check(tr.discarded == st["lost"], "discard: lost %d vs bt2 %d" % (st["lost"], tr.discarded))
+    check(st["lost"] >= n // 2, "discard: only %d of %d lost; bursts of 1000 into a 4 KiB ring with "
+          "the consumer starved should lose most" % (st["lost"], n))
     check(vals[0] == 0, "discard: the first events (buffer empty) must be kept")
+    # Each burst starts on a drained ring: its first event is kept.
+    starts = set(range(0, n, 1000))
+    check(starts <= set(vals), "discard: burst starts not kept: %s" % sorted(starts - set(vals))[:10])
 
 
 def s_overwrite():

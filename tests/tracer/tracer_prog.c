@@ -7,8 +7,10 @@
 #define _GNU_SOURCE
 #include <mark/mark.h>
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,23 +62,68 @@ static void fire_types(long n)
 	}
 }
 
-static long spin_ns;   /* busy time between t_seq events (argv[3] of "seq") */
+static long pause_ns;  /* sleep after each burst of t_seq events (argv[3] of "seq") */
+static long burst = 1; /* events per burst (argv[4] of "seq") */
 
-static void spin(void)
+/*
+ * For the discard scenario: make "a burst outruns the consumer" a fact
+ * rather than a race.  The consumer thread ("mark-consumer") and this one
+ * share one CPU, and the consumer runs at SCHED_IDLE, so it gets the CPU
+ * only while this thread sleeps between bursts (it never preempts a
+ * burst).  Needs no privilege: a thread may lower its own process's
+ * threads' priority.  Returns 0, or -1 with the reason on stderr.
+ */
+static int starve_consumer_during_bursts(void)
 {
-	struct timespec a, b;
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	do
-		clock_gettime(CLOCK_MONOTONIC, &b);
-	while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < spin_ns);
+	cpu_set_t mine, one;
+	if (sched_getaffinity(0, sizeof(mine), &mine) != 0)
+		return perror("sched_getaffinity"), -1;
+	CPU_ZERO(&one);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &mine)) {
+			CPU_SET(c, &one);
+			break;
+		}
+	if (sched_setaffinity(0, sizeof(one), &one) != 0)
+		return perror("sched_setaffinity"), -1;
+	/* The consumer names itself as it starts: give it up to 2 s. */
+	for (int tries = 0; tries < 2000; tries++) {
+		DIR *d = opendir("/proc/self/task");
+		struct dirent *e;
+		pid_t consumer = 0;
+		while (d && (e = readdir(d)) != NULL) {
+			char path[300], comm[32] = "";
+			snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+			FILE *f = fopen(path, "r");
+			if (f && fgets(comm, sizeof(comm), f) && strcmp(comm, "mark-consumer\n") == 0)
+				consumer = atoi(e->d_name);
+			if (f)
+				fclose(f);
+		}
+		if (d)
+			closedir(d);
+		if (consumer) {
+			struct sched_param none = { 0 };
+			if (sched_setaffinity(consumer, sizeof(one), &one) != 0)
+				return perror("sched_setaffinity(consumer)"), -1;
+			if (sched_setscheduler(consumer, SCHED_IDLE, &none) != 0)
+				return perror("sched_setscheduler(consumer, SCHED_IDLE)"), -1;
+			return 0;
+		}
+		usleep(1000);
+	}
+	fprintf(stderr, "no thread named mark-consumer (is MARK_TRACE set?)\n");
+	return -1;
 }
 
 static void fire_seq(long n)
 {
 	for (long i = 0; i < n; i++) {
 		MARK(t_seq, "%ld", i);
-		if (spin_ns)
-			spin();
+		if (pause_ns && (i + 1) % burst == 0) {
+			struct timespec ts = { pause_ns / 1000000000L, pause_ns % 1000000000L };
+			nanosleep(&ts, NULL);
+		}
 	}
 }
 
@@ -203,7 +250,10 @@ int main(int argc, char **argv)
 	if (strcmp(what, "types") == 0)
 		fire_types(n);
 	else if (strcmp(what, "seq") == 0) {
-		spin_ns = argc > 3 ? atol(argv[3]) : 0;
+		pause_ns = argc > 3 ? atol(argv[3]) : 0;
+		burst = argc > 4 && atol(argv[4]) > 0 ? atol(argv[4]) : 1;
+		if (pause_ns && starve_consumer_during_bursts() != 0)
+			return 3;
 		fire_seq(n);
 	}
 	else if (strcmp(what, "threads") == 0)
