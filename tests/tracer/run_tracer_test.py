@@ -244,8 +244,9 @@ def mode_seq(mode, n, buf, pause_ns=0, burst=1):
 def s_discard():
     n = 50000
     # Bursts of 1000 back-to-back events into a ring that holds about 170,
-    # then 2 ms of sleep in which the consumer drains: kept runs and
-    # discarded gaps alternate.  tracer_prog pins the consumer to the
+    # then 2 ms of sleep in which the consumer usually drains (not always:
+    # at SCHED_IDLE it waits for any other process on that CPU): kept runs
+    # and discarded gaps alternate.  tracer_prog pins the consumer to the
     # producer's CPU at SCHED_IDLE, so it cannot drain during a burst and
     # every burst discards after its first 170 or so events.
     tr, vals, st = mode_seq("discard", n, "4k", 2000000, 1000)
@@ -255,9 +256,8 @@ def s_discard():
     check(st["lost"] >= n // 2, "discard: only %d of %d lost; bursts of 1000 into a 4 KiB ring with "
           "the consumer starved should lose most" % (st["lost"], n))
     check(vals[0] == 0, "discard: the first events (buffer empty) must be kept")
-    # Each burst starts on a drained ring: its first event is kept.
-    starts = set(range(0, n, 1000))
-    check(starts <= set(vals), "discard: burst starts not kept: %s" % sorted(starts - set(vals))[:10])
+    check(vals[-1] >= 1000, "discard: nothing kept after the first burst; recording did not resume "
+          "once the consumer drained the ring")
 
 
 def s_overwrite():
