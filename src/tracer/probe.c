@@ -1,12 +1,16 @@
 /*
  * The tracer's fast probe: records one event into the calling thread's ring.
  *
- * Hot path (no string arguments, ring not full): one acquire load of the
- * session pointer, the thread's nesting depth and ring (initial-exec TLS),
- * rdtsc, the CPU number (one load from the rseq area), 2 + nargs relaxed
- * 64-bit stores into the ring, a release store of head (a plain store on
- * x86-64) and a store of the event counter.  No lock, no atomic
- * read-modify-write, no system call.
+ * Hot path (no string arguments, room in the ring): a relaxed load of
+ * the session's generation, compared with the thread's cached copy of its
+ * ring (struct hot_ring, initial-exec TLS, one per nesting depth); the
+ * head; one comparison for room; rdtsc; the CPU number (one load from the
+ * rseq area); 2 + nargs relaxed 64-bit stores of contiguous words; a
+ * release store of head (a plain store on x86-64) and a store of the
+ * event counter.  No lock, no atomic read-modify-write, no system call,
+ * no call.  Everything else (first event of a thread or a marker,
+ * strings, a ring that is full, past half full or about to wrap, a new
+ * overwrite chunk) takes the slow path, which refills the cached copy.
  *
  * Signal handlers: a thread has one ring per signal nesting depth.  The
  * probe bumps a thread-local depth counter on entry (compiler barrier via
@@ -52,6 +56,26 @@
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
 struct tracer_session *tracer_current;
+uint64_t tracer_current_generation = TRACER_NO_GENERATION;
+
+/*
+ * Publish or retire the session.  A probe that sees the new generation
+ * takes the slow path (no thread's cached ring has it yet), which loads
+ * tracer_current with acquire; so the generation needs no ordering of its
+ * own beyond coming after tracer_current when a session starts.  When it
+ * stops, both are retired before the grace period that precedes freeing.
+ */
+void tracer_set_current(struct tracer_session *s)
+{
+	if (s) {
+		/* Release: the session's fields are visible before s is. */
+		__atomic_store_n(&tracer_current, s, __ATOMIC_RELEASE);
+		__atomic_store_n(&tracer_current_generation, s->generation, __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&tracer_current_generation, TRACER_NO_GENERATION, __ATOMIC_RELAXED);
+		__atomic_store_n(&tracer_current, NULL, __ATOMIC_RELEASE);
+	}
+}
 #ifdef TRACER_TSAN
 int tracer_fence_word;
 #endif
@@ -61,8 +85,27 @@ int tracer_fence_word;
  * __tls_get_addr call (libmark is loaded at program start; a dlopen of
  * libmark still works while the static TLS surplus lasts).
  */
+/*
+ * What the fast path needs of the ring at one nesting depth, copied out of
+ * struct tracer_ring so that an event costs no pointer chasing and one
+ * comparison for room.  Filled by hot_fill() after every slow-path visit;
+ * generation 0 sends the next event to the slow path.  Only the owning
+ * thread (and its signal handlers, each at its own depth) touches it.
+ */
+struct hot_ring {
+	uint64_t generation;        /* the session's, or 0                         */
+	struct mark_tf_ring *hdr;
+	uint64_t *data;
+	uint64_t mask;              /* capacity / 8 - 1: ring words                 */
+	/* A record may take the fast path if head + size <= limit: it fits by
+	 * the cached tail, it does not wrap around the ring's end, and in
+	 * overwrite mode it does not start a new chunk. */
+	uint64_t limit;
+} __attribute__((aligned(64)));   /* one line each; indexing is a shift */
+
 struct thread_rings {
 	struct tracer_ring *rings[TRACER_MAX_NESTING];
+	struct hot_ring hot[TRACER_MAX_NESTING];
 	/* The session rings[] belong to, by generation: a new session may be
 	 * allocated at the address of a freed one, a generation never repeats. */
 	uint64_t generation;
@@ -221,7 +264,11 @@ static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nestin
 	r->index = index;
 	r->nesting = nesting;
 	r->cached_tail = 0;
+	r->oldest_events = 0;
+	memset(r->chunk_first, 0, sizeof(r->chunk_first));
+	memset(r->chunk_events, 0, sizeof(r->chunk_events));
 	r->kicked_tail = UINT64_MAX;
+	r->kick_threshold = s->mode == MARK_TRACE_OVERWRITE ? UINT64_MAX : s->buffer_size / 2;
 	r->stream_fd = -1;
 	/* Publish to the consumer and to other claimers. */
 	__atomic_store_n(&r->ready, 1, __ATOMIC_RELEASE);
@@ -233,6 +280,11 @@ static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
 	if (tls.generation != s->generation) {
 		/* Rings of an earlier session (or of the parent before fork). */
 		memset(tls.rings, 0, sizeof(tls.rings));
+		/* Only the generations: a probe this signal handler interrupted
+		 * may be between its generation check and its loads of the
+		 * other fields (RCU keeps what they point to mapped). */
+		for (unsigned d = 0; d < TRACER_MAX_NESTING; d++)
+			__atomic_store_n(&tls.hot[d].generation, 0, __ATOMIC_RELAXED);
 		tls.generation = s->generation;
 	}
 #if __has_include(<sys/rseq.h>) && defined(__x86_64__)
@@ -268,6 +320,7 @@ static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
 				uint64_t head = __atomic_load_n(&r->hdr->head, __ATOMIC_RELAXED);
 				__atomic_store_n(&r->hdr->oldest, head, __ATOMIC_RELAXED);
 				r->cached_tail = head;
+				r->oldest_events = r->hdr->events;
 			} else {
 				r->cached_tail = __atomic_load_n(&r->hdr->tail, __ATOMIC_ACQUIRE);
 			}
@@ -292,6 +345,7 @@ void tracer_thread_release(void)
 	struct tracer_ring *mine[TRACER_MAX_NESTING];
 	memcpy(mine, tls.rings, sizeof(mine));
 	bool ours = s && tls.generation == s->generation;
+	memset(tls.hot, 0, sizeof(tls.hot));
 	memset(tls.rings, 0, sizeof(tls.rings));
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (ours) {
@@ -328,12 +382,29 @@ void tracer_thread_release(void)
 
 void tracer_thread_forget(void)
 {
+	memset(tls.hot, 0, sizeof(tls.hot));
 	memset(tls.rings, 0, sizeof(tls.rings));
 	tls.generation = 0;
 	tls.depth = 0;
 }
 
 /* ---- making room ---- */
+
+/*
+ * Overwrite mode: remember where the first record of each chunk starts
+ * (see struct tracer_ring).  Called before writing a record at `head`.
+ */
+static inline void overwrite_note_record(struct tracer_session *s, struct tracer_ring *r, uint64_t head)
+{
+	if (s->mode != MARK_TRACE_OVERWRITE)
+		return;
+	const uint64_t chunk = r->capacity / TRACER_OVERWRITE_CHUNKS, b = head / chunk * chunk;
+	const unsigned k = (unsigned)(head / chunk % TRACER_OVERWRITE_CHUNKS);
+	if (r->chunk_first[k] < b || r->chunk_first[k] >= b + chunk) {
+		r->chunk_first[k] = head;
+		r->chunk_events[k] = r->hdr->events;
+	}
+}
 
 /*
  * The ring has no room for `size` more bytes at `head` according to the
@@ -346,22 +417,34 @@ static bool __attribute__((noinline)) make_room(struct tracer_session *s, struct
 	const uint64_t cap = r->capacity;
 	if (s->mode == MARK_TRACE_OVERWRITE) {
 		/*
-		 * Drop the oldest records until the new one fits.  Their sizes
-		 * are in our own earlier writes; cached_tail mirrors `oldest`.
+		 * Drop the oldest records a chunk at a time until the new one
+		 * fits: `oldest` jumps to the first record that starts in a later
+		 * chunk (chunks where no record starts, inside a long one, are
+		 * skipped), or to head when there is none, emptying the ring.
+		 * The ring so keeps between (chunks - 1) / chunks and all of its
+		 * capacity of newest events, as LTTng keeps whole sub-buffers.
+		 * cached_tail mirrors `oldest`.
 		 */
-		uint64_t oldest = r->cached_tail, dropped = 0;
-		const uint64_t mask = cap / 8 - 1;
+		const uint64_t chunk = cap / TRACER_OVERWRITE_CHUNKS;
+		uint64_t oldest = r->cached_tail, oldest_events = r->oldest_events;
+		const uint64_t events = hdr->events;
+		uint64_t dropped = 0;
 		while (head + size - oldest > cap) {
-			uint64_t w = __atomic_load_n(&r->data[(oldest / 8 + 1) & mask], __ATOMIC_RELAXED);
-			uint64_t rsize = MARK_TF_RECORD_SPAN((w >> 16) & 0xffff);
-			if (rsize < 16 || oldest + rsize > head) {
-				oldest = head;   /* cannot happen; restart empty rather than loop */
-				break;
+			uint64_t next = head, next_events = events;
+			for (uint64_t b = (oldest / chunk + 1) * chunk; b < head; b += chunk) {
+				const unsigned k = (unsigned)(b / chunk % TRACER_OVERWRITE_CHUNKS);
+				if (r->chunk_first[k] >= b && r->chunk_first[k] < b + chunk) {
+					next = r->chunk_first[k];
+					next_events = r->chunk_events[k];
+					break;
+				}
 			}
-			oldest += rsize;
-			dropped++;
+			dropped += next_events - oldest_events;
+			oldest = next;
+			oldest_events = next_events;
 		}
 		r->cached_tail = oldest;
+		r->oldest_events = oldest_events;
 		__atomic_store_n(&hdr->oldest, oldest, __ATOMIC_RELAXED);
 		/* Snapshot readers: `oldest` is visible before any byte we overwrite. */
 		TRACER_FENCE(__ATOMIC_RELEASE);
@@ -463,6 +546,7 @@ static void __attribute__((noinline)) record_with_strings(struct tracer_session 
 	}
 	if (head + size - r->cached_tail > r->capacity && !make_room(s, r, head, size))
 		return;
+	overwrite_note_record(s, r, head);
 	buf[0] = now_ticks();
 	buf[1] = (uint64_t)m->id | (uint64_t)off << 16 | (uint64_t)current_cpu() << 32;
 	const uint64_t mask = r->capacity / 8 - 1;
@@ -480,16 +564,20 @@ static void __attribute__((noinline)) record_with_strings(struct tracer_session 
 
 /*
  * Per-marker shape, cached by id: 0 = not computed yet, 1 = has strings,
- * else (record span) | (CTF length << 16) for a marker without strings:
- * the span is 16 + 8 * nargs, the CTF length ends after the last
- * argument's `size` bytes.  Computed from the marker's immutable argument
- * layout; racing threads store the same value (relaxed atomics).
+ * else, for a marker without strings, the record's span (16 + 8 * nargs)
+ * in the high 32 bits and the low 32 bits of its header word in the low:
+ * id | CTF length << 16, the length ending after the last argument's
+ * `size` bytes.  Computed from the marker's immutable argument layout;
+ * racing threads store the same value (relaxed atomics).
  */
-static uint32_t shape_cache[MARK_TF_MAX_ID + 1];
+static uint64_t shape_cache[MARK_TF_MAX_ID + 1];
 
-static uint32_t __attribute__((noinline)) compute_shape(const struct mark_marker *m, unsigned id)
+#define SHAPE_SPAN(shape) ((shape) >> 32)
+#define SHAPE_HEADER(shape) ((shape) & 0xffffffffu)
+
+static uint64_t __attribute__((noinline)) compute_shape(const struct mark_marker *m, unsigned id)
 {
-	uint32_t span = 16 + 8 * m->nargs, len = 16;
+	uint64_t span = 16 + 8 * m->nargs, len = 16;
 	for (unsigned i = 0; i < m->nargs; i++) {
 		const struct mark_arg *a = &m->args[i];
 		unsigned size = a->type == MARK_ARG_DOUBLE || a->type == MARK_ARG_POINTER ? 8 : a->size;
@@ -497,7 +585,7 @@ static uint32_t __attribute__((noinline)) compute_shape(const struct mark_marker
 			size = 8;
 		len = 16 + 8 * i + size;
 	}
-	uint32_t shape = span | len << 16;
+	uint64_t shape = span << 32 | len << 16 | id;
 	for (unsigned i = 0; i < m->nargs; i++)
 		if (m->args[i].type == MARK_ARG_STRING)
 			shape = 1;
@@ -505,9 +593,51 @@ static uint32_t __attribute__((noinline)) compute_shape(const struct mark_marker
 	return shape;
 }
 
-/* Everything but the common case: first event of a thread or marker, strings, limits. */
-static void __attribute__((noinline, cold)) probe_slow(struct tracer_session *s, unsigned depth,
-						       const struct mark_marker *m, const uint64_t *args)
+/*
+ * Make tls.hot[depth] current after a slow-path visit, or leave it sending
+ * events to the slow path: when the thread has no usable ring here, or the
+ * clock is not the TSC, or the kernel does not keep an rseq CPU number for
+ * this thread (the fast path neither reads CLOCK_MONOTONIC nor calls
+ * sched_getcpu(): calls would make it save registers).
+ */
+static void hot_fill(struct tracer_session *s, unsigned depth)
+{
+	struct hot_ring *h = &tls.hot[depth];
+	struct tracer_ring *r = tls.rings[depth];
+	bool fast_clock = true;
+#if defined(__x86_64__)
+	fast_clock = tracer_clock_is_tsc;
+#endif
+	if (!r || tls.generation != s->generation || !tls.rseq_cpu || !fast_clock) {
+		h->generation = 0;
+		return;
+	}
+	h->hdr = r->hdr;
+	h->data = r->data;
+	h->mask = r->capacity / 8 - 1;
+	h->limit = r->cached_tail + r->capacity;
+	/* Discard/block: past the half-full mark the slow path also sees
+	 * whether to wake the consumer. */
+	if (r->kick_threshold != UINT64_MAX && r->cached_tail + r->kick_threshold < h->limit)
+		h->limit = r->cached_tail + r->kick_threshold;
+	/* Records that wrap go through the slow path (the fast one stores
+	 * contiguous words), and so, in overwrite mode, do those that would
+	 * start a new chunk: see overwrite_note_record(). */
+	const uint64_t piece = s->mode == MARK_TRACE_OVERWRITE ? r->capacity / TRACER_OVERWRITE_CHUNKS
+							      : r->capacity;
+	const uint64_t boundary = (r->hdr->head / piece + 1) * piece;
+	if (boundary < h->limit)
+		h->limit = boundary;
+	h->generation = s->generation;
+}
+
+/*
+ * Everything but the common case: first event of a thread or marker,
+ * strings, a full ring, limits.  Called with tls.depth already raised past
+ * `depth`, so the ring at `depth` is ours alone.
+ */
+static void record_slow(struct tracer_session *s, unsigned depth, const struct mark_marker *m,
+			const uint64_t *args)
 {
 	const unsigned id = m->id;
 	if (depth >= TRACER_MAX_NESTING || id > MARK_TF_MAX_ID) {
@@ -522,69 +652,120 @@ static void __attribute__((noinline, cold)) probe_slow(struct tracer_session *s,
 			return;
 		}
 	}
-	uint32_t shape = __atomic_load_n(&shape_cache[id], __ATOMIC_RELAXED);
+	uint64_t shape = __atomic_load_n(&shape_cache[id], __ATOMIC_RELAXED);
 	if (shape == 0)
 		shape = compute_shape(m, id);
 	if (shape == 1) {
 		record_with_strings(s, r, m, args);
-		return;
+	} else {
+		struct mark_tf_ring *hdr = r->hdr;
+		const uint64_t size = SHAPE_SPAN(shape), head = hdr->head;
+		if (head + size - r->cached_tail > r->capacity && !make_room(s, r, head, size))
+			goto out;
+		overwrite_note_record(s, r, head);
+		const uint64_t mask = r->capacity / 8 - 1, w = head / 8;
+		ring_put(r->data, mask, w, now_ticks());
+		ring_put(r->data, mask, w + 1, SHAPE_HEADER(shape) | (uint64_t)current_cpu() << 32);
+		for (unsigned i = 0; i < (size - 16) / 8; i++)
+			ring_put(r->data, mask, w + 2 + i, args[i]);
+		const uint64_t new_head = head + size;
+		__atomic_store_n(&hdr->head, new_head, __ATOMIC_RELEASE);
+		__atomic_store_n(&hdr->events, hdr->events + 1, __ATOMIC_RELAXED);
+		if (unlikely(new_head - r->cached_tail > r->kick_threshold))
+			maybe_kick(s, r, new_head);
 	}
-	/* A fixed-size event: now the fast path applies. */
-	struct mark_tf_ring *hdr = r->hdr;
-	const uint64_t size = shape & 0xffff, head = hdr->head;
-	if (head + size - r->cached_tail > r->capacity && !make_room(s, r, head, size))
-		return;
-	const uint64_t mask = r->capacity / 8 - 1, w = head / 8;
-	ring_put(r->data, mask, w, now_ticks());
-	ring_put(r->data, mask, w + 1, (uint64_t)id | (uint64_t)(shape >> 16) << 16 |
-					       (uint64_t)current_cpu() << 32);
-	for (unsigned i = 0; i < (size - 16) / 8; i++)
-		ring_put(r->data, mask, w + 2 + i, args[i]);
-	__atomic_store_n(&hdr->head, head + size, __ATOMIC_RELEASE);
-	__atomic_store_n(&hdr->events, hdr->events + 1, __ATOMIC_RELAXED);
+out:
+	hot_fill(s, depth);
 }
 
-void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
+/*
+ * The fast path's ways out: the slow path with its bracket of tls.depth,
+ * and the same when the ring looked full or past its kick mark (depth
+ * already raised).  They load the session themselves rather than have the
+ * fast path keep it in a register: the fast path only compares
+ * generations.  Should a new session have replaced the one whose ring the
+ * thread has, the event goes to the new one (record_slow() sees the
+ * generation change), and the old one stays valid until our caller's
+ * read-side section ends.
+ */
+static void __attribute__((noinline, cold)) probe_slow(unsigned depth, const struct mark_marker *m,
+						       const uint64_t *args)
 {
-	(void)priv;
 	/* Acquire: the session's fields are initialised before it is published. */
 	struct tracer_session *s = __atomic_load_n(&tracer_current, __ATOMIC_ACQUIRE);
-	if (unlikely(!s))
-		return;
-	const unsigned depth = tls.depth;
+	if (!s)
+		return;   /* between sessions */
 	tls.depth = depth + 1;
 	/* A signal handler on this thread sees depth+1 before we touch ring[depth]. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	record_slow(s, depth, m, args);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	tls.depth = depth;
+}
 
+static void __attribute__((noinline)) probe_full(unsigned depth, const struct mark_marker *m,
+						 const uint64_t *args)
+{
+	struct tracer_session *s = __atomic_load_n(&tracer_current, __ATOMIC_ACQUIRE);
+	/* tls.depth is still raised: the ring is ours. */
+	if (s)
+		record_slow(s, depth, m, args);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	tls.depth = depth;
+}
+
+/*
+ * The fast path, kept small: few registers, no call except in tail
+ * position, one comparison of the thread's cached ring against the
+ * session's generation.  It must raise tls.depth before it reads the
+ * ring's head: a signal handler interrupting us after that point writes
+ * the next depth's ring, not ours.  What it reads before (tls.hot[depth],
+ * the shape) a handler never changes under us: handlers only fill deeper
+ * entries.
+ */
+void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
+{
+	(void)priv;
+	/* Relaxed: a generation the thread has not cached sends it to the slow
+	 * path, which acquires the session. */
+	const uint64_t generation = __atomic_load_n(&tracer_current_generation, __ATOMIC_RELAXED);
+	const unsigned depth = tls.depth;
 	const unsigned id = m->id;
-	struct tracer_ring *r = likely(depth < TRACER_MAX_NESTING) ? tls.rings[depth] : NULL;
-	uint32_t shape = likely(id <= MARK_TF_MAX_ID) ? __atomic_load_n(&shape_cache[id], __ATOMIC_RELAXED) : 0;
-	if (unlikely(!r || tls.generation != s->generation || shape <= 1)) {
-		probe_slow(s, depth, m, args);
-	} else {
-		struct mark_tf_ring *hdr = r->hdr;
-		uint64_t *const data = r->data;   /* locals: the atomic stores below cannot change them */
-		const uint64_t cap = r->capacity, mask = cap / 8 - 1;
-		const uint64_t size = shape & 0xffff;
-		const uint64_t head = hdr->head;   /* producer-owned: we wrote it last */
-		const uint64_t tail = r->cached_tail;
-		if (likely(head + size - tail <= cap) || make_room(s, r, head, size)) {
-			const uint64_t w = head / 8;
-			ring_put(data, mask, w, now_ticks());
-			const uint32_t *rc = tls.rseq_cpu;
-			const uint32_t cpu = likely(rc != NULL) ? __atomic_load_n(rc, __ATOMIC_RELAXED) : current_cpu();
-			ring_put(data, mask, w + 1, (uint64_t)id | (uint64_t)(shape >> 16) << 16 | (uint64_t)cpu << 32);
-			const unsigned n = (unsigned)(size - 16) / 8;
-			for (unsigned i = 0; i < n; i++)
-				ring_put(data, mask, w + 2 + i, args[i]);
-			const uint64_t new_head = head + size;
-			/* Release: the record's bytes are visible before the new head. */
-			__atomic_store_n(&hdr->head, new_head, __ATOMIC_RELEASE);
-			__atomic_store_n(&hdr->events, hdr->events + 1, __ATOMIC_RELAXED);
-			if (unlikely(new_head - tail > cap / 2) && s->mode != MARK_TRACE_OVERWRITE)
-				maybe_kick(s, r, new_head);
-		}
+	if (unlikely(depth >= TRACER_MAX_NESTING || id > MARK_TF_MAX_ID)) {
+		probe_slow(depth, m, args);
+		return;
 	}
+	const struct hot_ring *h = &tls.hot[depth];
+	const uint64_t shape = __atomic_load_n(&shape_cache[id], __ATOMIC_RELAXED);
+	if (unlikely(h->generation != generation || shape <= 1)) {
+		probe_slow(depth, m, args);
+		return;
+	}
+	tls.depth = depth + 1;
+	/* A signal handler on this thread sees depth+1 before we touch ring[depth]. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	struct mark_tf_ring *const hdr = h->hdr;
+	const uint64_t head = hdr->head;   /* producer-owned: we wrote it last */
+	const uint64_t new_head = head + SHAPE_SPAN(shape);
+	if (unlikely(new_head > h->limit)) {
+		probe_full(depth, m, args);
+		return;
+	}
+	/* The record does not wrap (see hot_ring.limit): contiguous words. */
+	uint64_t *const rec = h->data + (head / 8 & h->mask);
+#if defined(__x86_64__)
+	__atomic_store_n(&rec[0], __rdtsc(), __ATOMIC_RELAXED);   /* hot_fill() checked the clock */
+#else
+	__atomic_store_n(&rec[0], now_ticks(), __ATOMIC_RELAXED);
+#endif
+	const uint32_t cpu = __atomic_load_n(tls.rseq_cpu, __ATOMIC_RELAXED);
+	__atomic_store_n(&rec[1], SHAPE_HEADER(shape) | (uint64_t)cpu << 32, __ATOMIC_RELAXED);
+	const unsigned n = (unsigned)(SHAPE_SPAN(shape) - 16) / 8;
+	for (unsigned i = 0; i < n; i++)
+		__atomic_store_n(&rec[2 + i], args[i], __ATOMIC_RELAXED);
+	/* Release: the record's bytes are visible before the new head. */
+	__atomic_store_n(&hdr->head, new_head, __ATOMIC_RELEASE);
+	__atomic_store_n(&hdr->events, hdr->events + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	tls.depth = depth;
 }

@@ -206,7 +206,7 @@ static void atfork_child(void)
 	struct tracer_session *parent = tracer_current;
 	tracer_thread_forget();
 	if (parent) {
-		__atomic_store_n(&tracer_current, NULL, __ATOMIC_RELAXED);
+		tracer_set_current(NULL);
 		struct tracer_session *s = calloc(1, sizeof(*s));
 		char *dir = NULL;
 		if (s && (s->base_dir = strdup(parent->base_dir)) &&
@@ -229,7 +229,7 @@ static void atfork_child(void)
 			for (unsigned i = 0; i < TRACER_MAX_RINGS; i++)
 				s->rings[i].stream_fd = -1;
 			if (mkdir_p(dir) == 0 && tracer_stats_open(s) == 0 && tracer_consumer_start(s) == 0) {
-				__atomic_store_n(&tracer_current, s, __ATOMIC_RELEASE);
+				tracer_set_current(s);
 			} else {
 				fprintf(stderr, "mark: tracer cannot set up the trace of forked child %d in %s; "
 					"the child is not traced\n", (int)getpid(), dir);
@@ -360,7 +360,7 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 		return mark_error(-rc, "mark: tracer: cannot start the consumer thread: %s", strerror(-rc));
 	}
 	/* Release: everything above is visible to a probe that sees s. */
-	__atomic_store_n(&tracer_current, s, __ATOMIC_RELEASE);
+	tracer_set_current(s);
 	for (size_t i = 0; i < s->nglobs; i++) {
 		rc = mark_probe_register_fast(s->globs[i], tracer_probe, NULL);
 		if (rc < 0 && rc != -EEXIST)
@@ -377,7 +377,7 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 			mark_probe_unregister_fast(s->globs[i], tracer_probe, NULL);
 			mark_disarm(s->globs[i]);
 		}
-		__atomic_store_n(&tracer_current, NULL, __ATOMIC_RELEASE);
+		tracer_set_current(NULL);
 		urcu_bp_synchronize_rcu();
 		tracer_consumer_stop(s);
 		session_unmap(s, true);
@@ -408,7 +408,7 @@ static int session_stop_locked(void)
 		mark_probe_unregister_fast(s->globs[i], tracer_probe, NULL);
 		mark_disarm(s->globs[i]);
 	}
-	__atomic_store_n(&tracer_current, NULL, __ATOMIC_RELEASE);
+	tracer_set_current(NULL);
 	urcu_bp_synchronize_rcu();
 	/* 2. The consumer writes what it has, then everything that is left. */
 	tracer_consumer_stop(s);

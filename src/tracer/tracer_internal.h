@@ -53,6 +53,8 @@ extern MARK_HIDDEN int tracer_fence_word;
 #endif
 
 #define TRACER_MAX_RINGS 4096       /* per process, live + recycled-free        */
+/* Overwrite mode drops the oldest records a chunk (capacity / this) at a time. */
+#define TRACER_OVERWRITE_CHUNKS 16
 #define TRACER_MAX_NESTING 4        /* thread context + 3 signal handler levels */
 #define TRACER_DEFAULT_BUFFER (2u << 20)
 #define TRACER_MIN_BUFFER 4096u
@@ -92,11 +94,25 @@ struct tracer_ring {
 	unsigned index;
 	unsigned nesting;
 	int ready;                  /* release-stored 1 once the fields above are set */
-	/* Producer-private (only the owning thread touches these). */
-	uint64_t cached_tail;       /* last tail seen (overwrite: = oldest); reloaded when the ring looks full */
+	/* Producer-private (only the owning thread touches these), on a cache
+	 * line of their own so the consumer's writes below never pull it away
+	 * from the producer's core. */
+	uint64_t cached_tail __attribute__((aligned(64)));   /* last tail seen (overwrite: = oldest); reloaded when the ring looks full */
 	uint64_t kicked_tail;       /* tail at the last wake-up of the consumer     */
+	/* head - cached_tail above this: see whether to wake the consumer
+	 * (capacity / 2; never in overwrite mode, where nobody drains). */
+	uint64_t kick_threshold;
+	/* Overwrite mode: the ring is cut into TRACER_OVERWRITE_CHUNKS chunks;
+	 * chunk_first[k] is the position of the first record that starts in
+	 * chunk k in its latest cycle, chunk_events[k] that record's event
+	 * index (hdr->events before it).  Dropping the oldest records is then
+	 * a jump to the next chunk's first record, with an exact count, and
+	 * never a walk over every record's header. */
+	uint64_t oldest_events;     /* event index of the record at cached_tail     */
+	uint64_t chunk_first[TRACER_OVERWRITE_CHUNKS];
+	uint64_t chunk_events[TRACER_OVERWRITE_CHUNKS];
 	/* Consumer-private. */
-	int stream_fd;
+	int stream_fd __attribute__((aligned(64)));
 	uint64_t stream_ino, stream_dev;   /* identity of stream_fd's file         */
 	uint64_t last_ts;           /* timestamp of the last event written           */
 };
@@ -139,8 +155,14 @@ struct tracer_session {
 	bool write_error_reported;
 };
 
-/* The active session of this process, or NULL.  Loaded by the hot path. */
+/* The active session of this process, or NULL.  Loaded by the slow path. */
 extern MARK_HIDDEN struct tracer_session *tracer_current;
+/* Its generation, or TRACER_NO_GENERATION: all the fast path loads (it
+ * compares it with the thread's cached ring).  Set with tracer_current by
+ * tracer_set_current(). */
+#define TRACER_NO_GENERATION UINT64_MAX
+extern MARK_HIDDEN uint64_t tracer_current_generation;
+MARK_HIDDEN void tracer_set_current(struct tracer_session *s);
 
 MARK_HIDDEN void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args);
 MARK_HIDDEN void tracer_probe_init(void);

@@ -269,6 +269,37 @@ def s_overwrite():
           % (k, st["lost"], tr.discarded))
 
 
+def s_overwrite_mixed():
+    # Mixed record sizes, some longer than a 256-byte overwrite chunk: the
+    # ring must still hold exactly the newest events, strings intact, and
+    # count every overwritten one.  Python bt2, which reads strings.
+    n = 20000
+    d = fresh_dir("overwrite_mixed")
+    r = run([PROG, "mixed", str(n)], {"MARK_TRACE": d, "MARK_MODE": "overwrite", "MARK_BUFFER": "4k"})
+    check(r.returncode == 0, "program failed: %s" % r.stderr)
+    tr = Trace(d)
+    got = [(e["name"], e["fields"]) for e in tr.events]
+    idx = [f["i"] for _, f in got]
+    k = len(idx)
+    check(k > 0 and idx == list(range(n - k, n)), "overwrite_mixed: not the newest %d events: %s..."
+          % (k, idx[:10]))
+    for name, f in got:
+        i = f["i"]
+        if i % 5 == 3:
+            ln = i * 37 % 1500
+            want = "m" * ln if ln < 256 else "m" * 252 + "..."   # the tracer keeps 255 bytes
+            check(name == "t_mixed" and f.get("text") == want,
+                  "event %d: %s with a text of %d bytes" % (i, name, len(f.get("text", ""))))
+        else:
+            check(name == "t_seq", "event %d: %s, expected t_seq" % (i, name))
+    st = stats(d)
+    check(k + tr.discarded == n and st["lost"] == n - k and st["events"] == n,
+          "overwrite_mixed: kept %d, bt2 discarded %d, stats %s" % (k, tr.discarded, st))
+    # 4 KiB holds at most about 170 of the small records; chunked dropping
+    # keeps at least 15/16 of the ring, so never fewer than a few.
+    check(k >= 2, "overwrite_mixed: only %d events kept" % k)
+
+
 def s_block():
     n = 60000
     tr, vals, st = mode_seq("block", n, "4k")
@@ -542,6 +573,7 @@ def s_kill_overwrite():
 
 SCENARIOS = {
     "types": s_types, "discard": s_discard, "overwrite": s_overwrite, "block": s_block,
+    "overwrite_mixed": s_overwrite_mixed,
     "threads_block": lambda: threads("block"), "threads_discard": lambda: threads("discard"),
     "threads_overwrite": lambda: threads("overwrite"),
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,

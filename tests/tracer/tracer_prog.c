@@ -127,6 +127,29 @@ static void fire_seq(long n)
 	}
 }
 
+/*
+ * Records of very different sizes in one sequence: most are 24 bytes, some
+ * carry a string of up to 1500 bytes (the tracer keeps 255), so a record
+ * can be longer than an overwrite chunk of a 4 KiB ring (256 bytes) and
+ * some chunks have no record starting in them.
+ * Every event carries its index i.
+ */
+static void fire_mixed(long n)
+{
+	static char text[1600];
+	memset(text, 'm', sizeof(text) - 1);
+	for (long i = 0; i < n; i++) {
+		if (i % 5 == 3) {
+			size_t len = (size_t)(i * 37 % 1500);
+			text[len] = '\0';
+			MARK(t_mixed, "%ld %s", i, text);
+			text[len] = 'm';
+		} else {
+			MARK(t_seq, "%ld", i);
+		}
+	}
+}
+
 struct thread_arg {
 	int idx;
 	long n;
@@ -256,6 +279,8 @@ int main(int argc, char **argv)
 			return 3;
 		fire_seq(n);
 	}
+	else if (strcmp(what, "mixed") == 0)
+		fire_mixed(n);
 	else if (strcmp(what, "threads") == 0)
 		return run_threads(t, n);
 	else if (strcmp(what, "many") == 0)
