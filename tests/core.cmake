@@ -12,6 +12,14 @@ foreach(kind jump immediate generic)
   add_dependencies(test_dlopen_${kind} dl_markers_${kind})
 endforeach()
 
+# libmark loaded by dlopen into a program that does not link it.
+add_executable(test_dlopen_libmark test_dlopen_libmark.c)
+target_link_libraries(test_dlopen_libmark PRIVATE ${CMAKE_DL_LIBS})
+target_compile_definitions(test_dlopen_libmark PRIVATE
+  DL_MARKERS_PATH="$<TARGET_FILE:dl_markers_jump>" LIBMARK_PATH="$<TARGET_FILE:mark>")
+add_test(NAME test_dlopen_libmark COMMAND test_dlopen_libmark)
+set_tests_properties(test_dlopen_libmark PROPERTIES TIMEOUT 60)
+
 mark_kind_test(test_fork SOURCES test_fork.c)
 mark_kind_test(test_wx_refusal SOURCES test_wx_refusal.c)
 mark_kind_test(test_sigtrap_chain SOURCES test_sigtrap_chain.c)

@@ -101,7 +101,7 @@ struct hot_ring {
 	 * the cached tail, it does not wrap around the ring's end, and in
 	 * overwrite mode it does not start a new chunk. */
 	uint64_t limit;
-} __attribute__((aligned(64)));   /* one line each; indexing is a shift */
+};   /* not cache-line aligned: initial-exec TLS is a scarce resource for dlopen */
 
 struct thread_rings {
 	struct tracer_ring *rings[TRACER_MAX_NESTING];
