@@ -101,11 +101,11 @@ struct hot_ring {
 	 * the cached tail, it does not wrap around the ring's end, and in
 	 * overwrite mode it does not start a new chunk. */
 	uint64_t limit;
-};   /* not cache-line aligned: initial-exec TLS is a scarce resource for dlopen */
+} __attribute__((aligned(64)));   /* one cache line each, and indexing is a shift */
 
 struct thread_rings {
+	struct hot_ring hot[TRACER_MAX_NESTING];   /* first: no padding before it */
 	struct tracer_ring *rings[TRACER_MAX_NESTING];
-	struct hot_ring hot[TRACER_MAX_NESTING];
 	/* The session rings[] belong to, by generation: a new session may be
 	 * allocated at the address of a freed one, a generation never repeats. */
 	uint64_t generation;
