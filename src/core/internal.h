@@ -45,6 +45,10 @@ struct mark_probe_array {
 
 struct mark_site_rt;
 
+/* The most arguments a marker's format may declare (MARK() itself stops
+ * at MARK__MAX_ARGS; a hand-made descriptor may claim a few more). */
+#define MARK_MAX_MARKER_ARGS (MARK__MAX_ARGS + 4)
+
 struct mark_marker {
 	char *name;            /* display name: "name" or "provider:name"      */
 	char *provider;

@@ -216,10 +216,10 @@ static struct mark_marker *marker_get_locked(const struct mark__site *desc, bool
 /* Give the marker its format and argument layout from the first real site. */
 static bool marker_take_format_locked(struct mark_marker *m, const struct mark__site *desc)
 {
-	enum mark_arg_type types[MARK__MAX_ARGS + 4];
-	unsigned sizes[MARK__MAX_ARGS + 4];
+	enum mark_arg_type types[MARK_MAX_MARKER_ARGS];
+	unsigned sizes[MARK_MAX_MARKER_ARGS];
 	char err[256];
-	int n = mark_format_parse(desc->format, types, sizes, MARK__MAX_ARGS + 4, err, sizeof(err));
+	int n = mark_format_parse(desc->format, types, sizes, MARK_MAX_MARKER_ARGS, err, sizeof(err));
 	if (n < 0) {
 		fprintf(stderr, "mark: marker %s at %s:%u: %s; the site is never armed\n", m->name,
 			desc->file, desc->line, err);
@@ -233,7 +233,7 @@ static bool marker_take_format_locked(struct mark_marker *m, const struct mark__
 		return false;
 	}
 	struct mark_arg *args = calloc((size_t)n + 1, sizeof(*args));
-	char *names[MARK__MAX_ARGS + 4] = { 0 };
+	char *names[MARK_MAX_MARKER_ARGS] = { 0 };
 	char *format = strdup(desc->format);
 	if (!args || !format) {
 		free(args);

@@ -386,13 +386,8 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 /* Is there work that must not wait for the next tick? */
 static bool urgent_work(struct tracer_session *s)
 {
-	unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
-	if (n > TRACER_MAX_RINGS)
-		n = TRACER_MAX_RINGS;
-	for (unsigned i = 0; i < n; i++) {
-		struct tracer_ring *r = &s->rings[i];
-		if (!__atomic_load_n(&r->ready, __ATOMIC_ACQUIRE))
-			continue;
+	struct tracer_ring *r;
+	tracer_for_each_ring(s, r) {
 		struct mark_tf_ring *h = r->hdr;
 		if (__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == MARK_TF_RING_EXITED)
 			return true;
@@ -448,13 +443,8 @@ int tracer_stats_open(struct tracer_session *s)
 void tracer_sum_rings(struct tracer_session *s, uint64_t *events, uint64_t *lost, uint64_t *buffers)
 {
 	uint64_t e = 0, l = __atomic_load_n(&s->lost_no_ring, __ATOMIC_RELAXED), b = 0;
-	unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
-	if (n > TRACER_MAX_RINGS)
-		n = TRACER_MAX_RINGS;
-	for (unsigned i = 0; i < n; i++) {
-		struct tracer_ring *r = &s->rings[i];
-		if (!__atomic_load_n(&r->ready, __ATOMIC_ACQUIRE))
-			continue;
+	struct tracer_ring *r;
+	tracer_for_each_ring(s, r) {
 		e += __atomic_load_n(&r->hdr->events, __ATOMIC_RELAXED);
 		l += __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED) +
 		     __atomic_load_n(&r->hdr->lost_consumer, __ATOMIC_RELAXED);
@@ -496,13 +486,8 @@ void tracer_stats_update(struct tracer_session *s, uint32_t state)
 
 static void for_each_ring_drain(struct tracer_session *s, bool final, bool *work)
 {
-	unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
-	if (n > TRACER_MAX_RINGS)
-		n = TRACER_MAX_RINGS;
-	for (unsigned i = 0; i < n; i++) {
-		struct tracer_ring *r = &s->rings[i];
-		if (!__atomic_load_n(&r->ready, __ATOMIC_ACQUIRE))
-			continue;
+	struct tracer_ring *r;
+	tracer_for_each_ring(s, r) {
 		if (drain_ring(s, r, final))
 			*work = true;
 	}

@@ -303,12 +303,9 @@ static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
 		pthread_setspecific(exit_key, (void *)1);
 		tls.key_set = true;
 	}
-	unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
-	if (n > TRACER_MAX_RINGS)
-		n = TRACER_MAX_RINGS;
-	for (unsigned i = 0; i < n; i++) {
-		struct tracer_ring *r = &s->rings[i];
-		if (!__atomic_load_n(&r->ready, __ATOMIC_ACQUIRE) || r->nesting != depth)
+	struct tracer_ring *r;
+	tracer_for_each_ring(s, r) {
+		if (r->nesting != depth)
 			continue;
 		uint32_t expected = MARK_TF_RING_FREE;
 		/* Acquire: the consumer's drain (release store of FREE) happens before our writes. */
@@ -328,7 +325,7 @@ static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
 			return r;
 		}
 	}
-	struct tracer_ring *r = ring_create(s, depth);
+	r = ring_create(s, depth);
 	tls.rings[depth] = r;
 	return r;
 }
@@ -488,6 +485,37 @@ static void __attribute__((noinline)) maybe_kick(struct tracer_session *s, struc
 	}
 }
 
+/*
+ * The slow path's way to store one record: rec[2..] holds the payload,
+ * `size` bytes in all (a multiple of 8, header included); rec[0] and
+ * rec[1] are filled here with the timestamp and the header word
+ * (header_low | CPU << 32).  Makes room or counts the event lost, handles
+ * wrap-around, and wakes the consumer past half full.
+ */
+static void ring_write_record(struct tracer_session *s, struct tracer_ring *r, uint64_t *rec,
+			      uint64_t size, uint64_t header_low)
+{
+	struct mark_tf_ring *hdr = r->hdr;
+	const uint64_t head = hdr->head;
+	if (unlikely(size > r->capacity)) {
+		__atomic_store_n(&hdr->lost, hdr->lost + 1, __ATOMIC_RELAXED);
+		return;
+	}
+	if (head + size - r->cached_tail > r->capacity && !make_room(s, r, head, size))
+		return;
+	overwrite_note_record(s, r, head);
+	rec[0] = now_ticks();
+	rec[1] = header_low | (uint64_t)current_cpu() << 32;
+	const uint64_t mask = r->capacity / 8 - 1, w = head / 8;
+	for (uint64_t i = 0; i < size / 8; i++)
+		ring_put(r->data, mask, w + i, rec[i]);
+	const uint64_t new_head = head + size;
+	__atomic_store_n(&hdr->head, new_head, __ATOMIC_RELEASE);
+	__atomic_store_n(&hdr->events, hdr->events + 1, __ATOMIC_RELAXED);
+	if (unlikely(new_head - r->cached_tail > r->kick_threshold))
+		maybe_kick(s, r, new_head);
+}
+
 /* ---- strings ---- */
 
 /*
@@ -537,27 +565,7 @@ static void __attribute__((noinline)) record_with_strings(struct tracer_session 
 	}
 	size_t end = (off + 7) & ~(size_t)7;
 	memset(b + off, 0, end - off);
-	const uint64_t size = end;
-	struct mark_tf_ring *hdr = r->hdr;
-	uint64_t head = hdr->head;
-	if (unlikely(size > r->capacity)) {
-		__atomic_store_n(&hdr->lost, hdr->lost + 1, __ATOMIC_RELAXED);
-		return;
-	}
-	if (head + size - r->cached_tail > r->capacity && !make_room(s, r, head, size))
-		return;
-	overwrite_note_record(s, r, head);
-	buf[0] = now_ticks();
-	buf[1] = (uint64_t)m->id | (uint64_t)off << 16 | (uint64_t)current_cpu() << 32;
-	const uint64_t mask = r->capacity / 8 - 1;
-	const uint64_t w = head / 8;
-	for (uint64_t i = 0; i < size / 8; i++)
-		ring_put(r->data, mask, w + i, buf[i]);
-	uint64_t new_head = head + size;
-	__atomic_store_n(&hdr->head, new_head, __ATOMIC_RELEASE);
-	__atomic_store_n(&hdr->events, hdr->events + 1, __ATOMIC_RELAXED);
-	if (s->mode != MARK_TRACE_OVERWRITE && unlikely(new_head - r->cached_tail > r->capacity / 2))
-		maybe_kick(s, r, new_head);
+	ring_write_record(s, r, buf, end, (uint64_t)m->id | (uint64_t)off << 16);
 }
 
 /* ---- the probe ---- */
@@ -658,23 +666,11 @@ static void record_slow(struct tracer_session *s, unsigned depth, const struct m
 	if (shape == 1) {
 		record_with_strings(s, r, m, args);
 	} else {
-		struct mark_tf_ring *hdr = r->hdr;
-		const uint64_t size = SHAPE_SPAN(shape), head = hdr->head;
-		if (head + size - r->cached_tail > r->capacity && !make_room(s, r, head, size))
-			goto out;
-		overwrite_note_record(s, r, head);
-		const uint64_t mask = r->capacity / 8 - 1, w = head / 8;
-		ring_put(r->data, mask, w, now_ticks());
-		ring_put(r->data, mask, w + 1, SHAPE_HEADER(shape) | (uint64_t)current_cpu() << 32);
-		for (unsigned i = 0; i < (size - 16) / 8; i++)
-			ring_put(r->data, mask, w + 2 + i, args[i]);
-		const uint64_t new_head = head + size;
-		__atomic_store_n(&hdr->head, new_head, __ATOMIC_RELEASE);
-		__atomic_store_n(&hdr->events, hdr->events + 1, __ATOMIC_RELAXED);
-		if (unlikely(new_head - r->cached_tail > r->kick_threshold))
-			maybe_kick(s, r, new_head);
+		uint64_t rec[2 + MARK_MAX_MARKER_ARGS];
+		const uint64_t size = SHAPE_SPAN(shape);
+		memcpy(rec + 2, args, size - 16);
+		ring_write_record(s, r, rec, size, SHAPE_HEADER(shape));
 	}
-out:
 	hot_fill(s, depth);
 }
 
@@ -688,30 +684,25 @@ out:
  * generation change), and the old one stays valid until our caller's
  * read-side section ends.
  */
-static void __attribute__((noinline, cold)) probe_slow(unsigned depth, const struct mark_marker *m,
-						       const uint64_t *args)
+static void __attribute__((noinline)) probe_full(unsigned depth, const struct mark_marker *m,
+						 const uint64_t *args)
 {
 	/* Acquire: the session's fields are initialised before it is published. */
 	struct tracer_session *s = __atomic_load_n(&tracer_current, __ATOMIC_ACQUIRE);
-	if (!s)
-		return;   /* between sessions */
-	tls.depth = depth + 1;
-	/* A signal handler on this thread sees depth+1 before we touch ring[depth]. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	record_slow(s, depth, m, args);
+	/* tls.depth is raised: the ring is ours. */
+	if (s)
+		record_slow(s, depth, m, args);   /* else between sessions */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	tls.depth = depth;
 }
 
-static void __attribute__((noinline)) probe_full(unsigned depth, const struct mark_marker *m,
-						 const uint64_t *args)
+static void __attribute__((noinline, cold)) probe_slow(unsigned depth, const struct mark_marker *m,
+						       const uint64_t *args)
 {
-	struct tracer_session *s = __atomic_load_n(&tracer_current, __ATOMIC_ACQUIRE);
-	/* tls.depth is still raised: the ring is ours. */
-	if (s)
-		record_slow(s, depth, m, args);
+	tls.depth = depth + 1;
+	/* A signal handler on this thread sees depth+1 before we touch ring[depth]. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	tls.depth = depth;
+	probe_full(depth, m, args);
 }
 
 /*

@@ -110,6 +110,18 @@ static void clean_trace_dir(const char *dir, int depth)
 	closedir(d);
 }
 
+/* A zeroed session with a generation of its own and no stream files open. */
+static struct tracer_session *session_alloc(void)
+{
+	struct tracer_session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	for (unsigned i = 0; i < TRACER_MAX_RINGS; i++)
+		s->rings[i].stream_fd = -1;
+	s->generation = ++last_generation;
+	return s;
+}
+
 static void free_session(struct tracer_session *s)
 {
 	if (!s)
@@ -125,11 +137,8 @@ static void free_session(struct tracer_session *s)
 
 static void session_unmap(struct tracer_session *s, bool unlink_rings)
 {
-	unsigned n = s->next_index < TRACER_MAX_RINGS ? s->next_index : TRACER_MAX_RINGS;
-	for (unsigned i = 0; i < n; i++) {
-		struct tracer_ring *r = &s->rings[i];
-		if (!r->ready)
-			continue;
+	struct tracer_ring *r;
+	tracer_for_each_ring(s, r) {
 		struct stat st;
 		/* Close only a descriptor that is still ours (see drain_ring). */
 		if (r->stream_fd >= 0 && fstat(r->stream_fd, &st) == 0 && st.st_ino == r->stream_ino &&
@@ -139,7 +148,7 @@ static void session_unmap(struct tracer_session *s, bool unlink_rings)
 		munmap(r->hdr, MARK_TF_RING_HEADER_SIZE + r->capacity);
 		if (unlink_rings) {
 			char path[PATH_MAX];
-			tracer_path(path, sizeof(path), s->dir, MARK_TF_RING_PREFIX, i);
+			tracer_path(path, sizeof(path), s->dir, MARK_TF_RING_PREFIX, r->index);
 			unlink(path);
 		}
 	}
@@ -207,12 +216,11 @@ static void atfork_child(void)
 	tracer_thread_forget();
 	if (parent) {
 		tracer_set_current(NULL);
-		struct tracer_session *s = calloc(1, sizeof(*s));
+		struct tracer_session *s = session_alloc();
 		char *dir = NULL;
 		if (s && (s->base_dir = strdup(parent->base_dir)) &&
 		    asprintf(&dir, "%s/%s%d", parent->base_dir, MARK_TF_CHILD_PREFIX, (int)getpid()) > 0) {
 			s->dir = dir;
-			s->generation = ++last_generation;
 			s->mode = parent->mode;
 			s->buffer_size = parent->buffer_size;
 			s->string_max = parent->string_max;
@@ -226,8 +234,6 @@ static void atfork_child(void)
 					if ((s->globs[i] = strdup(parent->globs[i])))
 						s->nglobs++;
 			}
-			for (unsigned i = 0; i < TRACER_MAX_RINGS; i++)
-				s->rings[i].stream_fd = -1;
 			if (mkdir_p(dir) == 0 && tracer_stats_open(s) == 0 && tracer_consumer_start(s) == 0) {
 				tracer_set_current(s);
 			} else {
@@ -258,6 +264,22 @@ static void register_atfork(void)
 
 /* ---- start / stop ---- */
 
+/*
+ * Take the session off the air: the probe is disconnected, and after the
+ * grace period no thread runs it (block-mode producers finish: the
+ * consumer still runs); then the consumer writes what it has and stops.
+ */
+static void session_disconnect(struct tracer_session *s)
+{
+	for (size_t i = 0; i < s->nglobs; i++) {
+		mark_probe_unregister_fast(s->globs[i], tracer_probe, NULL);
+		mark_disarm(s->globs[i]);
+	}
+	tracer_set_current(NULL);
+	urcu_bp_synchronize_rcu();
+	tracer_consumer_stop(s);
+}
+
 static int session_start_locked(const struct mark_trace_config *cfg)
 {
 	if (!cfg || !cfg->directory || !*cfg->directory)
@@ -277,12 +299,9 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 	tracer_probe_init();
 	tracer_cpu_init();
 
-	struct tracer_session *s = calloc(1, sizeof(*s));
+	struct tracer_session *s = session_alloc();
 	if (!s)
 		return mark_error(ENOMEM, "mark: tracer: out of memory");
-	for (unsigned i = 0; i < TRACER_MAX_RINGS; i++)
-		s->rings[i].stream_fd = -1;
-	s->generation = ++last_generation;
 	s->mode = cfg->mode;
 	s->buffer_size = round_pow2(size);
 	s->string_max = MARK_TF_STRING_MAX;
@@ -373,13 +392,7 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 	if (rc < 0) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s", mark_last_error());
-		for (size_t i = 0; i < s->nglobs; i++) {
-			mark_probe_unregister_fast(s->globs[i], tracer_probe, NULL);
-			mark_disarm(s->globs[i]);
-		}
-		tracer_set_current(NULL);
-		urcu_bp_synchronize_rcu();
-		tracer_consumer_stop(s);
+		session_disconnect(s);
 		session_unmap(s, true);
 		clean_trace_dir(s->dir, 0);
 		free_session(s);
@@ -402,16 +415,9 @@ static int session_stop_locked(void)
 	struct tracer_session *s = tracer_current;
 	if (!s)
 		return mark_error(ENOENT, "mark: tracer: no tracing session is running");
-	/* 1. No new events: the probe is disconnected; after the grace period
-	 *    no thread runs it (block-mode producers finish: the consumer runs). */
-	for (size_t i = 0; i < s->nglobs; i++) {
-		mark_probe_unregister_fast(s->globs[i], tracer_probe, NULL);
-		mark_disarm(s->globs[i]);
-	}
-	tracer_set_current(NULL);
-	urcu_bp_synchronize_rcu();
-	/* 2. The consumer writes what it has, then everything that is left. */
-	tracer_consumer_stop(s);
+	/* 1. No new events; 2. the consumer writes what it has... */
+	session_disconnect(s);
+	/* ...then everything that is left. */
 	tracer_clock_refine(&s->clock);
 	tracer_drain_all_final(s);
 	tracer_metadata_write(s->dir, s, s->trace_uuid, &s->described);
@@ -551,13 +557,11 @@ int mark_tracer_snapshot(const char *directory)
 		rc = mark_error(ENOMEM, "mark: snapshot: out of memory");
 		goto out;
 	}
-	unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
-	if (n > TRACER_MAX_RINGS)
-		n = TRACER_MAX_RINGS;
-	for (unsigned i = 0; i < n && rc == 0; i++) {
-		struct tracer_ring *r = &s->rings[i];
-		if (__atomic_load_n(&r->ready, __ATOMIC_ACQUIRE))
-			rc = snapshot_ring(r, directory, buf, uuid, described);
+	struct tracer_ring *r;
+	tracer_for_each_ring(s, r) {
+		rc = snapshot_ring(r, directory, buf, uuid, described);
+		if (rc != 0)
+			break;
 	}
 	free(buf);
 	if (rc < 0)

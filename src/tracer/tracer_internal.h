@@ -155,6 +155,25 @@ struct tracer_session {
 	bool write_error_reported;
 };
 
+/* How many of s->rings may be in use.  Relaxed: a ring created meanwhile
+ * is seen on the next pass; its `ready` flag says whether it is usable. */
+static inline unsigned tracer_ring_count(struct tracer_session *s)
+{
+	unsigned n = __atomic_load_n(&s->next_index, __ATOMIC_RELAXED);
+	return n < TRACER_MAX_RINGS ? n : TRACER_MAX_RINGS;
+}
+
+/*
+ * For each ring of s whose fields are published (acquire load of `ready`,
+ * paired with ring_create()'s release store); `continue` and `break` work
+ * as in a plain for loop.
+ */
+#define tracer_for_each_ring(s, r)                                                           \
+	for (unsigned tracer__i = 0, tracer__n = tracer_ring_count(s); tracer__i < tracer__n; \
+	     tracer__i++)                                                                    \
+		if (!__atomic_load_n(&((r) = &(s)->rings[tracer__i])->ready, __ATOMIC_ACQUIRE)) { \
+		} else
+
 /* The active session of this process, or NULL.  Loaded by the slow path. */
 extern MARK_HIDDEN struct tracer_session *tracer_current;
 /* Its generation, or TRACER_NO_GENERATION: all the fast path loads (it
