@@ -71,46 +71,42 @@ void strbuf_release(struct strbuf *sb)
 	*sb = (struct strbuf){ 0 };
 }
 
-void strbuf_add_json_string(struct strbuf *sb, const char *text)
+/*
+ * A quoted string: `"`, `\\`, newline and tab as two-character escapes in
+ * both forms.  JSON also escapes carriage return the same way, and every other
+ * control byte or byte >= 0x80 (a %s argument is any bytes, not
+ * necessarily UTF-8) as \u00XX, so the file is always valid JSON; the
+ * text view (C style) escapes every byte outside printable ASCII as \xXX.
+ */
+static void add_quoted(struct strbuf *sb, const char *text, bool json)
 {
 	strbuf_add(sb, "\"", 1);
 	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
 		switch (*p) {
-		case '"': strbuf_add(sb, "\\\"", 2); break;
-		case '\\': strbuf_add(sb, "\\\\", 2); break;
-		case '\n': strbuf_add(sb, "\\n", 2); break;
-		case '\r': strbuf_add(sb, "\\r", 2); break;
-		case '\t': strbuf_add(sb, "\\t", 2); break;
+		case '"': strbuf_add(sb, "\\\"", 2); continue;
+		case '\\': strbuf_add(sb, "\\\\", 2); continue;
+		case '\n': strbuf_add(sb, "\\n", 2); continue;
+		case '\t': strbuf_add(sb, "\\t", 2); continue;
+		case '\r':
+			if (json) {
+				strbuf_add(sb, "\\r", 2);
+				continue;
+			}
+			break;
 		default:
-			/* Control bytes and bytes >= 0x80 (a %s argument is any bytes,
-			 * not necessarily UTF-8) become \u00XX so the file is always valid JSON. */
-			if (*p < 0x20 || *p >= 0x80)
-				strbuf_addf(sb, "\\u%04x", *p);
-			else
-				strbuf_add(sb, (const char *)p, 1);
+			break;
 		}
+		if (*p < 0x20 || *p >= (json ? 0x80 : 0x7f))
+			strbuf_addf(sb, json ? "\\u%04x" : "\\x%02x", *p);
+		else
+			strbuf_add(sb, (const char *)p, 1);
 	}
 	strbuf_add(sb, "\"", 1);
 }
 
-/* A C-style quoted string for the text view: printable ASCII as is, the rest escaped. */
-static void add_text_string(struct strbuf *sb, const char *text)
+void strbuf_add_json_string(struct strbuf *sb, const char *text)
 {
-	strbuf_add(sb, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-		switch (*p) {
-		case '"': strbuf_add(sb, "\\\"", 2); break;
-		case '\\': strbuf_add(sb, "\\\\", 2); break;
-		case '\n': strbuf_add(sb, "\\n", 2); break;
-		case '\t': strbuf_add(sb, "\\t", 2); break;
-		default:
-			if (*p < 0x20 || *p >= 0x7f)
-				strbuf_addf(sb, "\\x%02x", *p);
-			else
-				strbuf_add(sb, (const char *)p, 1);
-		}
-	}
-	strbuf_add(sb, "\"", 1);
+	add_quoted(sb, text, true);
 }
 
 static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_preferred_display_base base,
@@ -207,7 +203,7 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		if (json)
 			strbuf_add_json_string(sb, s ? s : "");
 		else
-			add_text_string(sb, s ? s : "");
+			add_quoted(sb, s ? s : "", false);
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY)) {
 		uint64_t n = bt_field_array_get_length(field);
 		strbuf_add(sb, "[", 1);

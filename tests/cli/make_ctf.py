@@ -12,7 +12,7 @@ Content (times are ns after the clock offset 1700000000 s, Unix epoch):
     tick       t=12000 value=1.5           (+10 us)
   stream 0, packet 2 (events_discarded = 5, cumulative as CTF says):
     tick       t=32000 value=2.5           (+20 us)
-    req_begin  t=40000 count=2  ptr=0xbeef name="quote\"d"
+    req_begin  t=40000 count=2  ptr=0xbeef name="quote\"d" + CR, 0x01, DEL, tab, "é" (bytes every escape form covers)
     req_end    t=41000 count=2
   stream 1 (cpu 1, tid 102):
     tick       t=62000  value=-1           (+30 us)
@@ -107,6 +107,11 @@ def metadata():
     return METADATA_TEMPLATE % {"uuid": str(UUID), "pid": PID}
 
 
+# A string that needs every kind of escape: quote, carriage return, a
+# control byte, DEL, tab and a UTF-8 letter (bytes >= 0x80).
+ESCAPES = 'quote"d\r\x01\x7f\t\u00e9'
+
+
 def encode(name, args):
     if name == "req_begin":
         count, ptr, text = args
@@ -147,7 +152,7 @@ def main():
         f.write(metadata())
     s0p1 = [(1000, "req_begin", (1, 0x1000, "alpha")), (2000, "tick", (0.5,)),
              (3000, "req_end", (1,)), (12000, "tick", (1.5,))]
-    s0p2 = [(32000, "tick", (2.5,)), (40000, "req_begin", (2, 0xBEEF, 'quote"d')),
+    s0p2 = [(32000, "tick", (2.5,)), (40000, "req_begin", (2, 0xBEEF, ESCAPES)),
             (41000, "req_end", (2,))]
     s1 = [(62000, "tick", (-1.0,)), (102000, "tick", (1e300,)),
           (103000, "req_begin", (-3, 0xFFFFFFFFFFFFFFFF, "gamma"))]

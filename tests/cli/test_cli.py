@@ -69,8 +69,10 @@ def case_view(mark, target, workdir):
     check(len(events) == 10, "view printed %d events, want 10" % len(events))
     check(events[0] == '[2023-11-14 22:13:20.000001000] cpu 0 tid 101 req_begin: count=1 ptr=0x1000 name="alpha"',
           "first line: %r" % (events[0] if events else None))
-    check('[2023-11-14 22:13:20.000040000] cpu 0 tid 101 req_begin: count=2 ptr=0xbeef name="quote\\"d"' in events,
-          "escaped string line missing")
+    # C-style escapes: every byte outside printable ASCII as \xXX (CR, 0x01, DEL, é's two bytes).
+    check('[2023-11-14 22:13:20.000040000] cpu 0 tid 101 req_begin: count=2 ptr=0xbeef '
+          'name="quote\\"d\\x0d\\x01\\x7f\\t\\xc3\\xa9"' in events,
+          "escaped string line missing: %s" % [e for e in events if "0xbeef" in e])
     check("[2023-11-14 22:13:20.000103000] cpu 1 tid 102 req_begin: count=-3 ptr=0xffffffffffffffff name=\"gamma\""
           in events, "signed/hex extremes line missing")
     check("[2023-11-14 22:13:20.000102000] cpu 1 tid 102 tick: value=1e+300" in events, "double line missing")
@@ -151,7 +153,9 @@ def case_export(mark, target, workdir):
     check(first["ts"] == 1700000000000001.0 and first["pid"] == 4242 and first["tid"] == 101,
           "first event ts/pid/tid: %r" % first)
     check(first["args"] == {"count": 1, "ptr": "0x1000", "name": "alpha", "cpu": 0}, "args: %r" % first["args"])
-    check(any(e["args"].get("name") == 'quote"d' for e in evs), "escaped string survives JSON")
+    # JSON escapes: \r, \u0001, DEL as is (valid JSON), bytes >= 0x80 one by one as \u00XX.
+    check(any(e["args"].get("name") == 'quote"d\r\x01\x7f\t\u00c3\u00a9' for e in evs),
+          "escaped string survives JSON: %s" % [e["args"].get("name") for e in evs if "name" in e["args"]])
     check(doc["otherData"]["lost_events"] == 5, "lost events in otherData")
     check(any(e.get("ph") == "M" and e["args"].get("name") == "fixture" for e in doc["traceEvents"]),
           "process_name metadata from env.procname")
