@@ -17,6 +17,38 @@
 
 #define MARK_HIDDEN __attribute__((visibility("hidden")))
 
+/*
+ * ThreadSanitizer builds.  TSan does not see some of our orderings (an
+ * RCU grace period, call_rcu's queue, liburcu being uninstrumented):
+ * MARK_TSAN_RELEASE(p) / MARK_TSAN_ACQUIRE(p) state them; elsewhere they
+ * are nothing.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define MARK_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define MARK_TSAN 1
+#endif
+#endif
+#ifdef MARK_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define MARK_TSAN_RELEASE(p) __tsan_release(p)
+#define MARK_TSAN_ACQUIRE(p) __tsan_acquire(p)
+#else
+#define MARK_TSAN_RELEASE(p) ((void)0)
+#define MARK_TSAN_ACQUIRE(p) ((void)0)
+#endif
+
+/* FNV-1a of a marker or list name, for the registries' hash tables. */
+static inline unsigned mark_name_hash(const char *s)
+{
+	unsigned h = 2166136261u;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
 /* ---- errors ---- */
 /* Record the message returned by mark_last_error() on this thread; returns -err. */
 MARK_HIDDEN int mark_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -26,22 +26,8 @@
  * ThreadSanitizer does not see the grace period as synchronisation: tell it
  * that a reader's accesses to an array happen before the writer frees it.
  */
-#if defined(__SANITIZE_THREAD__)
-#define MARK_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define MARK_TSAN 1
-#endif
-#endif
-#ifdef MARK_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-#define TSAN_RELEASE(p) __tsan_release(p)
-#define TSAN_ACQUIRE(p) __tsan_acquire(p)
-#else
-#define TSAN_RELEASE(p) ((void)0)
-#define TSAN_ACQUIRE(p) ((void)0)
-#endif
+#define TSAN_RELEASE(p) MARK_TSAN_RELEASE(p)
+#define TSAN_ACQUIRE(p) MARK_TSAN_ACQUIRE(p)
 
 struct probe_registration {
 	char *name;               /* name or glob */

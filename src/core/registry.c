@@ -112,10 +112,7 @@ void mark_init(void)
 
 static unsigned hash_name(const char *s)
 {
-	unsigned h = 2166136261u;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h % MARKER_HASH_SIZE;
+	return mark_name_hash(s) % MARKER_HASH_SIZE;
 }
 
 bool mark_glob_match(const char *glob, const struct mark_marker *m)

@@ -67,29 +67,15 @@
  * memory after a grace period acquires it first, which tells TSan what
  * the grace period guarantees: every reader access happened before the free.
  */
-#if defined(__SANITIZE_THREAD__)
-#define EH_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define EH_TSAN 1
-#endif
-#endif
-#ifdef EH_TSAN
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
+#ifdef MARK_TSAN
 static char tsan_grace;
-#define TSAN_READER_DONE() __tsan_release(&tsan_grace)
-#define TSAN_BEFORE_FREE() __tsan_acquire(&tsan_grace)
+#endif
+#define TSAN_READER_DONE() MARK_TSAN_RELEASE(&tsan_grace)
+#define TSAN_BEFORE_FREE() MARK_TSAN_ACQUIRE(&tsan_grace)
 /* Neither does it see call_rcu's queue (liburcu is not instrumented): the
  * retiring thread hands the object over to the callback explicitly. */
-#define TSAN_HANDOFF(p) __tsan_release(p)
-#define TSAN_TAKEOVER(p) __tsan_acquire(p)
-#else
-#define TSAN_READER_DONE() ((void)0)
-#define TSAN_BEFORE_FREE() ((void)0)
-#define TSAN_HANDOFF(p) ((void)0)
-#define TSAN_TAKEOVER(p) ((void)0)
-#endif
+#define TSAN_HANDOFF(p) MARK_TSAN_RELEASE(p)
+#define TSAN_TAKEOVER(p) MARK_TSAN_ACQUIRE(p)
 
 
 struct eh_handler {
@@ -160,10 +146,7 @@ static void setup(void)
 
 static unsigned hash_name(const char *s)
 {
-	unsigned h = 2166136261u;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h % LIST_HASH_SIZE;
+	return mark_name_hash(s) % LIST_HASH_SIZE;
 }
 
 static struct mark__eh_list *list_find_locked(const char *name)

@@ -76,7 +76,7 @@ void tracer_set_current(struct tracer_session *s)
 		__atomic_store_n(&tracer_current, NULL, __ATOMIC_RELEASE);
 	}
 }
-#ifdef TRACER_TSAN
+#ifdef MARK_TSAN
 int tracer_fence_word;
 #endif
 

@@ -38,14 +38,7 @@
  * refuses it under -fsanitize=thread); there an RMW on a global word gives
  * TSan the same ordering edges (slower, but only in TSan builds).
  */
-#if defined(__SANITIZE_THREAD__)
-#define TRACER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TRACER_TSAN 1
-#endif
-#endif
-#ifdef TRACER_TSAN
+#ifdef MARK_TSAN
 extern MARK_HIDDEN int tracer_fence_word;
 #define TRACER_FENCE(order) ((void)__atomic_fetch_add(&tracer_fence_word, 0, __ATOMIC_SEQ_CST))
 #else
