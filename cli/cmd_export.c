@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,19 +82,43 @@ static int ends_with(const char *s, const char *suffix, size_t *stem_len)
 	return 1;
 }
 
-static int trace_class_declares(const bt_trace_class *tc, const char *name)
+/* Every event class name the trace class declares (borrowed from it), in
+ * one array; NULL when out of memory. */
+static const char **event_class_names(const bt_trace_class *tc, size_t *count)
 {
+	size_t n = 0, cap = 16;
+	const char **names = malloc(cap * sizeof(*names));
 	uint64_t nsc = bt_trace_class_get_stream_class_count(tc);
-	for (uint64_t i = 0; i < nsc; i++) {
+	for (uint64_t i = 0; names && i < nsc; i++) {
 		const bt_stream_class *sc = bt_trace_class_borrow_stream_class_by_index_const(tc, i);
 		uint64_t nec = bt_stream_class_get_event_class_count(sc);
-		for (uint64_t j = 0; j < nec; j++) {
-			const char *n = bt_event_class_get_name(bt_stream_class_borrow_event_class_by_index_const(sc, j));
-			if (n && strcmp(n, name) == 0)
-				return 1;
+		for (uint64_t j = 0; names && j < nec; j++) {
+			const char *name = bt_event_class_get_name(bt_stream_class_borrow_event_class_by_index_const(sc, j));
+			if (!name)
+				continue;
+			if (n == cap) {
+				const char **grown = realloc(names, 2 * cap * sizeof(*names));
+				if (!grown) {
+					free(names);
+					names = NULL;
+					break;
+				}
+				names = grown;
+				cap *= 2;
+			}
+			names[n++] = name;
 		}
 	}
-	return 0;
+	*count = n;
+	return names;
+}
+
+static bool name_in(const char *const *names, size_t count, const char *name)
+{
+	for (size_t i = 0; i < count; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
 }
 
 static void free_paired(struct export_state *x)
@@ -116,36 +141,33 @@ static void learn_pairs(struct export_state *x, const bt_trace_class *tc)
 		return;
 	free_paired(x);
 	x->known_class = tc;
-	uint64_t nsc = bt_trace_class_get_stream_class_count(tc);
-	for (uint64_t i = 0; i < nsc; i++) {
-		const bt_stream_class *sc = bt_trace_class_borrow_stream_class_by_index_const(tc, i);
-		uint64_t nec = bt_stream_class_get_event_class_count(sc);
-		for (uint64_t j = 0; j < nec; j++) {
-			const char *n = bt_event_class_get_name(bt_stream_class_borrow_event_class_by_index_const(sc, j));
-			if (!n)
+	size_t count;
+	const char **names = event_class_names(tc, &count);
+	for (size_t i = 0; names && i < count; i++) {
+		const char *n = names[i];
+		for (size_t k = 0; k < sizeof(pair_suffixes) / sizeof(pair_suffixes[0]); k++) {
+			size_t stem;
+			if (!ends_with(n, pair_suffixes[k].begin, &stem))
 				continue;
-			for (size_t k = 0; k < sizeof(pair_suffixes) / sizeof(pair_suffixes[0]); k++) {
-				size_t stem;
-				if (!ends_with(n, pair_suffixes[k].begin, &stem))
-					continue;
-				char partner[512];
-				if (stem + strlen(pair_suffixes[k].end) >= sizeof(partner))
-					continue;
-				memcpy(partner, n, stem);
-				strcpy(partner + stem, pair_suffixes[k].end);
-				if (!trace_class_declares(tc, partner))
-					continue;
-				char **grown = realloc(x->paired, (x->npaired + 2) * sizeof(*grown));
-				if (!grown)
-					return;
-				x->paired = grown;
-				x->paired[x->npaired] = strdup(n);
-				x->paired[x->npaired + 1] = strdup(partner);
-				if (x->paired[x->npaired] && x->paired[x->npaired + 1])
-					x->npaired += 2;
-			}
+			char partner[512];
+			if (stem + strlen(pair_suffixes[k].end) >= sizeof(partner))
+				continue;
+			memcpy(partner, n, stem);
+			strcpy(partner + stem, pair_suffixes[k].end);
+			if (!name_in(names, count, partner))
+				continue;
+			char **grown = realloc(x->paired, (x->npaired + 2) * sizeof(*grown));
+			if (!grown)
+				goto out;   /* out of memory: fewer pairs, never a crash */
+			x->paired = grown;
+			x->paired[x->npaired] = strdup(n);
+			x->paired[x->npaired + 1] = strdup(partner);
+			if (x->paired[x->npaired] && x->paired[x->npaired + 1])
+				x->npaired += 2;
 		}
 	}
+out:
+	free(names);
 }
 
 /* The role of event `name` and, for B/E, the length of the slice name (the stem). */
