@@ -446,20 +446,39 @@ def case_record_interrupt(mark, target, workdir):
             os.execv(mark, [mark, "record", "-o", trace, "--", target, "wait", ready])
         finally:
             os._exit(127)
-    deadline = time.time() + 30
-    text = b""
-    while not os.path.exists(ready) and time.time() < deadline:
-        r, _, _ = select.select([master], [], [], 0.05)
+    text = pty_read_while(master, b"", lambda t: not os.path.exists(ready), 30, 0.05)
+    os.write(master, b"\x03")
+    text = pty_read_to_eof(master, text, lambda: False)
+    _, status = os.waitpid(pid, 0)
+    os.close(master)
+    code = os.waitstatus_to_exitcode(status)
+    check(code == 51, "^C on the terminal: exit %d, want 51 (exactly one SIGINT): %r" % (code, text[-800:]))
+    check(b"trace written to" in text, "summary after ^C")
+    bt = run(["babeltrace2", trace])
+    check(bt.returncode == 0 and len(bt.stdout.splitlines()) >= 6001, "trace after ^C")
+
+
+def pty_read_while(master, text, more, seconds, poll):
+    """Append what the pty's master reads to text while more(text) holds, for at most `seconds`."""
+    deadline = time.time() + seconds
+    while more(text) and time.time() < deadline:
+        r, _, _ = select.select([master], [], [], poll)
         if r:
             try:
                 text += os.read(master, 65536)
             except OSError:
                 break
-    os.write(master, b"\x03")
-    deadline = time.time() + 60
+    return text
+
+
+def pty_read_to_eof(master, text, exited, seconds=60):
+    """Append the rest, up to end of file (or exited() once nothing comes), for at most `seconds`."""
+    deadline = time.time() + seconds
     while time.time() < deadline:
         r, _, _ = select.select([master], [], [], 0.5)
         if not r:
+            if exited():
+                break
             continue
         try:
             chunk = os.read(master, 65536)
@@ -468,13 +487,7 @@ def case_record_interrupt(mark, target, workdir):
         if not chunk:
             break
         text += chunk
-    _, status = os.waitpid(pid, 0)
-    os.close(master)
-    code = os.waitstatus_to_exitcode(status)
-    check(code == 51, "^C on the terminal: exit %d, want 51 (exactly one SIGINT): %r" % (code, text[-800:]))
-    check(b"trace written to" in text, "summary after ^C")
-    bt = run(["babeltrace2", trace])
-    check(bt.returncode == 0 and len(bt.stdout.splitlines()) >= 6001, "trace after ^C")
+    return text
 
 
 def case_record_liveline(mark, target, workdir):
@@ -488,29 +501,9 @@ def case_record_liveline(mark, target, workdir):
     p = subprocess.Popen([mark, "record", "-o", trace, "--", target, "wait", ready],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
     os.close(slave)
-    text = b""
-    deadline = time.time() + 30
-    while time.time() < deadline and not (b"MB written" in text and os.path.exists(ready)):
-        r, _, _ = select.select([master], [], [], 0.2)
-        if r:
-            try:
-                text += os.read(master, 65536)
-            except OSError:
-                break
+    text = pty_read_while(master, b"", lambda t: not (b"MB written" in t and os.path.exists(ready)), 30, 0.2)
     p.send_signal(signal.SIGTERM)
-    while True:
-        r, _, _ = select.select([master], [], [], 0.5)
-        if not r:
-            if p.poll() is not None:
-                break
-            continue
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        text += chunk
+    text = pty_read_to_eof(master, text, lambda: p.poll() is not None)
     p.wait(timeout=60)
     os.close(master)
     s = text.decode(errors="replace")
