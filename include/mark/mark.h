@@ -100,6 +100,15 @@ void mark_synchronize(void);
 /* The message of the last failed call on this thread ("" if none). */
 const char *mark_last_error(void);
 
+/*
+ * Start the control agent in this process, if it has none (docs/control.md).
+ * A forked child has no agent until it execs a program with markers or
+ * calls this: a forking server whose workers should be controllable with
+ * `mark` calls it in each worker (after any unshare()/setns(), which a
+ * multi-threaded process cannot do).  0, or -errno (-ENOTSUP: MARK_AGENT=0).
+ */
+int mark_agent_start(void);
+
 const char *mark_marker_name(const struct mark_marker *marker);     /* "name" or "provider:name" */
 const char *mark_marker_provider(const struct mark_marker *marker);
 const char *mark_marker_format(const struct mark_marker *marker);

@@ -12,8 +12,8 @@
  * is bound under a temporary name and renamed into place once listening, so
  * a connection refused on <pid>.sock always means a stale socket (which
  * `mark ps` removes).  fork(): the child closes the parent's descriptors
- * and starts its own agent, which creates its own socket 0.1 s later (a
- * child that execs at once leaves no socket).  exit()/dlclose: an atexit
+ * and starts no thread (see atfork_child): it gets an agent when it execs
+ * a program with markers, or calls mark_agent_start().  exit()/dlclose: an atexit
  * handler unlinks the socket and stops the thread.  exec: the descriptors
  * are close-on-exec; the socket file is left behind and is removed by the
  * next `mark ps` (or replaced, when the new image has libmark too).
@@ -100,6 +100,8 @@ static int thread_entered;           /* atomic: agent_main has begun (see atfork
 static int stopping;                 /* atomic */
 
 static int autostart_state;          /* atomic: 0 not yet, 1 done            */
+static int child_may_start;          /* atomic: a forked child of a process with an agent,
+				      * which has none yet (mark_agent_start starts it) */
 static char xdg_runtime_dir[PATH_MAX];  /* copied before the thread starts  */
 static int refusal_logged;           /* atomic: log a refused peer once      */
 
@@ -719,15 +721,9 @@ static void expire_connections(int64_t now)
 
 /* ---------------- the thread ---------------- */
 
-/*
- * In a forked child the socket is created after a short grace period: the
- * usual fork() is followed at once by exec(), which ends this thread, and
- * then no socket file is left behind for `mark ps` to clean up.
- */
-#define FORK_CHILD_DELAY_MS 100
-
-static void *agent_main(void *forked_child)
+static void *agent_main(void *unused)
 {
+	(void)unused;
 	__atomic_store_n(&thread_entered, 1, __ATOMIC_RELEASE);
 	/* Visible in top -H, ps -L and /proc/PID/task/TID/comm. */
 	pthread_setname_np(pthread_self(), "mark-agent");
@@ -738,7 +734,8 @@ static void *agent_main(void *forked_child)
 	}
 	pthread_mutex_lock(&fd_lock);
 	for (int i = 0; i < MAX_CONNS; i++) {
-		/* After fork: the parent's buffers (the child closed the fds). */
+		/* In a forked child that calls mark_agent_start(): the parent's
+		 * buffers (the child closed the fds). */
 		mark_proto_reader_free(&conns[i].reader);
 		conns[i].fd = -1;
 	}
@@ -746,10 +743,6 @@ static void *agent_main(void *forked_child)
 	wake_fd[1] = pipefd[1];
 	pthread_mutex_unlock(&fd_lock);
 
-	if (forked_child) {
-		struct pollfd pfd = { .fd = pipefd[0], .events = POLLIN };
-		poll(&pfd, 1, FORK_CHILD_DELAY_MS);
-	}
 	char path[sizeof(socket_path)];
 	int fd = -1;
 	if (!__atomic_load_n(&stopping, __ATOMIC_RELAXED))
@@ -838,7 +831,7 @@ static void *agent_main(void *forked_child)
 }
 
 /* Caller holds fd_lock or is the only thread (fork child). */
-static void start_thread_locked(bool forked_child)
+static void start_thread_locked(void)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -848,7 +841,7 @@ static void start_thread_locked(bool forked_child)
 	sigfillset(&all);
 	__atomic_store_n(&thread_entered, 0, __ATOMIC_RELAXED);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int r = pthread_create(&agent_thread, &attr, agent_main, forked_child ? (void *)1 : NULL);
+	int r = pthread_create(&agent_thread, &attr, agent_main, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (r != 0) {
@@ -908,15 +901,40 @@ static void atfork_child(void)
 	session_conn = -1;
 	session_owner_pid = 0;
 	__atomic_store_n(&stopping, 0, __ATOMIC_RELAXED);
-#ifndef AGENT_TSAN
-	/* ThreadSanitizer aborts a child that starts threads after a
-	 * multi-threaded fork: TSan builds keep the child agent-less. */
-	if (had_agent)
-		start_thread_locked(true);
-#else
-	(void)had_agent;
-#endif
+	/* No thread here: a child that unshare(CLONE_NEWUSER)s or setns()s
+	 * after fork (sandboxes do) must be single-threaded, and a forking
+	 * server must not pay a thread start per connection.  The child gets an
+	 * agent when it execs a program with markers (that image's constructor
+	 * starts one) or when it calls mark_agent_start(). */
+	__atomic_store_n(&child_may_start, had_agent, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&fd_lock);
+}
+
+int mark_agent_start(void)
+{
+	mark_agent_autostart();   /* a process whose first call this is */
+	pthread_mutex_lock(&fd_lock);
+	int rc = 0;
+	if (__atomic_load_n(&thread_running, __ATOMIC_RELAXED) && agent_pid == getpid()) {
+		rc = 0;   /* already serving this process */
+	} else if (!__atomic_load_n(&child_may_start, __ATOMIC_RELAXED)) {
+		rc = mark_error(ENOTSUP, "mark: agent: the agent is off in process %d (MARK_AGENT=0, or it "
+				"could not start: see the message on stderr)", (int)getpid());
+	} else {
+#ifdef AGENT_TSAN
+		/* ThreadSanitizer aborts a child that starts threads after a
+		 * multi-threaded fork. */
+		rc = mark_error(ENOTSUP, "mark: agent: not started in a forked child under ThreadSanitizer");
+#else
+		__atomic_store_n(&child_may_start, 0, __ATOMIC_RELAXED);
+		start_thread_locked();
+		if (!__atomic_load_n(&thread_running, __ATOMIC_RELAXED))
+			rc = mark_error(EAGAIN, "mark: agent: cannot start the agent thread in process %d; "
+					"see the message on stderr", (int)getpid());
+#endif
+	}
+	pthread_mutex_unlock(&fd_lock);
+	return rc;
 }
 
 /*
@@ -972,6 +990,6 @@ void mark_agent_autostart(void)
 	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atexit(agent_atexit);
-	start_thread_locked(false);
+	start_thread_locked();
 	pthread_mutex_unlock(&fd_lock);
 }

@@ -552,19 +552,45 @@ int tracer_consumer_start(struct tracer_session *s)
 		__atomic_store_n(&s->consumer_alive, 0, __ATOMIC_RELEASE);
 		return -rc;
 	}
-	s->consumer_started = true;
+	__atomic_store_n(&s->consumer_started, true, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/*
+ * A forked child's session has no consumer thread until a ring needs
+ * draining (the first kick: a ring past half full, or full in block mode),
+ * so that a child that records a few events and then unshares, or that
+ * never records, stays single-threaded; its rings are written at stop or
+ * exit by tracer_drain_all_final().  One producer wins the exchange and
+ * starts the thread; the others see consumer_lazy 0 and go on.  Stop reads
+ * consumer_started after the RCU grace period that follows unpublishing the
+ * session, by which time no producer can be in here (we run inside
+ * mark__fire's read-side critical section).  Caveat, written down in
+ * docs/tracer.md: if that first kick comes from a signal handler that
+ * interrupted the C library's allocator, pthread_create may wait for it.
+ */
+void tracer_consumer_start_lazy(struct tracer_session *s)
+{
+	if (!__atomic_load_n(&s->consumer_lazy, __ATOMIC_RELAXED) ||
+	    !__atomic_exchange_n(&s->consumer_lazy, 0, __ATOMIC_ACQ_REL))
+		return;
+	int rc = tracer_consumer_start(s);
+	if (rc < 0)
+		fprintf(stderr, "mark: tracer (pid %d): cannot start the consumer thread: %s; the events "
+			"are written at exit, and those that do not fit the buffers are counted lost\n",
+			(int)getpid(), strerror(-rc));
 }
 
 void tracer_consumer_stop(struct tracer_session *s)
 {
-	if (!s->consumer_started)
+	__atomic_store_n(&s->consumer_lazy, 0, __ATOMIC_RELAXED);
+	if (!__atomic_load_n(&s->consumer_started, __ATOMIC_ACQUIRE))
 		return;
 	__atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->kick, 1, __ATOMIC_RELAXED);
 	syscall(SYS_futex, &s->kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	pthread_join(s->consumer, NULL);
-	s->consumer_started = false;
+	__atomic_store_n(&s->consumer_started, false, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->consumer_alive, 0, __ATOMIC_RELEASE);
 }
 

@@ -181,6 +181,7 @@ static inline void ring_put(uint64_t *data, uint64_t mask_words, uint64_t word, 
 
 void tracer_kick_consumer(struct tracer_session *s)
 {
+	tracer_consumer_start_lazy(s);   /* a forked child's first kick starts its consumer */
 	/* Pairs with the consumer's seq_cst fence between setting
 	 * consumer_waiting and its last check for work (consumer.c). */
 	TRACER_FENCE(__ATOMIC_SEQ_CST);
@@ -453,6 +454,7 @@ static bool __attribute__((noinline)) make_room(struct tracer_session *s, struct
 		r->cached_tail = __atomic_load_n(&hdr->tail, __ATOMIC_ACQUIRE);
 		if (head + size - r->cached_tail <= cap)
 			return true;
+		tracer_consumer_start_lazy(s);   /* block mode must have a consumer to wait for */
 		if (s->mode == MARK_TRACE_DISCARD ||
 		    !__atomic_load_n(&s->consumer_alive, __ATOMIC_ACQUIRE)) {
 			/* Discard mode, or block mode with no consumer left to wait for

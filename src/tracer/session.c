@@ -205,9 +205,8 @@ static void atfork_parent(void)
  * session of its own in DIR/pid-<child> (a sibling of the parent's
  * DIR/pid-<parent>), with the parent's clock (same
  * UUID and calibration, so babeltrace2 merges the two traces by time) and
- * a new trace UUID.  Only this thread exists in the child; the registry
- * lock may still be held by core's fork handlers' ordering, so the
- * metadata is left to the child's consumer thread.
+ * a new trace UUID.  Only this thread exists in the child, and it starts
+ * none: the child's consumer starts when a ring first needs draining.
  */
 static void atfork_child(void)
 {
@@ -234,7 +233,17 @@ static void atfork_child(void)
 					if ((s->globs[i] = strdup(parent->globs[i])))
 						s->nglobs++;
 			}
-			if (mkdir_p(dir) == 0 && tracer_stats_open(s) == 0 && tracer_consumer_start(s) == 0) {
+			/* No consumer thread yet (it starts at the first kick, see
+			 * tracer_consumer_start_lazy): a child that unshares or
+			 * setns()s right after fork must still be single-threaded.
+			 * The metadata is written now, so that recovery can decode
+			 * what a child killed or exec'd before its consumer ran
+			 * left in its rings; core's child handler, registered
+			 * first, has released the registry lock by now. */
+			if (mkdir_p(dir) == 0 && tracer_stats_open(s) == 0 &&
+			    tracer_metadata_write(s->dir, s, s->trace_uuid, &s->described) == 0) {
+				tracer_stats_update(s, MARK_TF_STATE_RUNNING);
+				__atomic_store_n(&s->consumer_lazy, 1, __ATOMIC_RELAXED);
 				tracer_set_current(s);
 			} else {
 				fprintf(stderr, "mark: tracer cannot set up the trace of forked child %d in %s; "

@@ -130,7 +130,9 @@ struct tracer_session {
 
 	/* Consumer */
 	pthread_t consumer;
-	bool consumer_started;
+	bool consumer_started;      /* atomic: may be set by a producer (lazy start) */
+	int consumer_lazy;          /* atomic: a forked child's consumer starts at the
+				     * first kick (see tracer_consumer_start_lazy)  */
 	int consumer_alive;         /* producers in block mode wait only while set  */
 	int stopping;
 	int consumer_waiting;       /* consumer is (about to be) asleep on `kick`   */
@@ -185,6 +187,7 @@ MARK_HIDDEN void tracer_kick_consumer(struct tracer_session *s);
 
 /* ---- consumer.c ---- */
 MARK_HIDDEN int tracer_consumer_start(struct tracer_session *s);
+MARK_HIDDEN void tracer_consumer_start_lazy(struct tracer_session *s);
 MARK_HIDDEN void tracer_consumer_stop(struct tracer_session *s);
 /* Drain every ring completely (no producer may run). */
 MARK_HIDDEN void tracer_drain_all_final(struct tracer_session *s);

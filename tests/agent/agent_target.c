@@ -6,6 +6,8 @@
  *
  * Prints "ready PID" (and "child PID" with --fork) on stdout once running.
  * With --fork the child runs the same loop; the parent waits for it at exit.
+ * --fork-agent: as --fork, and the child calls mark_agent_start() (a forked
+ * child has no agent otherwise).
  * --exec-sleep-after MS: exec `sleep 30` after MS (the agent's socket is left
  * behind, as after any exec; `mark ps` must remove it).
  * --close-fds-after MS: close every descriptor above 2 after MS, as some
@@ -55,6 +57,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--fork") == 0)
 			do_fork = 1;
+		else if (strcmp(argv[i], "--fork-agent") == 0)
+			do_fork = 2;
 		else if (strcmp(argv[i], "--spawn-exec") == 0)
 			spawn_exec = 1;
 		else if (strcmp(argv[i], "--exit-after") == 0 && i + 1 < argc)
@@ -87,6 +91,10 @@ int main(int argc, char **argv)
 	}
 	if (child > 0)
 		printf("child %d\n", (int)child);
+	if (child == 0 && do_fork == 2 && mark_agent_start() != 0) {
+		fprintf(stderr, "mark_agent_start: %s\n", mark_last_error());
+		return 1;
+	}
 	if (child == 0 && do_fork)
 		printf("forked %d\n", (int)getpid());
 	else

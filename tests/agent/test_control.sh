@@ -290,7 +290,21 @@ second_controller)
 fork)
 	[ "${MARK_TEST_SANITIZER:-}" != thread ] ||
 		skip "ThreadSanitizer aborts a forked child that starts a thread, so TSan builds start no agent in forked children"
+	# A forked child starts no agent thread (it could not unshare, and
+	# forks would be slow): no socket until it calls mark_agent_start().
 	start_target --fork
+	for _ in $(seq 100); do grep -q "^child" "$WORK/target.out" && break; sleep 0.05; done
+	child=$(sed -n 's/^child //p' "$WORK/target.out")
+	[ -n "$child" ] || fail "the target did not fork"
+	PIDS+=("$child")
+	sleep 0.5
+	[ ! -e "$SOCKDIR/$child.sock" ] || fail "a forked child that did not call mark_agent_start() has a socket"
+	[ "$(ls /proc/$child/task | wc -l)" = 1 ] || fail "the forked child has $(ls /proc/$child/task | wc -l) threads, not 1"
+	run lc0 "$MARK" list "$child"
+	expect_rc 1 "list of a child without an agent"
+	expect_in lc0.err "has no mark agent"
+	stop_target
+	start_target --fork-agent
 	for _ in $(seq 100); do grep -q "^child" "$WORK/target.out" && break; sleep 0.05; done
 	child=$(sed -n 's/^child //p' "$WORK/target.out")
 	[ -n "$child" ] || fail "the target did not fork"
