@@ -142,6 +142,9 @@ else
 	echo "S t7 all not measured: bench/macro/run.sh missing" >>"$RESULTS"
 fi
 
+# ---------------------------------------------------------------- fork (issue 17)
+run fork all "$ROOT/bench/fork/run.sh" "$BUILD" "$REPS" "$SCALE" "$OUT/fork"
+
 # ---------------------------------------------------------------- pieces of other modules
 # bench/eventhandler (issue 6, seed 004): built by bench/CMakeLists.txt.
 if [ -x "$B/eventhandler/bench_eventhandler" ]; then

@@ -1,0 +1,83 @@
+/*
+ * bench/fork/fork_loop.c - what a fork costs a program: ROUNDS rounds of
+ * fork(), _exit(0) in the child, waitpid() in the parent.  Built twice from
+ * this source: compiled out (-DMARK_DISABLE, libmark not linked) and with
+ * libmark linked (one marker, nothing armed unless the environment arms
+ * it).  bench/fork/run.sh runs the variants alternately and prints the R
+ * lines.
+ *
+ *   bench_fork_{out,linked} ROUNDS    prints "WALL_US CPU_US" per round
+ *
+ * CPU_US is the user + system time of the parent and its children per
+ * round, which a loaded machine disturbs less than the wall-clock time.
+ */
+#define _GNU_SOURCE
+#include <mark/mark.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static double tv_us(struct timeval tv)
+{
+	return (double)tv.tv_sec * 1e6 + (double)tv.tv_usec;
+}
+
+/* CPU time of this process and its waited-for children. */
+static double cpu_us(void)
+{
+	struct rusage self, children;
+	getrusage(RUSAGE_SELF, &self);
+	getrusage(RUSAGE_CHILDREN, &children);
+	return tv_us(self.ru_utime) + tv_us(self.ru_stime) + tv_us(children.ru_utime) +
+	       tv_us(children.ru_stime);
+}
+
+static int round_trip(int i)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		/* What a child that records would do: one site (armed only when
+		 * the environment arms it, e.g. MARK_TRACE). */
+		MARK(bench_fork_child, "%d", i);
+		_exit(0);
+	}
+	if (p < 0) {
+		perror("bench_fork: fork");
+		return -1;
+	}
+	int st;
+	if (waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "bench_fork: child %d did not exit cleanly\n", (int)p);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = argc > 1 ? atoi(argv[1]) : 1000;
+	if (rounds < 10)
+		rounds = 10;
+	/* Warm-up: page tables, the allocator, the first fork handlers. */
+	for (int i = 0; i < 20; i++)
+		if (round_trip(i) < 0)
+			return 1;
+	double c0 = cpu_us(), t0 = now_us();
+	for (int i = 0; i < rounds; i++)
+		if (round_trip(i) < 0)
+			return 1;
+	double t1 = now_us(), c1 = cpu_us();
+	printf("%.2f %.2f\n", (t1 - t0) / rounds, (c1 - c0) / rounds);
+	return 0;
+}
