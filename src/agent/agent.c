@@ -79,8 +79,23 @@
 #define SEND_TIMEOUT_MS 3000      /* a reply must be taken within this       */
 #define AGENT_STACK_SIZE (1024 * 1024)
 
+/*
+ * What a descriptor of ours refers to, recorded when we create it.  The
+ * program may close our numbers and reuse them (close_range, a daemon
+ * closing every fd, dup2 onto them): before every use we check, with
+ * fstat, that the number still names the same file (sockets and pipes have
+ * inode numbers of their own), and never read, write, accept on or close a
+ * descriptor that fails the check.  A program that swaps the file between
+ * our check and our use (microseconds) is not defended against.
+ */
+struct fd_id {
+	dev_t dev;
+	ino_t ino;
+};
+
 struct conn {
 	int fd;                      /* -1: free slot                           */
+	struct fd_id id;
 	uid_t uid;
 	pid_t pid;
 	struct mark_proto_reader reader;
@@ -91,6 +106,7 @@ struct conn {
 static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
 static int listen_fd = -1;
 static int wake_fd[2] = { -1, -1 };
+static struct fd_id listen_id, wake_id[2];   /* with the numbers, under fd_lock */
 static struct conn conns[MAX_CONNS];
 static char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static pid_t agent_pid;              /* the process whose socket_path this is */
@@ -127,6 +143,32 @@ static void agent_log(const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "mark: agent (pid %d): %s\n", (int)getpid(), line);
+}
+
+/* Record what `fd` refers to; false if it cannot be inspected. */
+static bool fd_id_take(int fd, struct fd_id *id)
+{
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0)
+		return false;
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	return true;
+}
+
+/* Does `fd` still refer to the file recorded in `id`? */
+static bool fd_ours(int fd, const struct fd_id *id)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == id->dev && st.st_ino == id->ino;
+}
+
+/* Close `fd` only if it is still ours; forget the number either way. */
+static void close_if_ours(int *fd, const struct fd_id *id)
+{
+	if (fd_ours(*fd, id))
+		close(*fd);
+	*fd = -1;
 }
 
 /* ---------------- socket directory and socket ---------------- */
@@ -216,10 +258,12 @@ static int create_socket(char *path_out, size_t path_len)
 
 /* ---------------- connections ---------------- */
 
-static bool send_all(int fd, const uint8_t *p, size_t n)
+static bool send_all(int fd, const struct fd_id *id, const uint8_t *p, size_t n)
 {
 	int64_t deadline = now_ms() + SEND_TIMEOUT_MS;
 	while (n > 0) {
+		if (id && !fd_ours(fd, id))
+			return false;   /* the program replaced it: not ours to write */
 		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
 		if (w > 0) {
 			p += w;
@@ -241,8 +285,9 @@ static bool send_all(int fd, const uint8_t *p, size_t n)
 	return true;
 }
 
-static bool send_error(int fd, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool send_error(int fd, int err, const char *fmt, ...)
+static bool send_error(int fd, const struct fd_id *id, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static bool send_error(int fd, const struct fd_id *id, int err, const char *fmt, ...)
 {
 	char text[1024];
 	va_list ap;
@@ -252,7 +297,7 @@ static bool send_error(int fd, int err, const char *fmt, ...)
 	struct mark_proto_buf b;
 	mark_proto_buf_init(&b);
 	mark_proto_error(&b, err, "%s", text);
-	bool ok = !b.failed && send_all(fd, b.data, b.len);
+	bool ok = !b.failed && send_all(fd, id, b.data, b.len);
 	mark_proto_buf_free(&b);
 	return ok;
 }
@@ -280,8 +325,7 @@ static void conn_close(int i)
 	if (session_conn == i)
 		stop_owned_session("its connection closed");
 	pthread_mutex_lock(&fd_lock);
-	close(c->fd);
-	c->fd = -1;
+	close_if_ours(&c->fd, &c->id);
 	pthread_mutex_unlock(&fd_lock);
 	mark_proto_reader_free(&c->reader);
 }
@@ -299,7 +343,8 @@ static void conn_forget(int i)
 	mark_proto_reader_free(&c->reader);
 }
 
-/* Every descriptor of the agent is gone: forget them all, remove the socket. */
+/* The program closed or replaced our descriptors: forget them all (close
+ * only those still ours), remove the socket. */
 static void descriptors_lost(void)
 {
 	stop_owned_session("the agent's descriptors were closed");
@@ -309,21 +354,29 @@ static void descriptors_lost(void)
 	pthread_mutex_lock(&fd_lock);
 	if (socket_path[0])
 		unlink(socket_path);
-	listen_fd = wake_fd[0] = wake_fd[1] = -1;
+	socket_path[0] = '\0';
+	close_if_ours(&listen_fd, &listen_id);
+	close_if_ours(&wake_fd[0], &wake_id[0]);
+	close_if_ours(&wake_fd[1], &wake_id[1]);
 	pthread_mutex_unlock(&fd_lock);
 }
 
 static void accept_one(void)
 {
 	pthread_mutex_lock(&fd_lock);
-	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	int fd = fd_ours(listen_fd, &listen_id) ?
+		 accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK) : -1;
 	int slot = -1;
 	if (fd >= 0) {
 		for (int i = 0; i < MAX_CONNS && slot < 0; i++)
 			if (conns[i].fd < 0)
 				slot = i;
-		if (slot >= 0)
+		if (slot >= 0 && fd_id_take(fd, &conns[slot].id)) {
 			conns[slot].fd = fd;
+		} else if (slot >= 0) {
+			close(fd);   /* cannot record what it is: cannot check it later */
+			fd = -1;
+		}
 	}
 	pthread_mutex_unlock(&fd_lock);
 	if (fd < 0)
@@ -339,7 +392,7 @@ static void accept_one(void)
 				  "control this process (further refusals are not logged)",
 				  cred_ok ? (int)cred.uid : -1, cred_ok ? (int)cred.pid : -1, (unsigned)me,
 				  me ? " and root" : "");
-		send_error(fd, EACCES, "permission denied: process %d runs as uid %u; only that user or root "
+		send_error(fd, NULL, EACCES, "permission denied: process %d runs as uid %u; only that user or root "
 			   "may control it", (int)getpid(), (unsigned)me);
 		if (slot >= 0) {
 			conn_close(slot);
@@ -351,7 +404,7 @@ static void accept_one(void)
 		return;
 	}
 	if (slot < 0) {
-		send_error(fd, EBUSY, "process %d already has %d control connections; try again later",
+		send_error(fd, NULL, EBUSY, "process %d already has %d control connections; try again later",
 			   (int)getpid(), MAX_CONNS);
 		pthread_mutex_lock(&fd_lock);
 		close(fd);
@@ -622,7 +675,7 @@ static bool handle_message(int ci, const uint8_t *buf, size_t len)
 	if (r == 0)
 		r = mark_proto_decode_request(&request_msg, &req, err, sizeof(err));
 	if (r < 0) {
-		send_error(c->fd, r, "bad request: %s; closing the connection", err);
+		send_error(c->fd, &c->id, r, "bad request: %s; closing the connection", err);
 		return false;
 	}
 	struct mark_proto_buf out;
@@ -646,9 +699,9 @@ static bool handle_message(int ci, const uint8_t *buf, size_t len)
 	if (out.failed) {
 		int e = out.failed;
 		mark_proto_buf_free(&out);
-		ok = send_error(c->fd, e, "the reply could not be built: %s", strerror(-e));
+		ok = send_error(c->fd, &c->id, e, "the reply could not be built: %s", strerror(-e));
 	} else {
-		ok = send_all(c->fd, out.data, out.len);
+		ok = send_all(c->fd, &c->id, out.data, out.len);
 	}
 	mark_proto_buf_free(&out);
 	c->last_activity_ms = now_ms();
@@ -659,6 +712,10 @@ static void conn_readable(int ci)
 {
 	struct conn *c = &conns[ci];
 	uint8_t buf[4096];
+	if (!fd_ours(c->fd, &c->id)) {
+		conn_forget(ci);
+		return;
+	}
 	ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
@@ -677,7 +734,7 @@ static void conn_readable(int ci)
 		int r = mark_proto_reader_feed(&c->reader, buf + off, (size_t)n - off, &used, err, sizeof(err));
 		off += used;
 		if (r < 0) {
-			send_error(c->fd, r, "bad request: %s; closing the connection", err);
+			send_error(c->fd, &c->id, r, "bad request: %s; closing the connection", err);
 			conn_close(ci);
 			return;
 		}
@@ -713,7 +770,7 @@ static void expire_connections(int64_t now)
 		if (dl < 0 || dl > now)
 			continue;
 		if (mark_proto_reader_partial(&c->reader))
-			send_error(c->fd, ETIMEDOUT, "request incomplete after %d ms; closing the connection",
+			send_error(c->fd, &c->id, ETIMEDOUT, "request incomplete after %d ms; closing the connection",
 				   REQUEST_TIMEOUT_MS);
 		conn_close(i);
 	}
@@ -721,17 +778,64 @@ static void expire_connections(int64_t now)
 
 /* ---------------- the thread ---------------- */
 
+/*
+ * Create the wake-up pipe and the listening socket and record what they
+ * are.  false: the agent cannot run (logged).
+ */
+static bool open_descriptors(void)
+{
+	int pipefd[2] = { -1, -1 };
+	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
+		agent_log("pipe: %s; the agent is off", strerror(errno));
+		return false;
+	}
+	char path[sizeof(socket_path)];
+	int fd = -1;
+	if (!__atomic_load_n(&stopping, __ATOMIC_RELAXED))
+		fd = create_socket(path, sizeof(path));
+	pthread_mutex_lock(&fd_lock);
+	bool ok = fd >= 0 && fd_id_take(pipefd[0], &wake_id[0]) && fd_id_take(pipefd[1], &wake_id[1]) &&
+		  fd_id_take(fd, &listen_id);
+	if (ok) {
+		wake_fd[0] = pipefd[0];
+		wake_fd[1] = pipefd[1];
+		listen_fd = fd;
+		snprintf(socket_path, sizeof(socket_path), "%s", path);
+	}
+	pthread_mutex_unlock(&fd_lock);
+	if (!ok) {
+		if (fd >= 0) {
+			unlink(path);
+			close(fd);
+		}
+		close(pipefd[0]);
+		close(pipefd[1]);
+	}
+	return ok;
+}
+
+/* How often the agent re-creates descriptors the program took from it
+ * before it gives up (a program that keeps closing every descriptor). */
+#define MAX_DESCRIPTOR_RECOVERIES 3
+
+/* The first of our descriptors that is no longer ours, or -1. */
+static int lost_descriptor(void)
+{
+	if (!fd_ours(wake_fd[0], &wake_id[0]))
+		return wake_fd[0];
+	if (!fd_ours(wake_fd[1], &wake_id[1]))
+		return wake_fd[1];
+	if (!fd_ours(listen_fd, &listen_id))
+		return listen_fd;
+	return -1;
+}
+
 static void *agent_main(void *unused)
 {
 	(void)unused;
 	__atomic_store_n(&thread_entered, 1, __ATOMIC_RELEASE);
 	/* Visible in top -H, ps -L and /proc/PID/task/TID/comm. */
 	pthread_setname_np(pthread_self(), "mark-agent");
-	int pipefd[2] = { -1, -1 };
-	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
-		agent_log("pipe: %s; the agent is off", strerror(errno));
-		return NULL;
-	}
 	pthread_mutex_lock(&fd_lock);
 	for (int i = 0; i < MAX_CONNS; i++) {
 		/* In a forked child that calls mark_agent_start(): the parent's
@@ -739,30 +843,36 @@ static void *agent_main(void *unused)
 		mark_proto_reader_free(&conns[i].reader);
 		conns[i].fd = -1;
 	}
-	wake_fd[0] = pipefd[0];
-	wake_fd[1] = pipefd[1];
 	pthread_mutex_unlock(&fd_lock);
-
-	char path[sizeof(socket_path)];
-	int fd = -1;
-	if (!__atomic_load_n(&stopping, __ATOMIC_RELAXED))
-		fd = create_socket(path, sizeof(path));
-	pthread_mutex_lock(&fd_lock);
-	if (fd >= 0) {
-		listen_fd = fd;
-		snprintf(socket_path, sizeof(socket_path), "%s", path);
-	}
-	pthread_mutex_unlock(&fd_lock);
-	if (fd < 0) {
-		pthread_mutex_lock(&fd_lock);
-		close(wake_fd[0]);
-		close(wake_fd[1]);
-		wake_fd[0] = wake_fd[1] = -1;
-		pthread_mutex_unlock(&fd_lock);
+	if (!open_descriptors())
 		return NULL;
-	}
 
+	int recoveries = 0;
 	while (!__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
+		/*
+		 * Before every poll (and so before every read, accept or close
+		 * that follows it): are our descriptors still ours?  A daemon
+		 * that closed every fd, or a dup2 onto one of ours, would
+		 * otherwise have us read, drain and close the program's own
+		 * files, and poll a readable regular file in a busy loop.
+		 */
+		int lost = lost_descriptor();
+		if (lost >= 0) {
+			descriptors_lost();
+			if (recoveries++ >= MAX_DESCRIPTOR_RECOVERIES) {
+				agent_log("the program closed or replaced the agent's descriptors again "
+					  "(%d times); the agent stops (the program is not affected)", recoveries);
+				return NULL;
+			}
+			agent_log("the program closed or replaced the agent's descriptor %d; the agent leaves it "
+				  "alone and re-creates its socket", lost);
+			if (!open_descriptors())
+				return NULL;
+			continue;
+		}
+		for (int i = 0; i < MAX_CONNS; i++)
+			if (conns[i].fd >= 0 && !fd_ours(conns[i].fd, &conns[i].id))
+				conn_forget(i);
 		struct pollfd pfd[2 + MAX_CONNS];
 		int idx[2 + MAX_CONNS];
 		int n = 0;
@@ -787,15 +897,9 @@ static void *agent_main(void *unused)
 			agent_log("poll: %s; the agent stops", strerror(errno));
 			break;
 		}
-		if (r > 0 && ((pfd[0].revents | pfd[1].revents) & POLLNVAL)) {
-			/* The program closed our descriptors (a daemon closing every
-			 * fd, say).  Stop without touching those numbers again: they
-			 * may already name the program's own files. */
-			agent_log("the program closed the agent's descriptors; the agent stops");
-			descriptors_lost();
-			return NULL;
-		}
-		if (r > 0 && (pfd[0].revents & POLLIN)) {
+		if (r > 0 && ((pfd[0].revents | pfd[1].revents) & POLLNVAL))
+			continue;   /* closed by the program: the check above recovers */
+		if (r > 0 && (pfd[0].revents & POLLIN) && fd_ours(wake_fd[0], &wake_id[0])) {
 			char drain[16];
 			while (read(wake_fd[0], drain, sizeof(drain)) > 0)
 				;
@@ -822,10 +926,9 @@ static void *agent_main(void *unused)
 	 * thread had created the socket (a very short-lived process). */
 	if (socket_path[0])
 		unlink(socket_path);
-	close(listen_fd);
-	close(wake_fd[0]);
-	close(wake_fd[1]);
-	listen_fd = wake_fd[0] = wake_fd[1] = -1;
+	close_if_ours(&listen_fd, &listen_id);
+	close_if_ours(&wake_fd[0], &wake_id[0]);
+	close_if_ours(&wake_fd[1], &wake_id[1]);
 	pthread_mutex_unlock(&fd_lock);
 	return NULL;
 }
@@ -883,18 +986,12 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	bool had_agent = __atomic_load_n(&thread_running, __ATOMIC_RELAXED);
-	if (listen_fd >= 0)
-		close(listen_fd);
-	if (wake_fd[0] >= 0)
-		close(wake_fd[0]);
-	if (wake_fd[1] >= 0)
-		close(wake_fd[1]);
-	listen_fd = wake_fd[0] = wake_fd[1] = -1;
-	for (int i = 0; i < MAX_CONNS; i++) {
+	close_if_ours(&listen_fd, &listen_id);
+	close_if_ours(&wake_fd[0], &wake_id[0]);
+	close_if_ours(&wake_fd[1], &wake_id[1]);
+	for (int i = 0; i < MAX_CONNS; i++)
 		if (conns[i].fd >= 0)
-			close(conns[i].fd);
-		conns[i].fd = -1;
-	}
+			close_if_ours(&conns[i].fd, &conns[i].id);
 	socket_path[0] = '\0';
 	__atomic_store_n(&thread_running, false, __ATOMIC_RELAXED);
 	agent_pid = 0;
@@ -952,17 +1049,26 @@ static void agent_atexit(void)
 	__atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
 	if (socket_path[0])
 		unlink(socket_path);
-	if (wake_fd[1] >= 0) {
+	/* The program may have closed or replaced the pipe's write end: then
+	 * the thread, asleep in poll(), cannot be woken, and is given only a
+	 * moment (the tracer's own exit handler finishes a recording). */
+	bool woken = false;
+	if (fd_ours(wake_fd[1], &wake_id[1])) {
 		ssize_t w = write(wake_fd[1], "x", 1);
-		(void)w;
+		woken = w == 1;
 	}
 	pthread_t t = agent_thread;
 	__atomic_store_n(&thread_running, false, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&fd_lock);
 	struct timespec deadline;
 	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += 5;
-	if (pthread_timedjoin_np(t, NULL, &deadline) != 0)
+	if (woken) {
+		deadline.tv_sec += 5;
+	} else if ((deadline.tv_nsec += 100000000) >= 1000000000) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000;
+	}
+	if (pthread_timedjoin_np(t, NULL, &deadline) != 0 && woken)
 		agent_log("the agent thread did not stop within 5 s; exiting anyway");
 }
 
