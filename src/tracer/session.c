@@ -110,6 +110,51 @@ static void clean_trace_dir(const char *dir, int depth)
 	closedir(d);
 }
 
+/*
+ * `dir` (DIR/pid-P) holds the trace of a process with our pid that has not
+ * finished it: the statistics say running.  Exec keeps the pid, so that is
+ * the image we replaced (its rings hold what it recorded since its last
+ * drain: it had no chance to flush them), or a dead process whose pid we
+ * reuse.  Either way its events must not be wiped: move the directory
+ * aside to DIR/pid-P.K (the first free K, from 1) and complete it from its
+ * rings there, as `mark record` would.  Best effort: on any failure the
+ * directory stays where it is, and our session replaces it as before.
+ */
+static void keep_unfinished_trace(const char *base_dir, const char *dir, pid_t pid)
+{
+	char path[PATH_MAX];
+	tracer_path(path, sizeof(path), dir, MARK_TF_STATS, -1);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	struct mark_tf_stats st;
+	ssize_t n = pread(fd, &st, sizeof(st), 0);
+	close(fd);
+	if (n != (ssize_t)sizeof(st) || memcmp(st.magic, MARK_TF_STATS_MAGIC, 8) != 0 ||
+	    st.version != MARK_TF_STATS_VERSION || st.pid != pid ||
+	    (st.state != MARK_TF_STATE_RUNNING && st.state != MARK_TF_STATE_STARTING))
+		return;
+	char aside[PATH_MAX];
+	for (int k = 1; k < 1000; k++) {
+		snprintf(aside, sizeof(aside), "%s/%s%d.%d", base_dir, MARK_TF_CHILD_PREFIX, (int)pid, k);
+		struct stat sb;
+		if (lstat(aside, &sb) == 0)
+			continue;
+		if (errno != ENOENT || rename(dir, aside) != 0)
+			return;
+		int rc = mkdir_p(dir);   /* ours again, for the session being started */
+		if (rc < 0)
+			fprintf(stderr, "mark: tracer (pid %d): cannot re-create %s: %s\n", (int)pid, dir,
+				strerror(-rc));
+		/* Its pid is ours, so recovery does not take it for a live writer. */
+		if (mark_trace_recover(aside) < 0)
+			fprintf(stderr, "mark: tracer (pid %d): the trace of this process before its exec, kept "
+				"in %s, could not be completed: %s; run `mark record` recovery on it later\n",
+				(int)pid, aside, mark_last_error());
+		return;
+	}
+}
+
 /* A zeroed session with a generation of its own and no stream files open. */
 static struct tracer_session *session_alloc(void)
 {
@@ -365,7 +410,10 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 		free_session(s);
 		return rc;
 	}
-	/* Same pid as an earlier trace here (pid reuse, or a second session): replace it. */
+	/* The image before an exec (exec keeps the pid) may have left its trace
+	 * here unfinished: keep it.  Otherwise (a second session in this
+	 * process, a pid reused after a clean exit) replace what is here. */
+	keep_unfinished_trace(s->base_dir, s->dir, s->pid);
 	clean_trace_dir(s->dir, 0);
 	tracer_clock_init(&s->clock);
 	new_uuid(s->trace_uuid);

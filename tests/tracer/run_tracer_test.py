@@ -428,6 +428,24 @@ def s_fork():
     check({e["tid"] for e in kid.events} == {child}, "child events not from the child")
 
 
+def s_fork_exec():
+    """A child records, then execs a traced program: the events of the image
+    before exec reach the trace (the new image's session must not wipe
+    DIR/pid-CHILD), and those of the new image too."""
+    d = fresh_dir("fork_exec")
+    n = 500
+    r = run([PROG, "fork_exec", str(n)], {"MARK_TRACE": d})
+    check(r.returncode == 0, "program failed: %s" % r.stderr)
+    child = int(re.search(r"child (\d+)", r.stdout).group(1))
+    t = TextTrace(d)
+    before = [e for e in t.events if e["name"] == "t_child"]
+    after = [e for e in t.events if e["name"] == "t_seq"]
+    check([e["fields"]["i"] for e in before] == list(range(n)),
+          "the child's %d events before exec: %d in the trace" % (n, len(before)))
+    check(len(after) == n, "the exec'd image's %d events: %d in the trace" % (n, len(after)))
+    check({e["tid"] for e in before + after} <= {child}, "events not from the child")
+
+
 def s_many():
     d = fresh_dir("many")
     total, n = 2000, 20
@@ -577,6 +595,7 @@ SCENARIOS = {
     "threads_block": lambda: threads("block"), "threads_discard": lambda: threads("discard"),
     "threads_overwrite": lambda: threads("overwrite"),
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
+    "fork_exec": s_fork_exec,
     "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "badenv": s_badenv, "api": s_api, "snapshot": s_snapshot, "dlopen": s_dlopen,
 }
 

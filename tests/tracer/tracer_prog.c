@@ -248,6 +248,31 @@ static int run_fork(long n)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
 
+/*
+ * fork_exec N: the child fires N t_child events, then execs this program
+ * again ("seq N": N t_seq events) with the same environment (MARK_TRACE):
+ * the events of the image before exec must reach the trace too.
+ */
+static int run_fork_exec(long n, const char *self)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		for (long i = 0; i < n; i++)
+			MARK(t_child, "%ld", i);
+		char num[32];
+		snprintf(num, sizeof(num), "%ld", n);
+		execl(self, self, "seq", num, (char *)NULL);
+		_exit(127);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	printf("child %d\nparent %d\n", (int)pid, (int)getpid());
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
 /* Fire n events, say so, then wait to be killed (or crash). */
 static __attribute__((noreturn)) void run_die(long n, int how)
 {
@@ -289,6 +314,8 @@ int main(int argc, char **argv)
 		return run_signals(n);
 	else if (strcmp(what, "fork") == 0)
 		return run_fork(n);
+	else if (strcmp(what, "fork_exec") == 0)
+		return run_fork_exec(n, argv[0]);
 	else if (strcmp(what, "kill") == 0)
 		run_die(n, 0);
 	else if (strcmp(what, "segv") == 0)
