@@ -355,14 +355,17 @@ static pid_t spawn(char **argv, char **env, int *exec_errno)
  * Make the trace complete if CMD, or a process it forked, ended without
  * stopping its tracer (killed by a signal, _exit, exec): the tracer's
  * recovery turns the events left in its shared-memory rings (.mark-ring-N)
- * into the missing packets, in DIR and in every DIR/pid-P.  It is
- * idempotent, but reading .mark-stats first saves the work for a clean run.
- * Returns the events recovered, or -1 after printing why it failed.
+ * into the missing packets.  Each process's trace (DIR itself, DIR/pid-P,
+ * DIR/pid-P.K for the image of P before its K-th exec) is recovered on its
+ * own, so that the message names the process that left the events: CMD
+ * itself (pid `cmd_pid`), or a process it forked.  Reading .mark-stats
+ * first saves the work for a clean run.  Returns the events recovered, or
+ * -1 after printing why it failed.
  */
-static int64_t complete_trace(const char *dir)
+static int64_t complete_one(const char *dir, const char *name, const char *cmd, pid_t cmd_pid, bool quiet_run)
 {
 	struct live_stats s;
-	if (live_stats_read(dir, &s) != 0 || s.unfinished == 0)
+	if (live_stats_read_one(dir, &s) != 0 || s.unfinished == 0)
 		return 0;
 	int r = mark_trace_recover(dir);
 	if (r < 0) {
@@ -370,7 +373,45 @@ static int64_t complete_trace(const char *dir)
 			mark_last_error(), dir);
 		return -1;
 	}
+	if (quiet_run || r == 0)
+		return r;
+	/* name: NULL for DIR itself, else "pid-P" or "pid-P.K". */
+	long pid = name ? strtol(name + strlen(MARK_TF_CHILD_PREFIX), NULL, 10) : (long)cmd_pid;
+	bool before_exec = name && strchr(name, '.') != NULL;
+	if (before_exec)
+		fprintf(stderr, "mark: process %ld (run by %s) exec'd another program without stopping its "
+			"tracer: recovered %d events from its buffers\n", pid, cmd, r);
+	else if (pid == (long)cmd_pid)
+		fprintf(stderr, "mark: %s ended without stopping the tracer: recovered %d events from its "
+			"buffers\n", cmd, r);
+	else
+		fprintf(stderr, "mark: process %ld (forked by %s) ended without stopping its tracer: recovered "
+			"%d events from its buffers\n", pid, cmd, r);
 	return r;
+}
+
+static int64_t complete_trace(const char *dir, const char *cmd, pid_t cmd_pid, bool quiet_run)
+{
+	struct live_stats s;
+	if (live_stats_read(dir, &s) != 0 || s.unfinished == 0)
+		return 0;
+	int64_t total = 0, r = complete_one(dir, NULL, cmd, cmd_pid, quiet_run);
+	bool failed = r < 0;
+	total += r > 0 ? r : 0;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) != 0)
+			continue;
+		char sub[PATH_MAX];
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		r = complete_one(sub, de->d_name, cmd, cmd_pid, quiet_run);
+		failed |= r < 0;
+		total += r > 0 ? r : 0;
+	}
+	if (d)
+		closedir(d);
+	return failed ? -1 : total;
 }
 
 static void print_summary(const char *dir, const char *cmd, int wstatus, int created_dir)
@@ -559,13 +600,9 @@ static int record_run(int argc, char **argv)
 		/* A program that exits normally stops its tracer in a destructor; one
 		 * killed by a signal (or one that called _exit) leaves its buffers in
 		 * the .mark-ring files: finish the trace from them. */
-		int64_t recovered = complete_trace(dir);
-		if (!quiet) {
-			if (recovered > 0)
-				fprintf(stderr, "mark: %s ended without stopping the tracer: recovered %" PRId64
-						" events from its buffers\n", cmd[0], recovered);
+		complete_trace(dir, cmd[0], pid, quiet);
+		if (!quiet)
 			print_summary(dir, cmd[0], wstatus, created_dir);
-		}
 	}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	sigaction(SIGCHLD, &old_chld, NULL);

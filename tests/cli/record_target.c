@@ -7,6 +7,8 @@
  *            must be recovered from it
  *   fork     after the events, fork a child that fires cli_tick 500 times
  *            (its own sub-trace) and exits 0; the parent waits, exits 0
+ *   fork_kill  as fork, but the child (pid printed as "child PID") kills
+ *            itself with SIGKILL after its events; the parent exits 0
  *   wait     fire cli_tick until SIGTERM arrives, then exit 42; on SIGINT,
  *            wait 300 ms more (to count any duplicate SIGINT), then exit
  *            50 + the number of SIGINTs received
@@ -88,6 +90,21 @@ int main(int argc, char **argv)
 		int status = 1;
 		if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 			return 3;
+		return 0;
+	}
+	if (strcmp(argv[1], "fork_kill") == 0) {
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			for (unsigned tick = 0; tick < 500; tick++)
+				MARK(cli_tick, "%u", tick);
+			raise(SIGKILL);
+			_exit(99);   /* not reached */
+		}
+		int status = 0;
+		if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFSIGNALED(status))
+			return 3;
+		printf("child %d\n", (int)pid);
 		return 0;
 	}
 	if (strcmp(argv[1], "kill") == 0) {

@@ -396,6 +396,30 @@ def case_record_fork(mark, target, workdir):
     check(re.search(r": 6501 events, 0 lost", st.stdout) is not None, "mark stats over both: %r" % st.stdout[:300])
 
 
+def case_record_fork_kill(mark, target, workdir):
+    """A forked child killed by SIGKILL: its events are recovered, and the
+    message names the child (its pid), not the command, which exited cleanly."""
+    if "libtsan" in subprocess.run(["ldd", target], capture_output=True, text=True).stdout:
+        skip("ThreadSanitizer cannot start a thread (the tracer's consumer) in the child "
+             "of a multi-threaded fork")
+    need_babeltrace2()
+    trace, r = record(mark, target, workdir, "rec-fork-kill", "fork_kill")
+    check(r.returncode == 0, "exit status %d: %s" % (r.returncode, r.stderr))
+    m = re.search(r"child (\d+)", r.stdout)
+    check(m is not None, "the target printed no child pid: %r" % r.stdout)
+    child = m.group(1) if m else "?"
+    check(re.search(r"process %s \(forked by \S*record_target\) ended without stopping its tracer: "
+                    r"recovered 500 events" % child, r.stderr) is not None,
+          "the recovery message names the child %s: %r" % (child, r.stderr))
+    check("record_target ended without stopping" not in r.stderr,
+          "the message blames the command, which exited cleanly: %r" % r.stderr)
+    want = dict(EXPECTED, cli_tick=2500)
+    counts = summary_counts(r.stderr)
+    k = marker_key(counts, "cli_tick")
+    check(k is not None and counts[k] == 2500, "summary cli_tick = %r, want 2500\n%s" % (counts.get(k), r.stderr))
+    del want
+
+
 def case_record_signal(mark, target, workdir):
     """SIGTERM sent to `mark` reaches the program; mark exits with its status."""
     need_babeltrace2()
