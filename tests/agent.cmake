@@ -25,7 +25,7 @@ add_executable(agent_target agent/agent_target.c)
 target_link_libraries(agent_target PRIVATE mark Threads::Threads)
 
 if(TARGET mark_cli)
-  foreach(case list_enable_disable errors record record_exit record_target_killed record_kill_controller
+  foreach(case list_enable_disable errors record record_exit record_fork_stop record_target_killed record_kill_controller
                second_controller fork other_user snapshot ps_stale bad_dir closed_fds short_lived)
     add_test(NAME agent_cli_${case}
       COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_control.sh ${case}

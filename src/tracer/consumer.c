@@ -501,6 +501,8 @@ static void *consumer_main(void *arg)
 	pthread_setname_np(pthread_self(), "mark-consumer");
 	s->last_refine_ns = tracer_monotonic_ns();
 	for (;;) {
+		if (tracer_family_stopped(s) && tracer_session_stop_by_family(s) == 0)
+			return NULL;   /* the session is stopped and freed */
 		bool stopping = __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE);
 		ensure_metadata(s);
 		bool work = false;

@@ -654,6 +654,12 @@ static void record_slow(struct tracer_session *s, unsigned depth, const struct m
 		count_lost_no_ring(s);
 		return;
 	}
+	if (unlikely(tracer_family_stopped(s))) {
+		/* The recording that forked us was stopped: record nothing more;
+		 * the kick starts our consumer, which stops our session. */
+		tracer_kick_consumer(s);
+		return;
+	}
 	struct tracer_ring *r = tls.rings[depth];
 	if (!r || tls.generation != s->generation) {
 		r = ring_claim(s, depth);

@@ -177,6 +177,8 @@ static void free_session(struct tracer_session *s)
 		free(s->globs[i]);
 	free(s->globs);
 	free(s->marker_counts);
+	if (s->family_stop)
+		munmap(s->family_stop, sizeof(*s->family_stop));
 	free(s);
 }
 
@@ -270,6 +272,11 @@ static void atfork_child(void)
 			s->string_max = parent->string_max;
 			s->pid = getpid();
 			s->clock = parent->clock;
+			/* The family word is shared with the parent: ours now (the
+			 * parent's session object is freed below). */
+			s->family_stop = parent->family_stop;
+			parent->family_stop = NULL;
+			s->from_env = parent->from_env;
 			new_uuid(s->trace_uuid);
 			s->globs = NULL;
 			s->nglobs = 0;
@@ -360,6 +367,9 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 	s->buffer_size = round_pow2(size);
 	s->string_max = MARK_TF_STRING_MAX;
 	s->pid = getpid();
+	s->family_root = true;
+	void *family = mmap(NULL, sizeof(*s->family_stop), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	s->family_stop = family == MAP_FAILED ? NULL : family;   /* without it: children stop at their exit */
 	const char *const star[] = { "*", NULL };
 	const char *const *globs = cfg->globs && cfg->globs[0] ? cfg->globs : star;
 	while (globs[s->nglobs])
@@ -467,11 +477,17 @@ int mark_tracer_start(const struct mark_trace_config *config)
 	return rc;
 }
 
-static int session_stop_locked(void)
+/*
+ * `family`: also stop the sessions of the processes this one forked while
+ * it ran (only the root session does; see tracer_session.family_stop).
+ */
+static int session_stop_locked(bool family)
 {
 	struct tracer_session *s = tracer_current;
 	if (!s)
 		return mark_error(ENOENT, "mark: tracer: no tracing session is running");
+	if (family && s->family_root && s->family_stop)
+		__atomic_store_n(s->family_stop, 1, __ATOMIC_RELEASE);
 	/* 1. No new events; 2. the consumer writes what it has... */
 	session_disconnect(s);
 	/* ...then everything that is left. */
@@ -488,7 +504,7 @@ int mark_tracer_stop(void)
 {
 	mark_error_clear();
 	pthread_mutex_lock(&control_mutex);
-	int rc = session_stop_locked();
+	int rc = session_stop_locked(true);
 	pthread_mutex_unlock(&control_mutex);
 	return rc;
 }
@@ -777,6 +793,8 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	};
 	pthread_mutex_lock(&control_mutex);
 	int rc = session_start_locked(&cfg);
+	if (rc == 0)
+		tracer_current->from_env = true;
 	pthread_mutex_unlock(&control_mutex);
 	if (rc < 0)
 		fprintf(stderr, "%s; tracing is off\n", mark_last_error());
@@ -786,6 +804,40 @@ static void __attribute__((constructor)) tracer_env_init(void)
 /* Write the trace when the program exits (after its own destructors). */
 static void __attribute__((destructor)) tracer_exit_fini(void)
 {
-	if (__atomic_load_n(&tracer_current, __ATOMIC_ACQUIRE))
-		mark_tracer_stop();
+	struct tracer_session *s = __atomic_load_n(&tracer_current, __ATOMIC_ACQUIRE);
+	if (!s)
+		return;
+	/* A program traced through its environment (`mark record -- CMD`)
+	 * whose parent exits first (a daemon's double fork) keeps its
+	 * children traced; a session started by the API or a controller ends
+	 * for the whole family when its process exits. */
+	mark_error_clear();
+	pthread_mutex_lock(&control_mutex);
+	s = tracer_current;
+	session_stop_locked(s && !s->from_env);
+	pthread_mutex_unlock(&control_mutex);
+}
+
+/*
+ * The consumer thread of a forked child's session saw the root session
+ * stop (family_stop): stop this session as mark_tracer_stop() would, from
+ * the consumer itself.  It cannot join itself, so it detaches and marks
+ * itself not started first; it returns 0 when the session is gone (the
+ * caller must not touch it again and must end the thread), or -EBUSY when
+ * someone holds control_mutex -- a stop under way, which will join this
+ * thread: the caller goes on and sees `stopping`.
+ */
+int tracer_session_stop_by_family(struct tracer_session *s)
+{
+	if (pthread_mutex_trylock(&control_mutex) != 0)
+		return -EBUSY;
+	if (tracer_current != s || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&control_mutex);
+		return -EBUSY;
+	}
+	__atomic_store_n(&s->consumer_started, false, __ATOMIC_RELEASE);
+	pthread_detach(pthread_self());
+	session_stop_locked(false);
+	pthread_mutex_unlock(&control_mutex);
+	return 0;
 }

@@ -131,6 +131,17 @@ struct tracer_session {
 	/* Consumer */
 	pthread_t consumer;
 	bool consumer_started;      /* atomic: may be set by a producer (lazy start) */
+	/*
+	 * The stop of a session reaches the processes forked while it ran:
+	 * one shared anonymous word per session family (MAP_SHARED, so fork
+	 * shares it; exec drops it), set (release) by the root session -- the
+	 * one mark_tracer_start or MARK_TRACE started -- when it is stopped,
+	 * read (acquire) by the descendants' consumers and slow paths, which
+	 * then stop their own sessions.  NULL if the page could not be mapped.
+	 */
+	uint32_t *family_stop;
+	bool family_root;           /* this process started the session          */
+	bool from_env;              /* MARK_TRACE: exit does not stop the family */
 	int consumer_lazy;          /* atomic: a forked child's consumer starts at the
 				     * first kick (see tracer_consumer_start_lazy)  */
 	int consumer_alive;         /* producers in block mode wait only while set  */
@@ -188,6 +199,13 @@ MARK_HIDDEN void tracer_kick_consumer(struct tracer_session *s);
 /* ---- consumer.c ---- */
 MARK_HIDDEN int tracer_consumer_start(struct tracer_session *s);
 MARK_HIDDEN void tracer_consumer_start_lazy(struct tracer_session *s);
+MARK_HIDDEN int tracer_session_stop_by_family(struct tracer_session *s);
+
+/* Has the root of this session's family been stopped (a forked child's view)? */
+static inline bool tracer_family_stopped(const struct tracer_session *s)
+{
+	return !s->family_root && s->family_stop && __atomic_load_n(s->family_stop, __ATOMIC_ACQUIRE);
+}
 MARK_HIDDEN void tracer_consumer_stop(struct tracer_session *s);
 /* Drain every ring completely (no producer may run). */
 MARK_HIDDEN void tracer_drain_all_final(struct tracer_session *s);

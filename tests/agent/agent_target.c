@@ -12,6 +12,8 @@
  * behind, as after any exec; `mark ps` must remove it).
  * --close-fds-after MS: close every descriptor above 2 after MS, as some
  * daemons do (the agent must notice and stop, not spin or misbehave).
+ * --fork-after MS: fork a child after MS that runs the same loop (prints
+ * "child PID"); the parent ends it at exit.
  * --spawn-exec: fork a child that execs `sleep 2` at once (prints "spawned PID").
  * Exit status 0 means the loop ran and the markers kept working.
  */
@@ -52,7 +54,7 @@ static long long now_ms(void)
 
 int main(int argc, char **argv)
 {
-	long exit_after = -1, exec_after = -1, close_after = -1;
+	long exit_after = -1, exec_after = -1, close_after = -1, fork_after = -1;
 	int do_fork = 0, spawn_exec = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--fork") == 0)
@@ -67,6 +69,8 @@ int main(int argc, char **argv)
 			close_after = atol(argv[++i]);
 		else if (strcmp(argv[i], "--exec-sleep-after") == 0 && i + 1 < argc)
 			exec_after = atol(argv[++i]);
+		else if (strcmp(argv[i], "--fork-after") == 0 && i + 1 < argc)
+			fork_after = atol(argv[++i]);
 	}
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
@@ -116,6 +120,18 @@ int main(int argc, char **argv)
 			close_after = -1;
 			printf("closed\n");
 			fflush(stdout);
+		}
+		if (fork_after >= 0 && now_ms() - start >= fork_after) {
+			/* A child forked while the process is being recorded: it
+			 * goes on firing the same markers. */
+			fork_after = -1;
+			fflush(stdout);
+			pid_t p = fork();
+			if (p > 0) {
+				child = p;
+				printf("child %d\n", (int)p);
+				fflush(stdout);
+			}
 		}
 		if (exec_after >= 0 && now_ms() - start >= exec_after) {
 			execlp("sleep", "sleep", "30", (char *)NULL);

@@ -202,6 +202,30 @@ record)
 	expect_in nomatch.err "no marker matches \"zzz\*\""
 	stop_target
 	;;
+record_fork_stop)
+	# A child forked during `mark record --pid` records into its own
+	# DIR/pid-CHILD; when the controller stops the recording, the child's
+	# tracing stops too: its trace stops growing and is finished.
+	[ "${MARK_TEST_SANITIZER:-}" != thread ] ||
+		skip "ThreadSanitizer aborts a forked child that starts a thread (the child's consumer)"
+	start_target --fork-after 700
+	need_tracer
+	run rec "$MARK" record --pid "$TPID" -e agent_tick -o "$WORK/trace" --duration 2 -q
+	expect_rc 0 "mark record --pid"
+	child=$(sed -n 's/^child //p' "$WORK/target.out")
+	[ -n "$child" ] || fail "the target did not fork during the recording"
+	PIDS+=("$child")
+	[ -d "$WORK/trace/pid-$child" ] || fail "no trace of the forked child in $WORK/trace/pid-$child"
+	sleep 0.5
+	n1=$(trace_events "$WORK/trace/pid-$child" agent_tick)
+	sleep 1.5
+	n2=$(trace_events "$WORK/trace/pid-$child" agent_tick)
+	echo "child $child: $n1 agent_tick events 0.5 s after the stop, $n2 1.5 s later"
+	[ "$n1" -gt 0 ] || fail "the child recorded nothing during the recording"
+	[ "$n1" = "$n2" ] || fail "the child still records after the controller stopped the recording ($n1 -> $n2 events)"
+	alive "$child" || fail "the child died"
+	stop_target
+	;;
 record_exit)
 	start_target --exit-after 1500
 	need_tracer
