@@ -21,8 +21,7 @@
 #include "liveline.h"
 
 #include "tracer/trace_format.h"
-#include "tracer/tracer.h"
-#include "tracer/tracer_internal.h"
+#include <mark/tracer.h>
 
 #include <mark/mark.h>
 
@@ -33,6 +32,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,7 +131,7 @@ static int parse_mode(const char *text, enum mark_trace_mode *mode)
 
 static int parse_size(const char *text, size_t *bytes)
 {
-	if (mark_size_parse(text, bytes) == 0 && *bytes >= TRACER_MIN_BUFFER && *bytes <= TRACER_MAX_BUFFER)
+	if (mark_size_parse(text, bytes) == 0 && *bytes >= MARK_TRACE_BUFFER_MIN && *bytes <= MARK_TRACE_BUFFER_MAX)
 		return 0;
 	cli_error("record: bad --buffer \"%s\": give a size from 4k to 4G, like 4096, 64k, 16M or 1G", text);
 	return -1;

@@ -19,7 +19,7 @@
 #include "control.h"
 #include "liveline.h"
 
-#include "tracer/tracer.h"
+#include <mark/tracer.h>
 
 #include <mark/mark.h>
 
@@ -37,10 +37,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#pragma weak mark_trace_mode_parse
-#pragma weak mark_size_parse
-int mark_trace_recover(const char *directory) __attribute__((weak));
 
 const char cli_record_pid_usage[] =
 	"usage: mark record --pid PID [OPTIONS]\n"
@@ -91,22 +87,10 @@ static double now_s(void)
 static int parse_mode(const char *text, uint64_t *mode)
 {
 	enum mark_trace_mode m;
-	if (mark_trace_mode_parse) {
-		if (mark_trace_mode_parse(text, &m) != 0)
-			goto bad;
+	if (mark_trace_mode_parse(text, &m) == 0) {
 		*mode = (uint64_t)m;
 		return 0;
 	}
-	if (strcmp(text, "discard") == 0)
-		*mode = MARK_TRACE_DISCARD;
-	else if (strcmp(text, "overwrite") == 0)
-		*mode = MARK_TRACE_OVERWRITE;
-	else if (strcmp(text, "block") == 0)
-		*mode = MARK_TRACE_BLOCK;
-	else
-		goto bad;
-	return 0;
-bad:
 	cli_error("record: unknown mode \"%s\": use discard, overwrite or block", text);
 	return -1;
 }
@@ -114,25 +98,9 @@ bad:
 static int parse_size(const char *text, uint64_t *bytes)
 {
 	size_t v = 0;
-	char *end;
-	if (mark_size_parse) {
-		if (mark_size_parse(text, &v) == 0) {
-			*bytes = v;
-			return 0;
-		}
-	} else {
-		errno = 0;
-		unsigned long long n = strtoull(text, &end, 10);
-		unsigned shift = 0;
-		switch (*end) {
-		case 'k': case 'K': shift = 10; end++; break;
-		case 'm': case 'M': shift = 20; end++; break;
-		case 'g': case 'G': shift = 30; end++; break;
-		}
-		if (end != text && !*end && !errno && n > 0 && n <= (UINT64_MAX >> shift) && text[0] != '-') {
-			*bytes = (uint64_t)n << shift;
-			return 0;
-		}
+	if (mark_size_parse(text, &v) == 0) {
+		*bytes = v;
+		return 0;
 	}
 	cli_error("record: bad buffer size \"%s\": give bytes, or a number with k, M or G (e.g. 64k, 16M)", text);
 	return -1;
@@ -240,9 +208,6 @@ static int finish_after_exit(const char *dir, pid_t pid)
 	/* The process writes into DIR/pid-P/: live_stats_read covers those. */
 	if (live_stats_read(dir, &s) != 0 || s.unfinished == 0)
 		return 0;
-	if (!mark_trace_recover)
-		return cli_error("record: this mark has no trace recovery; %s may lack the events still in the "
-				 "buffers of process %d", dir, (int)pid);
 	if (mark_trace_recover(dir) < 0)   /* otherwise: the number of events recovered */
 		return cli_error("record: could not complete the trace in %s: %s", dir, mark_last_error());
 	fprintf(stderr, "mark: completed the trace of process %d, which ended without stopping the tracer\n",

@@ -5,7 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "control.h"
-#include "tracer/tracer.h"
+#include <mark/tracer.h>
 #include "command.h"
 #include "agent/agent.h"
 

@@ -42,7 +42,7 @@
 #include <unistd.h>
 
 #ifdef BENCH_HAVE_TRACER
-#include "tracer/tracer.h"
+#include <mark/tracer.h>
 #endif
 
 static struct bench_opts opts;

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #ifdef BENCH_HAVE_TRACER
-#include "tracer/tracer.h"
+#include <mark/tracer.h>
 
 static uint64_t per_thread;
 static pthread_barrier_t go;

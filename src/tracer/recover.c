@@ -172,7 +172,7 @@ out:
 	return rc;
 }
 
-bool mark_process_running(pid_t pid)
+int mark_process_running(int pid)
 {
 	if (kill(pid, 0) != 0 && errno == ESRCH)
 		return false;

@@ -1,7 +1,9 @@
 /*
- * The built-in tracer's control interface inside libmark (not installed).
- * Used by the environment configuration (MARK_TRACE=...) and by the control
- * agent (`mark record --pid`, `mark snapshot`).
+ * The built-in tracer's control interface inside libmark: the installed
+ * <mark/tracer.h> (used by programs, the CLI and the benchmarks) and what
+ * only libmark itself uses.  Used by the environment configuration
+ * (MARK_TRACE=...) and by the control agent (`mark record --pid`,
+ * `mark snapshot`).
  *
  * One tracing session per process at a time.  All functions are safe to
  * call from any thread except a signal handler; they never crash or stop
@@ -11,61 +13,7 @@
 #ifndef MARK_TRACER_H
 #define MARK_TRACER_H
 
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <sys/types.h>
-
-enum mark_trace_mode {
-	MARK_TRACE_DISCARD = 0,    /* full buffer: drop new events, count them      */
-	MARK_TRACE_OVERWRITE = 1,  /* flight recorder: keep the newest events        */
-	MARK_TRACE_BLOCK = 2,      /* never lose: the producer waits                 */
-};
-
-struct mark_trace_config {
-	const char *directory;        /* CTF trace directory (created if missing) */
-	enum mark_trace_mode mode;
-	size_t buffer_size;           /* bytes per buffer; 0 = default            */
-	const char *const *globs;     /* markers to arm and record; NULL-terminated */
-};
-
-struct mark_trace_stats {
-	uint64_t events;              /* recorded                                  */
-	uint64_t lost;                /* discarded (discard mode) or overwritten    */
-	uint64_t bytes_written;       /* to stream files                            */
-	int active;                   /* a session is running                        */
-};
-
-/* Start a session: arm the globs, connect the tracer probe, start the consumer. */
-int mark_tracer_start(const struct mark_trace_config *config);
-/* Stop: disarm what the session armed, disconnect, flush every buffer, finish the trace. */
-int mark_tracer_stop(void);
-/* Overwrite mode: write the current buffer contents as a CTF trace into `directory`. */
-int mark_tracer_snapshot(const char *directory);
-void mark_tracer_get_stats(struct mark_trace_stats *stats);
-/*
- * Crash recovery.  When a traced process dies without stopping its session
- * (SIGKILL, SIGSEGV, _exit, exec), its events are still in the buffer files
- * (.mark-ring-N) of its trace directory.  mark_trace_recover() turns them
- * into packets: it cuts a half-written last packet, appends every event
- * recorded before death, records the lost counts, marks the statistics
- * RECOVERED and removes the buffer files.  It also recovers the sub-traces
- * of forked children (DIR/pid-P).  Idempotent: a complete trace is left
- * as it is.  Call it after the process has exited (`mark record` does).
- * Returns the number of events recovered (>= 0), or -errno: -EBUSY if the
- * process still runs, -ENOENT if DIR holds no mark trace.
- */
-int mark_trace_recover(const char *directory);
-
-/*
- * Whether process `pid` can still write its trace: it exists and is not a
- * zombie (a process killed by SIGKILL stays a zombie until its parent reaps
- * it, but runs no more code).
- */
-bool mark_process_running(pid_t pid);
-/* Parse "discard|overwrite|block"; -EINVAL otherwise. */
-int mark_trace_mode_parse(const char *text, enum mark_trace_mode *mode);
-/* Parse "4096", "64k", "16M", "1G"; -EINVAL/-ERANGE otherwise. */
-int mark_size_parse(const char *text, size_t *bytes);
+/* All of it is public: sessions, statistics, recovery, the parsers. */
+#include <mark/tracer.h>
 
 #endif

@@ -49,9 +49,9 @@ extern MARK_HIDDEN int tracer_fence_word;
 /* Overwrite mode drops the oldest records a chunk (capacity / this) at a time. */
 #define TRACER_OVERWRITE_CHUNKS 16
 #define TRACER_MAX_NESTING 4        /* thread context + 3 signal handler levels */
-#define TRACER_DEFAULT_BUFFER (2u << 20)
-#define TRACER_MIN_BUFFER 4096u
-#define TRACER_MAX_BUFFER (1ull << 32)
+#define TRACER_DEFAULT_BUFFER MARK_TRACE_BUFFER_DEFAULT
+#define TRACER_MIN_BUFFER MARK_TRACE_BUFFER_MIN
+#define TRACER_MAX_BUFFER MARK_TRACE_BUFFER_MAX
 #define TRACER_PACKET_MAX (1u << 20)  /* bytes of records per packet            */
 
 /* ---- clock.c ---- */

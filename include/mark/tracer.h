@@ -1,0 +1,92 @@
+/*
+ * <mark/tracer.h> - the built-in tracer's public API (docs/tracer.md).
+ *
+ * Record markers into a CTF trace from inside the program, as MARK_TRACE
+ * and `mark record` do: start a session (arm the globs, connect the
+ * tracer's probe), stop it (disarm what it armed, flush, finish the trace),
+ * take a snapshot of an overwrite-mode session, read its statistics, and
+ * complete the trace of a process that died while recording.
+ *
+ * One session per process at a time.  Every function is safe to call from
+ * any thread except a signal handler; none crashes or stops the program:
+ * bad input returns -errno with mark_last_error() (<mark/mark.h>) set to a
+ * one-line explanation.
+ */
+#ifndef MARK_PUBLIC_TRACER_H
+#define MARK_PUBLIC_TRACER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+#pragma GCC visibility push(default)
+
+enum mark_trace_mode {
+	MARK_TRACE_DISCARD = 0,    /* full buffer: drop new events, count them      */
+	MARK_TRACE_OVERWRITE = 1,  /* flight recorder: keep the newest events        */
+	MARK_TRACE_BLOCK = 2       /* never lose: the producer waits                 */
+};
+
+/* Bytes per buffer (one buffer per thread and signal nesting level). */
+#define MARK_TRACE_BUFFER_DEFAULT (2u << 20)
+#define MARK_TRACE_BUFFER_MIN 4096u
+#define MARK_TRACE_BUFFER_MAX (1ull << 32)
+
+struct mark_trace_config {
+	const char *directory;        /* CTF trace directory (created if missing) */
+	enum mark_trace_mode mode;
+	size_t buffer_size;           /* bytes per buffer; 0 = default            */
+	const char *const *globs;     /* markers to arm and record; NULL-terminated;
+					 NULL = every marker                       */
+};
+
+struct mark_trace_stats {
+	uint64_t events;              /* recorded                                  */
+	uint64_t lost;                /* discarded (discard mode) or overwritten    */
+	uint64_t bytes_written;       /* to stream files                            */
+	int active;                   /* a session is running                        */
+};
+
+/* Start a session: arm the globs, connect the tracer probe, start the consumer. */
+int mark_tracer_start(const struct mark_trace_config *config);
+/* Stop: disarm what the session armed, disconnect, flush every buffer, finish
+ * the trace; the sessions of processes forked meanwhile stop too. */
+int mark_tracer_stop(void);
+/* Overwrite mode: write the current buffer contents as a CTF trace into `directory`. */
+int mark_tracer_snapshot(const char *directory);
+void mark_tracer_get_stats(struct mark_trace_stats *stats);
+
+/*
+ * Crash recovery.  When a traced process dies without stopping its session
+ * (SIGKILL, SIGSEGV, _exit, exec), its events are still in the buffer files
+ * (.mark-ring-N) of its trace directory.  mark_trace_recover() turns them
+ * into packets: it cuts a half-written last packet, appends every event
+ * recorded before death, records the lost counts, marks the statistics
+ * RECOVERED and removes the buffer files.  It also recovers the sub-traces
+ * of forked children (DIR/pid-P).  Idempotent: a complete trace is left
+ * as it is.  Call it after the process has exited (`mark record` does).
+ * Returns the number of events recovered (>= 0), or -errno: -EBUSY if the
+ * process still runs, -ENOENT if DIR holds no mark trace.
+ */
+int mark_trace_recover(const char *directory);
+/*
+ * Whether process `pid` can still write its trace: it exists and is not a
+ * zombie (a process killed by SIGKILL stays a zombie until its parent reaps
+ * it, but runs no more code).  Recover a trace once this says 0.
+ */
+int mark_process_running(int pid);
+
+/* Parse "discard|overwrite|block" (MARK_MODE); -EINVAL otherwise. */
+int mark_trace_mode_parse(const char *text, enum mark_trace_mode *mode);
+/* Parse "4096", "64k", "16M", "1G" (MARK_BUFFER); -EINVAL/-ERANGE otherwise.
+ * The tracer accepts MARK_TRACE_BUFFER_MIN to MARK_TRACE_BUFFER_MAX. */
+int mark_size_parse(const char *text, size_t *bytes);
+
+#pragma GCC visibility pop
+#ifdef __cplusplus
+}
+#endif
+
+#endif
