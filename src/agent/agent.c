@@ -1072,6 +1072,17 @@ static void agent_atexit(void)
 		agent_log("the agent thread did not stop within 5 s; exiting anyway");
 }
 
+/*
+ * The agent starts itself: the core calls this hook once the process has
+ * markers (after each object registers; only the first call does anything).
+ * Registered from the agent's own constructor, so the core knows nothing of
+ * the agent.
+ */
+static void __attribute__((constructor)) agent_module_init(void)
+{
+	mark_core_on_object_registered(mark_agent_autostart);
+}
+
 void mark_agent_autostart(void)
 {
 	if (__atomic_load_n(&autostart_state, __ATOMIC_ACQUIRE))

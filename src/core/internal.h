@@ -53,6 +53,9 @@ static inline unsigned mark_name_hash(const char *s)
 /* Record the message returned by mark_last_error() on this thread; returns -err. */
 MARK_HIDDEN int mark_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 MARK_HIDDEN void mark_error_clear(void);
+/* A module's hook, called (no lock held) after each object with markers
+ * registers, and at once if one already has.  0, or -ENOSPC. */
+MARK_HIDDEN int mark_core_on_object_registered(void (*hook)(void));
 
 /* ---- formats ---- */
 /* Parse a printf format into argument descriptions.  Returns the argument

@@ -25,15 +25,6 @@
 #include "internal.h"
 #include "../arch/patch.h"
 
-/* The control agent (src/agent) starts once the process has markers.  The
- * reference is strong when the module is built, so that a program linked
- * with libmark.a pulls the agent in; a core-only build has none. */
-#ifdef MARK_HAVE_AGENT
-MARK_HIDDEN void mark_agent_autostart(void);
-#else
-static inline void mark_agent_autostart(void) {}
-#endif
-
 #include <dlfcn.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -64,6 +55,34 @@ struct arm_rule {
 
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct mark_object *objects;
+
+/*
+ * Modules built on the core start themselves: the control agent registers
+ * a hook here from its own constructor, and the core calls every hook,
+ * with no lock held, after each object with markers registers.  The core
+ * knows nothing of what a hook does.  Hooks are only added (under
+ * registry_mutex) and never removed; callers copy the table under the lock.
+ */
+#define MAX_OBJECT_HOOKS 4
+static void (*object_hooks[MAX_OBJECT_HOOKS])(void);
+static unsigned nobject_hooks;
+
+int mark_core_on_object_registered(void (*hook)(void))
+{
+	pthread_mutex_lock(&registry_mutex);
+	if (nobject_hooks == MAX_OBJECT_HOOKS) {
+		pthread_mutex_unlock(&registry_mutex);
+		return mark_error(ENOSPC, "mark: core: more than %d module hooks", MAX_OBJECT_HOOKS);
+	}
+	object_hooks[nobject_hooks++] = hook;
+	bool have_objects = objects != NULL;
+	pthread_mutex_unlock(&registry_mutex);
+	/* Constructor order between the objects of one link is not fixed: an
+	 * object may have registered before the module's constructor ran. */
+	if (have_objects)
+		hook();
+	return 0;
+}
 static struct mark_marker *marker_hash[MARKER_HASH_SIZE];
 static struct mark_marker **markers;       /* by id */
 static size_t nmarkers, cap_markers;
@@ -668,11 +687,15 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 			fprintf(stderr, "%s\n", mark_last_error());
 		free(ptrs);
 	}
+	void (*hooks[MAX_OBJECT_HOOKS])(void);
+	unsigned nhooks = nobject_hooks;
+	memcpy(hooks, object_hooks, sizeof(hooks));
 	pthread_mutex_unlock(&registry_mutex);
 	mark_probes_retire(retired, nretired);
 	free(new_markers);
-	/* The process has markers: start the control agent (once; no lock held). */
-	mark_agent_autostart();
+	/* The process has markers: tell the modules (the agent starts), no lock held. */
+	for (unsigned i = 0; i < nhooks; i++)
+		hooks[i]();
 }
 
 void mark__unregister_object(const void *descs_begin, const void *codes_begin)
