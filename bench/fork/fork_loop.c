@@ -6,7 +6,10 @@
  * it).  bench/fork/run.sh runs the variants alternately and prints the R
  * lines.
  *
- *   bench_fork_{out,linked} ROUNDS    prints "WALL_US CPU_US" per round
+ *   bench_fork_{out,linked} ROUNDS [thread]   prints "WALL_US CPU_US" per round
+ *
+ * `thread`: first start one thread that sleeps in poll() for good, as the
+ * control agent does: what any multi-threaded program pays per fork.
  *
  * CPU_US is the user + system time of the parent and its children per
  * round, which a loaded machine disturbs less than the wall-clock time.
@@ -14,8 +17,11 @@
 #define _GNU_SOURCE
 #include <mark/mark.h>
 
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -41,6 +47,14 @@ static double cpu_us(void)
 	getrusage(RUSAGE_CHILDREN, &children);
 	return tv_us(self.ru_utime) + tv_us(self.ru_stime) + tv_us(children.ru_utime) +
 	       tv_us(children.ru_stime);
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	for (;;)
+		poll(NULL, 0, -1);
+	return NULL;
 }
 
 static int round_trip(int i)
@@ -69,6 +83,11 @@ int main(int argc, char **argv)
 	int rounds = argc > 1 ? atoi(argv[1]) : 1000;
 	if (rounds < 10)
 		rounds = 10;
+	pthread_t t;
+	if (argc > 2 && strcmp(argv[2], "thread") == 0 && pthread_create(&t, NULL, sleeper, NULL) != 0) {
+		fprintf(stderr, "bench_fork: cannot start the sleeping thread\n");
+		return 1;
+	}
 	/* Warm-up: page tables, the allocator, the first fork handlers. */
 	for (int i = 0; i < 20; i++)
 		if (round_trip(i) < 0)

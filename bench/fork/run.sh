@@ -12,11 +12,12 @@ mkdir -p "$WORK"
 XDG=$WORK/xdg
 mkdir -p "$XDG" && chmod 700 "$XDG"
 declare -A WALL CPU
-VARIANTS=(out linked agent_off traced)
+VARIANTS=(out out_thread linked agent_off traced)
 for ((rep = 0; rep < REPS; rep++)); do
 	for v in "${VARIANTS[@]}"; do
 		case $v in
 		out) x=$("$B/bench_fork_out" "$ROUNDS") ;;
+		out_thread) x=$("$B/bench_fork_out" "$ROUNDS" thread) ;;
 		linked) x=$(XDG_RUNTIME_DIR=$XDG "$B/bench_fork_linked" "$ROUNDS") ;;
 		agent_off) x=$(MARK_AGENT=0 "$B/bench_fork_linked" "$ROUNDS") ;;
 		traced)
@@ -30,7 +31,7 @@ for ((rep = 0; rep < REPS; rep++)); do
 done
 rm -rf "$WORK/trace"
 echo "I table_title fork 9. What a fork costs: µs per fork + _exit + waitpid round (issue 17)"
-echo "I table_note fork Rows: \`out\` = compiled out (\`-DMARK_DISABLE\`, libmark not linked); \`linked\` = libmark linked, agent on, nothing armed; \`agent_off\` = the same with \`MARK_AGENT=0\`; \`traced\` = \`MARK_TRACE\` on (each child records one event into its own \`pid-N/\` trace). Columns: wall-clock and CPU (user + system, parent and children) time per round. $ROUNDS rounds per sample, the variants alternating. Goal: \`linked\` within noise of \`out\`."
+echo "I table_note fork Rows: \`out\` = compiled out (\`-DMARK_DISABLE\`, libmark not linked); \`out_thread\` = the same program with one extra thread asleep in poll() (what the agent thread costs any program: the kernel's fork of a multi-threaded process); \`linked\` = libmark linked, agent on, nothing armed; \`agent_off\` = the same with \`MARK_AGENT=0\`; \`traced\` = \`MARK_TRACE\` on (each child records one event into its own \`pid-N/\` trace). Columns: wall-clock and CPU (user + system, parent and children) time per round. $ROUNDS rounds per sample, the variants alternating. Goal: \`linked\` within noise of \`out\`."
 echo "I table_program fork bench/fork/run.sh"
 for v in "${VARIANTS[@]}"; do
 	echo "R fork $v wall us${WALL[$v]}"
@@ -40,7 +41,7 @@ med() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ a[NR] = $1 } END { print
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 for kind in wall cpu; do
 	line="$kind time, ratio of medians to out in this run:"
-	for v in linked agent_off traced; do
+	for v in out_thread linked agent_off traced; do
 		if [ $kind = wall ]; then a=${WALL[$v]} b=${WALL[out]}; else a=${CPU[$v]} b=${CPU[out]}; fi
 		line="$line $v $(ratio "$(med "$a")" "$(med "$b")")"
 	done
