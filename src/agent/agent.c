@@ -343,14 +343,12 @@ static void conn_forget(int i)
 	mark_proto_reader_free(&c->reader);
 }
 
-/* The program closed or replaced our descriptors: forget them all (close
- * only those still ours), remove the socket. */
+/* The program closed or replaced the listening socket or the wake-up pipe:
+ * forget both (close only what is still ours) and remove the socket path.
+ * Connections are checked one by one: those still ours go on being served
+ * (a recording owned by one keeps running). */
 static void descriptors_lost(void)
 {
-	stop_owned_session("the agent's descriptors were closed");
-	for (int i = 0; i < MAX_CONNS; i++)
-		if (conns[i].fd >= 0)
-			conn_forget(i);
 	pthread_mutex_lock(&fd_lock);
 	if (socket_path[0])
 		unlink(socket_path);
@@ -862,6 +860,9 @@ static void *agent_main(void *unused)
 			if (recoveries++ >= MAX_DESCRIPTOR_RECOVERIES) {
 				agent_log("the program closed or replaced the agent's descriptors again "
 					  "(%d times); the agent stops (the program is not affected)", recoveries);
+				stop_owned_session("the agent stops");
+				for (int i = 0; i < MAX_CONNS; i++)
+					conn_close(i);   /* closes only descriptors still ours */
 				return NULL;
 			}
 			agent_log("the program closed or replaced the agent's descriptor %d; the agent leaves it "

@@ -266,6 +266,20 @@ static void case_dup2(void)
 		poke_and_measure(what);
 		check_file(k, target, path);
 	}
+	/* The fourth time the agent gives up: it stops, and still touches nothing. */
+	int n = agent_fds(fds, 8);
+	if (n < 1) {
+		FAIL("the agent has no descriptor left before the fourth replacement");
+		return;
+	}
+	char path[256];
+	program_file(10, fds[0], path, sizeof(path));
+	poke_and_measure("a fourth dup2");
+	check_file(10, fds[0], path);
+	for (int i = 0; i < 40 && agent_ticks() >= 0; i++)
+		sleep_ms(50);
+	if (agent_ticks() >= 0)
+		FAIL("after a fourth replacement the agent thread still runs; it should stop");
 }
 
 static void case_close_range(void)
