@@ -56,4 +56,19 @@ static int testutil_failures;
 		exit(77);                                                              \
 	} while (0)
 
+#include <dirent.h>
+
+/* Entries of a directory, "." and ".." aside (/proc/self/fd, /proc/self/task). */
+static inline int testutil_count_entries(const char *dir)
+{
+	int n = 0;
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
 #endif

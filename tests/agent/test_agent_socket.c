@@ -199,14 +199,7 @@ static int request(int fd, struct mark_proto_buf *b, struct mark_proto_reader *r
 
 static int count_fds(void)
 {
-	int n = 0;
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	while (d && (de = readdir(d)))
-		n += de->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
+	return testutil_count_entries("/proc/self/fd");
 }
 
 static void malformed_messages(void)

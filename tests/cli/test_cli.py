@@ -367,12 +367,16 @@ def case_record_filter(mark, target, workdir):
             check(re.search(r"^# lost \d+ events in stream", v.stdout, re.M) is not None, "view shows the loss")
 
 
-def case_record_fork(mark, target, workdir):
-    """A forked child writes its own sub-trace (DIR/pid-P); the summary and
-    mark stats add both processes up; each part is a valid trace for babeltrace2."""
+def skip_forked_child_under_tsan(target):
     if "libtsan" in subprocess.run(["ldd", target], capture_output=True, text=True).stdout:
         skip("ThreadSanitizer cannot start a thread (the tracer's consumer) in the child "
              "of a multi-threaded fork")
+
+
+def case_record_fork(mark, target, workdir):
+    """A forked child writes its own sub-trace (DIR/pid-P); the summary and
+    mark stats add both processes up; each part is a valid trace for babeltrace2."""
+    skip_forked_child_under_tsan(target)
     need_babeltrace2()
     trace, r = record(mark, target, workdir, "rec-fork", "fork")
     check(r.returncode == 0, "exit status %d: %s" % (r.returncode, r.stderr))
@@ -399,9 +403,7 @@ def case_record_fork(mark, target, workdir):
 def case_record_fork_kill(mark, target, workdir):
     """A forked child killed by SIGKILL: its events are recovered, and the
     message names the child (its pid), not the command, which exited cleanly."""
-    if "libtsan" in subprocess.run(["ldd", target], capture_output=True, text=True).stdout:
-        skip("ThreadSanitizer cannot start a thread (the tracer's consumer) in the child "
-             "of a multi-threaded fork")
+    skip_forked_child_under_tsan(target)
     need_babeltrace2()
     trace, r = record(mark, target, workdir, "rec-fork-kill", "fork_kill")
     check(r.returncode == 0, "exit status %d: %s" % (r.returncode, r.stderr))

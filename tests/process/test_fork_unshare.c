@@ -12,7 +12,8 @@
 #define _GNU_SOURCE
 #include <mark/mark.h>
 
-#include <dirent.h>
+#include "testutil.h"
+
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -24,17 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int count_threads(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	int n = 0;
-	struct dirent *e;
-	while (d && (e = readdir(d)))
-		n += e->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
 
 /* Exit status of a child: 0 unshare worked, 1 it failed, 2 not single-threaded. */
 static int child_body(int delay_ms, int record)
@@ -45,7 +35,7 @@ static int child_body(int delay_ms, int record)
 		struct timespec ts = { delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L };
 		nanosleep(&ts, NULL);
 	}
-	int threads = count_threads();
+	int threads = testutil_count_entries("/proc/self/task");
 	if (unshare(CLONE_NEWUSER) != 0) {
 		fprintf(stderr, "child %d: unshare(CLONE_NEWUSER) failed: %s (%d threads in the child)\n",
 			(int)getpid(), strerror(errno), threads);
@@ -82,7 +72,6 @@ int main(void)
 		return 77;
 	}
 
-	int failures = 0;
 	const struct { int delay_ms, record; } cases[] = { { 0, 0 }, { 0, 1 }, { 300, 0 }, { 300, 1 } };
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		pid_t p = fork();
@@ -93,10 +82,10 @@ int main(void)
 			fprintf(stderr, "FAIL: a forked child (%s, unshare %d ms after fork, %s) could not "
 				"unshare (status %d)\n", getenv("MARK_TRACE") ? "tracing on" : "agent on",
 				cases[i].delay_ms, cases[i].record ? "after recording an event" : "no event", rc);
-			failures++;
+			testutil_failures++;   /* testutil.h's failure count */
 		}
 	}
-	if (failures)
+	if (testutil_failures)
 		return 1;
 	printf("ok: forked children unshare(CLONE_NEWUSER) (%s)\n",
 	       getenv("MARK_TRACE") ? "tracing on" : "agent on");

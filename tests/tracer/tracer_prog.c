@@ -227,9 +227,15 @@ static int run_signals(long n)
 	return 0;
 }
 
-static int run_fork(long n)
+/*
+ * fork N: parent and child fire their markers (t_parent before and after).
+ * fork_exec N (exec_self set): the child fires N t_child events, then execs
+ * this program again ("seq N": N t_seq events) with the same environment
+ * (MARK_TRACE): the events of the image before exec must reach the trace.
+ */
+static int run_fork(long n, const char *exec_self)
 {
-	for (long i = 0; i < n; i++)
+	for (long i = 0; !exec_self && i < n; i++)
 		MARK(t_parent, "%ld", i);
 	fflush(stdout);
 	pid_t pid = fork();
@@ -238,37 +244,18 @@ static int run_fork(long n)
 	if (pid == 0) {
 		for (long i = 0; i < n; i++)
 			MARK(t_child, "%ld", i);
+		if (exec_self) {
+			char num[32];
+			snprintf(num, sizeof(num), "%ld", n);
+			execl(exec_self, exec_self, "seq", num, (char *)NULL);
+			_exit(127);
+		}
 		exit(0);
 	}
 	int status;
 	waitpid(pid, &status, 0);
-	for (long i = 0; i < n; i++)
+	for (long i = 0; !exec_self && i < n; i++)
 		MARK(t_parent, "%ld", n + i);
-	printf("child %d\nparent %d\n", (int)pid, (int)getpid());
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
-}
-
-/*
- * fork_exec N: the child fires N t_child events, then execs this program
- * again ("seq N": N t_seq events) with the same environment (MARK_TRACE):
- * the events of the image before exec must reach the trace too.
- */
-static int run_fork_exec(long n, const char *self)
-{
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid < 0)
-		return 1;
-	if (pid == 0) {
-		for (long i = 0; i < n; i++)
-			MARK(t_child, "%ld", i);
-		char num[32];
-		snprintf(num, sizeof(num), "%ld", n);
-		execl(self, self, "seq", num, (char *)NULL);
-		_exit(127);
-	}
-	int status;
-	waitpid(pid, &status, 0);
 	printf("child %d\nparent %d\n", (int)pid, (int)getpid());
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
@@ -313,9 +300,9 @@ int main(int argc, char **argv)
 	else if (strcmp(what, "signals") == 0)
 		return run_signals(n);
 	else if (strcmp(what, "fork") == 0)
-		return run_fork(n);
+		return run_fork(n, NULL);
 	else if (strcmp(what, "fork_exec") == 0)
-		return run_fork_exec(n, argv[0]);
+		return run_fork(n, argv[0]);
 	else if (strcmp(what, "kill") == 0)
 		run_die(n, 0);
 	else if (strcmp(what, "segv") == 0)
