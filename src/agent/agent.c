@@ -1052,11 +1052,17 @@ static void agent_atexit(void)
 		unlink(socket_path);
 	/* The program may have closed or replaced the pipe's write end: then
 	 * the thread, asleep in poll(), cannot be woken, and is given only a
-	 * moment (the tracer's own exit handler finishes a recording). */
-	bool woken = false;
-	if (fd_ours(wake_fd[1], &wake_id[1])) {
-		ssize_t w = write(wake_fd[1], "x", 1);
-		woken = w == 1;
+	 * moment (the tracer's own exit handler finishes a recording).  A
+	 * thread that has not created its pipe yet sees `stopping` by itself
+	 * (and must be waited for: it may be creating its socket). */
+	bool woken = true;
+	if (wake_fd[1] >= 0) {
+		if (fd_ours(wake_fd[1], &wake_id[1])) {
+			ssize_t w = write(wake_fd[1], "x", 1);
+			(void)w;   /* a full pipe is already a pending wake-up */
+		} else {
+			woken = false;
+		}
 	}
 	pthread_t t = agent_thread;
 	__atomic_store_n(&thread_running, false, __ATOMIC_RELAXED);
