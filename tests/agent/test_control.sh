@@ -439,6 +439,8 @@ short_lived)
 	[ "$left" = 0 ] || fail "$left socket file(s) left by short-lived processes: $(ls -A "$SOCKDIR")"
 	# fork() + exec() at once: the child's agent never creates a socket.
 	start_target --spawn-exec
+	# The socket may appear before the target's stdout is flushed.
+	for _ in $(seq 100); do grep -q "^spawned" "$WORK/target.out" && break; sleep 0.05; done
 	spawned=$(sed -n 's/^spawned //p' "$WORK/target.out")
 	[ -n "$spawned" ] || fail "the target did not spawn"
 	PIDS+=("$spawned")
