@@ -86,7 +86,7 @@ size_t ctl_socket_dirs(uid_t uid, pid_t pid, char dirs[][108], size_t max)
 {
 	char dir[108], xdg[PATH_MAX], run[64];
 	size_t n = 0;
-	const char *own = getenv("XDG_RUNTIME_DIR");
+	const char *own = secure_getenv("XDG_RUNTIME_DIR");
 	if (own && mark_agent_dir(dir, sizeof(dir), uid, own) == 0)
 		n = add_dir(dirs, n, max, dir);
 	if (pid > 0 && target_xdg(pid, xdg, sizeof(xdg)) && mark_agent_dir(dir, sizeof(dir), uid, xdg) == 0)
