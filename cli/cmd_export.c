@@ -353,7 +353,7 @@ static int export_run(int argc, char **argv)
 	}
 	if (status == 0 && x.out != stdout)
 		fprintf(stderr, "mark export: %" PRIu64 " events (%" PRIu64 " lost by the tracer) written to %s\n",
-			x.events, x.lost, output);
+			x.events, x.lost, cli_text(output));
 	else if (status != 0 && x.failed && r == 0)
 		cli_error("export: writing the output failed: %s", strerror(errno));
 	free_paired(&x);

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "command.h"
 #include "control.h"
+#include "text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -182,7 +183,9 @@ static int ps_run(int argc, char **argv)
 			mark_proto_u64(&c.msg, MARK_TAG_ARMED, 0, &row->armed);
 			mark_proto_u64(&c.msg, MARK_TAG_TRACING, 0, &row->tracing);
 			mark_proto_u64(&c.msg, MARK_TAG_OWNER_PID, 0, &row->owner);
-			snprintf(row->cmdline, sizeof(row->cmdline), "%s", mark_proto_str(&c.msg, MARK_TAG_CMDLINE, 0));
+			/* The agent's text: escaped for the terminal. */
+			snprintf(row->cmdline, sizeof(row->cmdline), "%s",
+				 cli_text(mark_proto_str(&c.msg, MARK_TAG_CMDLINE, 0)));
 		}
 		ctl_close(&c);
 	}

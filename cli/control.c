@@ -8,6 +8,7 @@
 #include "tracer/tracer.h"
 #include "command.h"
 #include "agent/agent.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +48,9 @@ static void read_comm(pid_t pid, char *buf, size_t len)
 	if (fgets(buf, (int)len, f))
 		buf[strcspn(buf, "\n")] = '\0';
 	fclose(f);
+	/* The process names itself (prctl, its argv[0]): escaped here once for
+	 * every message that shows it (escaping is idempotent, see text.h). */
+	snprintf(buf, len, "%s", cli_text(buf));
 }
 
 /* XDG_RUNTIME_DIR of the target, when its environment is readable (same user or root). */
