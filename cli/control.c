@@ -141,7 +141,10 @@ static __attribute__((format(printf, 3, 4))) void say(char *why, size_t len, con
  * (not a link) owned by uid and writable by nobody else, the socket owned
  * by uid.  Anyone else who could write there could have planted it, and
  * whatever answers on it would be trusted with the controller's requests
- * and believed in its replies.  Returns NULL or why not (in `why`).
+ * and believed in its replies.  Root's are trusted too: a process that
+ * started as root and dropped privileges keeps its socket in root's
+ * directory (only root can reach it, and check_peer() still requires the
+ * pid).  Returns NULL or why not (in `why`).
  */
 static const char *check_socket_owner(const char *dir, const char *path, const struct stat *st, uid_t uid,
 				      pid_t pid, char *why, size_t len)
@@ -152,7 +155,7 @@ static const char *check_socket_owner(const char *dir, const char *path, const s
 	else if (!S_ISDIR(dst.st_mode))
 		say(why, len, "refusing %s: %s is not a directory (a symbolic link?); remove it and restart "
 			 "process %d", path, dir, (int)pid);
-	else if (dst.st_uid != uid)
+	else if (dst.st_uid != uid && dst.st_uid != 0)
 		say(why, len, "refusing %s: its directory %s is owned by uid %u, not by uid %u of process %d, "
 			 "so someone else may have planted it; remove %s (as root) and restart process %d",
 			 path, dir, (unsigned)dst.st_uid, (unsigned)uid, (int)pid, dir, (int)pid);
@@ -160,7 +163,7 @@ static const char *check_socket_owner(const char *dir, const char *path, const s
 		say(why, len, "refusing %s: its directory %s is writable by others (mode %04o), so anyone "
 			 "could have put it there; make it private (chmod 0700 %s) and restart process %d",
 			 path, dir, (unsigned)(dst.st_mode & 07777), dir, (int)pid);
-	else if (st->st_uid != uid)
+	else if (st->st_uid != uid && st->st_uid != 0)
 		say(why, len, "refusing %s: it is owned by uid %u, not by uid %u of process %d; remove it "
 			 "and restart process %d", path, (unsigned)st->st_uid, (unsigned)uid, (int)pid, (int)pid);
 	else
@@ -171,7 +174,8 @@ static const char *check_socket_owner(const char *dir, const char *path, const s
 /*
  * After connect: the process listening must be the one asked for.  The
  * kernel records the listener's pid (translated into our pid namespace; 0
- * when it is outside it) and euid at listen() time, so a socket that
+ * when it is outside it) and euid at listen() time (root's is accepted, as
+ * above), so a socket that
  * answers for another process, e.g. one with the same pid number in
  * another pid namespace sharing this directory, is caught here.
  */
@@ -187,7 +191,7 @@ static const char *check_peer(int fd, const char *path, uid_t uid, pid_t pid, ch
 			 "processes different XDG_RUNTIME_DIRs, or run mark in the target's pid namespace",
 			 path, cred.pid ? "process" : "a process outside this pid namespace, pid", (int)cred.pid,
 			 (int)pid);
-	else if (cred.uid != uid)
+	else if (cred.uid != uid && cred.uid != 0)
 		say(why, len, "refusing %s: it is answered by uid %u, not by uid %u of process %d", path,
 			 (unsigned)cred.uid, (unsigned)uid, (int)pid);
 	else
