@@ -66,6 +66,19 @@ trace_events() {
 	babeltrace2 "$1" >"$WORK/bt.out" 2>"$WORK/bt.err" || { cat "$WORK/bt.err" >&2; fail "babeltrace2 cannot read $1"; }
 	grep -c "$2" "$WORK/bt.out"
 }
+# start_fake OUT PATH [UID]: a fake agent (tests/agent/fake_agent.py)
+# listening on PATH, as UID (a user name; default: us), its log in $WORK/OUT;
+# sets FPID once it listens.
+start_fake() {
+	local out=$1 path=$2 as=()
+	[ -n "${3:-}" ] && as=(setpriv --reuid="$3" --regid="$(id -gn "$3")" --clear-groups)
+	# exec chain (setpriv -> python3): $! is the fake agent's pid.
+	"${as[@]}" /usr/bin/python3 "$HERE/fake_agent.py" "$path" >"$WORK/$out" 2>&1 &
+	FPID=$!
+	PIDS+=("$FPID")
+	for _ in $(seq 100); do grep -q listening "$WORK/$out" 2>/dev/null && break; sleep 0.05; done
+	grep -q listening "$WORK/$out" || fail "the fake agent did not start: $(cat "$WORK/$out")"
+}
 # Skip the recording cases when this libmark has no tracer.
 need_tracer() {
 	run probe_tracer "$MARK" record --pid "$TPID" -e agent_tick -o "$WORK/probe-trace" -d 0.2 -q
@@ -510,10 +523,7 @@ peer_pid)
 	PIDS+=("$TPID")
 	mkdir -p "$SOCKDIR"
 	chmod 0700 "$SOCKDIR"
-	/usr/bin/python3 "$HERE/fake_agent.py" "$SOCKDIR/$TPID.sock" >"$WORK/fake.out" 2>&1 &
-	FPID=$!
-	PIDS+=("$FPID")
-	for _ in $(seq 100); do grep -q listening "$WORK/fake.out" && break; sleep 0.05; done
+	start_fake fake.out "$SOCKDIR/$TPID.sock"
 	run list "$MARK" list "$TPID"
 	expect_rc 1 "list through a socket answered by another process"
 	expect_in list.err "refusing $SOCKDIR/$TPID.sock: it is answered by process $FPID, not by process $TPID"
@@ -537,11 +547,7 @@ planted_socket)
 	asnobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
 	# (a) the whole directory /tmp/mark-U made by nobody.
 	asnobody mkdir -m 0700 "/tmp/mark-$uid"
-	setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 "$HERE/fake_agent.py" "/tmp/mark-$uid/$TPID.sock" >"$WORK/fake.out" 2>&1 &
-	FPID=$!
-	PIDS+=("$FPID")
-	for _ in $(seq 100); do grep -q listening "$WORK/fake.out" && break; sleep 0.05; done
-	grep -q listening "$WORK/fake.out" || fail "the fake agent did not start: $(cat "$WORK/fake.out")"
+	start_fake fake.out "/tmp/mark-$uid/$TPID.sock" nobody
 	run planted "$MARK" list "$TPID"
 	kill "$FPID"
 	expect_rc 1 "list through a socket planted by nobody"
@@ -554,10 +560,7 @@ planted_socket)
 	mkdir -m 0777 "/tmp/mark-$uid"
 	chown "$uid" "/tmp/mark-$uid"
 	chmod 0777 "/tmp/mark-$uid"
-	setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 "$HERE/fake_agent.py" "/tmp/mark-$uid/$TPID.sock" >"$WORK/fake2.out" 2>&1 &
-	FPID=$!
-	PIDS+=("$FPID")
-	for _ in $(seq 100); do grep -q listening "$WORK/fake2.out" && break; sleep 0.05; done
+	start_fake fake2.out "/tmp/mark-$uid/$TPID.sock" nobody
 	run planted2 "$MARK" list "$TPID"
 	kill "$FPID"
 	rm -rf "/tmp/mark-$uid"
@@ -573,10 +576,7 @@ pidns_socket)
 	unshare --pid --fork true 2>/dev/null || skip "cannot create a pid namespace here"
 	mkdir -p "$SOCKDIR"
 	chmod 0700 "$SOCKDIR"
-	/usr/bin/python3 "$HERE/fake_agent.py" "$SOCKDIR/1.sock" >"$WORK/fake.out" 2>&1 &
-	FPID=$!
-	PIDS+=("$FPID")
-	for _ in $(seq 100); do grep -q listening "$WORK/fake.out" && break; sleep 0.05; done
+	start_fake fake.out "$SOCKDIR/1.sock"
 	ino=$(stat -c %i "$SOCKDIR/1.sock")
 	unshare --pid --fork "$TARGET" --exit-after 1000 >"$WORK/target.out" 2>"$WORK/target.err"
 	cat "$WORK/target.err"
