@@ -247,6 +247,23 @@ def case_hostile(mark, target, workdir):
         for stream, data in (("stdout", r.stdout), ("stderr", r.stderr)):
             bad = raw_controls(data)
             check(not bad, "mark %s: raw control bytes on %s: %r" % (" ".join(args), stream, bad[:3]))
+    # export's temporary file: not through a link planted at FILE.json.tmp,
+    # and owner-only (it holds the %s arguments).
+    victim = os.path.join(workdir, "victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    out = os.path.join(workdir, "out.json")
+    if os.path.lexists(out + ".tmp"):
+        os.unlink(out + ".tmp")
+    os.symlink(victim, out + ".tmp")
+    r = run([mark, "export", "-o", out, trace])
+    with open(victim) as f:
+        check(f.read() == "precious\n", "export wrote through a symbolic link at %s.tmp" % out)
+    check(r.returncode == 1 and "cannot create" in r.stderr, "export through a link: %d %r" % (r.returncode, r.stderr))
+    os.unlink(out + ".tmp")
+    r = run([mark, "export", "-o", out, trace])
+    check(r.returncode == 0 and os.stat(out).st_mode & 0o777 == 0o600,
+          "export output mode %o, want 600" % (os.stat(out).st_mode & 0o777 if os.path.exists(out) else 0))
     rc, out, _ = outputs["view"]
     check(rc == 0 and b" ti\\x1b[2Jck\\r\\x07: value=0.5" in out, "view shows the escaped name: %r" % out[:400])
     rc, out, _ = outputs["stats"]
