@@ -6,7 +6,9 @@
  *
  *   evil_target [--exit-after MS]
  *
- * Prints "ready PID" once running; fires its marker until SIGTERM (exit 0).
+ * First re-executes itself with an argv[0] holding escapes too (the command
+ * line `mark ps` shows).  Prints "ready PID" once running; fires its marker
+ * until SIGTERM (exit 0).
  */
 #define _GNU_SOURCE
 #include <mark/mark.h>
@@ -39,9 +41,19 @@ static void fire(int i)
 
 int main(int argc, char **argv)
 {
+	if (argc < 2 || strcmp(argv[1], "--hostile-argv0") != 0) {
+		char *args[5] = { "ev\x1b[5mil\r", "--hostile-argv0", NULL, NULL, NULL };
+		if (argc > 2) {
+			args[2] = argv[1];
+			args[3] = argv[2];
+		}
+		execv("/proc/self/exe", args);
+		perror("evil_target: execv /proc/self/exe");
+		return 1;
+	}
 	long exit_after = -1;
-	if (argc > 2 && strcmp(argv[1], "--exit-after") == 0)
-		exit_after = atol(argv[2]);
+	if (argc > 3 && strcmp(argv[2], "--exit-after") == 0)
+		exit_after = atol(argv[3]);
 	prctl(PR_SET_NAME, "ev\x1b[7mil\r", 0, 0, 0);
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);

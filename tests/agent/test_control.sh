@@ -602,12 +602,18 @@ escape)
 	"$EVIL" >"$WORK/target.out" 2>"$WORK/target.err" &
 	TPID=$!
 	PIDS+=("$TPID")
+	# It re-executes itself first (a hostile argv[0]): wait for the new image.
+	for _ in $(seq 100); do grep -q "^ready" "$WORK/target.out" && break; sleep 0.05; done
 	wait_socket "$TPID"
 	run ps "$MARK" ps
-	expect_in ps.out "^ *$TPID "
+	expect_in ps.out "^ *$TPID .*ev\\\\x1b\\[5mil\\\\r"
 	run list "$MARK" list "$TPID"
 	expect_in list.out 'evil\\x1b\[2J\\r\\x07name'
 	run list_glob "$MARK" list "$TPID" "$(printf 'nothing\033[5m*')"
+	# The same strings read from the executable itself (`mark list FILE`).
+	run list_file "$MARK" list "$EVIL"
+	expect_in list_file.out 'evil\\x1b\[2J\\r\\x07name'
+	run list_file_glob "$MARK" list "$EVIL" "$(printf 'no\033[5m*')"
 	run enable "$MARK" enable "$TPID" 'evil*'
 	expect_in enable.out "1 site armed"
 	run nomatch "$MARK" enable "$TPID" "$(printf 'x\033[31m*')"
