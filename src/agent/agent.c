@@ -5,13 +5,15 @@
  * Life cycle.  mark_agent_autostart() runs after the first object with
  * markers registers (a constructor, before main); it only spawns the
  * thread, which creates the socket itself, so start-up is not delayed.
- * MARK_AGENT=0 turns the agent off.  The socket is
+ * MARK_AGENT=0 turns the agent off, and a setuid/setgid/setcap program
+ * (AT_SECURE) never starts one (see mark_agent_autostart).  The socket is
  *     $XDG_RUNTIME_DIR/mark/<pid>.sock   or   /tmp/mark-<uid>/<pid>.sock
  * in a directory that must be a real directory owned by us with no group or
  * other permissions (we refuse to start otherwise), and has mode 0600.  It
- * is bound under a temporary name and renamed into place once listening, so
- * a connection refused on <pid>.sock always means a stale socket (which
- * `mark ps` removes).  fork(): the child closes the parent's descriptors
+ * is bound under a random temporary name and renamed into place once
+ * listening, never over a live socket (see create_socket), so a connection
+ * refused on <pid>.sock always means a stale socket (which `mark ps`
+ * removes).  fork(): the child closes the parent's descriptors
  * and starts its own agent, which creates its own socket 0.1 s later (a
  * child that execs at once leaves no socket).  exit()/dlclose: an atexit
  * handler unlinks the socket and stops the thread.  exec: the descriptors
