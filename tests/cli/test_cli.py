@@ -235,7 +235,9 @@ def case_hostile(mark, target, workdir):
     meta = os.path.join(trace, "metadata")
     with open(meta, "rb") as f:
         text = f.read()
-    text = text.replace(b'name = "tick"', b'name = "ti\x1b[2Jck\r\x07"')
+    # ... and printable UTF-8 (kept), a C1 control in UTF-8 (U+009B, CSI) and a
+    # right-to-left override (U+202E), both escaped.
+    text = text.replace(b'name = "tick"', b'name = "ti\x1b[2Jck\r\x07\xc3\xa9\xc2\x9b\xe2\x80\xae"')
     text = text.replace(b'procname = "fixture"', b'procname = "fix\x1b]0;owned\x07ture"')
     with open(meta, "wb") as f:
         f.write(text)
@@ -265,9 +267,10 @@ def case_hostile(mark, target, workdir):
     check(r.returncode == 0 and os.stat(out).st_mode & 0o777 == 0o600,
           "export output mode %o, want 600" % (os.stat(out).st_mode & 0o777 if os.path.exists(out) else 0))
     rc, out, _ = outputs["view"]
-    check(rc == 0 and b" ti\\x1b[2Jck\\r\\x07: value=0.5" in out, "view shows the escaped name: %r" % out[:400])
+    name = "ti\\x1b[2Jck\\r\\x07\u00e9\\xc2\\x9b\\xe2\\x80\\xae".encode()
+    check(rc == 0 and b" " + name + b": value=0.5" in out, "view shows the escaped name: %r" % out[:400])
     rc, out, _ = outputs["stats"]
-    check(rc == 0 and b"ti\\x1b[2Jck\\r\\x07 " in out, "stats shows the escaped name: %r" % out[:400])
+    check(rc == 0 and name + b" " in out, "stats shows the escaped name: %r" % out[:400])
 
 
 def case_help(mark, target, workdir):
