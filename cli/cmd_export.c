@@ -16,6 +16,7 @@
 #include "trace_value.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -318,7 +319,13 @@ static int export_run(int argc, char **argv)
 	if (strcmp(output, "-") != 0) {
 		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", output) >= sizeof(tmp))
 			return cli_error("export: output path too long: %s", output);
-		x.out = fopen(tmp, "w");
+		/* Not through a link someone planted at FILE.tmp (in /tmp, say), and
+		 * readable by the caller only: it holds the trace's %s arguments,
+		 * which the tracer keeps owner-only too. */
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		x.out = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!x.out && fd >= 0)
+			close(fd);
 		if (!x.out)
 			return cli_error("export: cannot create %s: %s (choose a writable path with -o)", tmp,
 					 strerror(errno));
@@ -353,7 +360,7 @@ static int export_run(int argc, char **argv)
 	}
 	if (status == 0 && x.out != stdout)
 		fprintf(stderr, "mark export: %" PRIu64 " events (%" PRIu64 " lost by the tracer) written to %s\n",
-			x.events, x.lost, output);
+			x.events, x.lost, cli_text(output));
 	else if (status != 0 && x.failed && r == 0)
 		cli_error("export: writing the output failed: %s", strerror(errno));
 	free_paired(&x);

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "command.h"
+#include "text.h"
 
 #include <mark/mark.h>
 
@@ -258,23 +259,24 @@ static int list_file(const char *path, const char *glob)
 
 	if (ns == 0) {
 		if (glob)
-			fprintf(stderr, "mark: no marker of %s matches \"%s\"\n", path, glob);
+			cli_error("no marker of %s matches \"%s\"", path, glob);
 		else
-			fprintf(stderr, "mark: %s has no markers (no __mark_descs or __mark_sites section)\n", path);
+			cli_error("%s has no markers (no __mark_descs or __mark_sites section)", path);
 	} else {
 		printf("%-32s %-24s %-10s %s\n", "MARKER", "FORMAT", "KIND", "LOCATION");
 		for (size_t i = 0; i < ns; i++) {
+			/* The strings are the file's: escaped for the terminal. */
 			char fmt[64];
-			snprintf(fmt, sizeof(fmt), "\"%s\"", sites[i].format);
-			printf("%-32s %-24s %-10s %s%s\n", sites[i].display,
-			       sites[i].enabled_test ? "(enabled test)" : fmt, sites[i].kind, sites[i].location,
-			       "");
+			snprintf(fmt, sizeof(fmt), "\"%s\"", cli_text(sites[i].format));
+			printf("%-32s %-24s %-10s %s%s\n", cli_text(sites[i].display),
+			       sites[i].enabled_test ? "(enabled test)" : fmt, sites[i].kind,
+			       cli_text(sites[i].location), "");
 		}
 		size_t markers = 0;
 		for (size_t i = 0; i < ns; i++)
 			markers += i == 0 || strcmp(sites[i].display, sites[i - 1].display) != 0;
 		printf("%zu marker%s, %zu site%s in %s\n", markers, markers == 1 ? "" : "s", ns, ns == 1 ? "" : "s",
-		       path);
+		       cli_text(path));
 	}
 	for (size_t i = 0; i < ns; i++) {
 		free(sites[i].display);

@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include "command.h"
 #include "liveline.h"
+#include "text.h"
 
 #include "tracer/trace_format.h"
 #include "tracer/tracer.h"
@@ -367,7 +368,7 @@ static int64_t complete_trace(const char *dir)
 	int r = mark_trace_recover(dir);
 	if (r < 0) {
 		fprintf(stderr, "%s\nmark: the trace in %s may lack the events that were still in its buffers\n",
-			mark_last_error(), dir);
+			cli_text(mark_last_error()), cli_text(dir));
 		return -1;
 	}
 	return r;
@@ -383,11 +384,11 @@ static void print_summary(const char *dir, const char *cmd, int wstatus, int cre
 		int removed = created_dir && rmdir(dir) == 0;
 		fprintf(stderr,
 			"mark: no trace: %s never started the tracer (is it linked with libmark?)%s%s\n",
-			cmd, removed ? "; removed the empty directory " : "; see ", dir);
+			cli_text(cmd), removed ? "; removed the empty directory " : "; see ", cli_text(dir));
 		return;
 	}
 	live_stats_markers(dir, &markers, &n);
-	fprintf(stderr, "mark: %s ", cmd);
+	fprintf(stderr, "mark: %s ", cli_text(cmd));
 	if (WIFEXITED(wstatus))
 		fprintf(stderr, "exited with status %d\n", WEXITSTATUS(wstatus));
 	else
@@ -398,12 +399,12 @@ static void print_summary(const char *dir, const char *cmd, int wstatus, int cre
 		s.events_written, s.lost, (double)s.bytes_written / 1e6);
 	if (s.processes > 1)
 		fprintf(stderr, " (%u processes)", s.processes);
-	fprintf(stderr, "\nmark: trace written to %s\n", dir);
+	fprintf(stderr, "\nmark: trace written to %s\n", cli_text(dir));
 	if (s.lost)
 		fprintf(stderr, "mark: events were lost: use a larger --buffer, or --mode block to lose none\n");
 	if (s.events == 0 && s.lost == 0)
 		fprintf(stderr, "mark: no event was recorded: no armed marker fired (check the -e globs; "
-				"`mark list %s` shows its markers)\n", cmd);
+				"`mark list %s` shows its markers)\n", cli_text(cmd));
 	if (s.unfinished)
 		fprintf(stderr, "mark: %u traced process(es) still running or not finished; the trace may be "
 				"incomplete\n", s.unfinished);
@@ -525,7 +526,7 @@ static int record_run(int argc, char **argv)
 		return cli_error("record: out of memory");
 	}
 	if (!quiet)
-		fprintf(stderr, "mark: recording %s into %s\n", enable ? enable : "every marker", dir);
+		fprintf(stderr, "mark: recording %s into %s\n", enable ? cli_text(enable) : "every marker", cli_text(dir));
 
 	/* Blocked before fork(), so no forwarded signal can be missed (see
 	 * wait_forwarding); spawn() unblocks them in the child before exec. */
@@ -549,7 +550,7 @@ static int record_run(int argc, char **argv)
 		status = exec_errno == ENOENT ? 127 : 126;
 		/* Leave no empty trace directory of ours behind for a command that never ran. */
 		if (created_dir && rmdir(dir) == 0 && !quiet)
-			fprintf(stderr, "mark: removed the empty trace directory %s\n", dir);
+			fprintf(stderr, "mark: removed the empty trace directory %s\n", cli_text(dir));
 	} else {
 		struct liveline *line = quiet ? NULL : liveline_start(dir);
 		int wstatus = wait_forwarding(pid, &waited);
@@ -563,7 +564,7 @@ static int record_run(int argc, char **argv)
 		if (!quiet) {
 			if (recovered > 0)
 				fprintf(stderr, "mark: %s ended without stopping the tracer: recovered %" PRId64
-						" events from its buffers\n", cmd[0], recovered);
+						" events from its buffers\n", cli_text(cmd[0]), recovered);
 			print_summary(dir, cmd[0], wstatus, created_dir);
 		}
 	}

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "command.h"
 #include "control.h"
+#include "text.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -80,7 +81,7 @@ static int snapshot_run(int argc, char **argv)
 	if (r == 0 && ctl_reply_error(&c, "snapshot"))
 		r = 1;
 	if (r == 0)
-		printf("mark: snapshot of process %d (%s) written to %s\n", (int)pid, c.comm, dir);
+		printf("mark: snapshot of process %d (%s) written to %s\n", (int)pid, c.comm, cli_text(dir));
 	ctl_close(&c);
 	return r ? 1 : 0;
 }

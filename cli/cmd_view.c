@@ -73,7 +73,7 @@ static int view_event(const struct trace_event *ev, void *arg)
 		strbuf_addf(sb, " cpu %" PRId64, ev->cpu);
 	if (ev->tid >= 0)
 		strbuf_addf(sb, " tid %" PRId64, ev->tid);
-	strbuf_addf(sb, " %s:", ev->name);
+	strbuf_addf(sb, " %s:", cli_text(ev->name));
 	if (ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE &&
 	    bt_field_class_structure_get_member_count(bt_field_borrow_class_const(ev->payload)) > 0) {
 		strbuf_add(sb, " ", 1);

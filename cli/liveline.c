@@ -18,6 +18,7 @@
  * thread's last write to stderr before the caller's erasing of the line.
  */
 #include "liveline.h"
+#include "text.h"
 
 #include "tracer/trace_format.h"
 
@@ -318,11 +319,11 @@ void live_print_marker_counts(FILE *out, const struct live_marker_count *markers
 	while (fired < n && markers[fired].events > 0)
 		fired++;
 	for (size_t i = 0; i < fired; i++)
-		if (strlen(markers[i].name) > width)
-			width = strlen(markers[i].name);
+		if (strlen(cli_text(markers[i].name)) > width)
+			width = strlen(cli_text(markers[i].name));
 	if (!fired)
 		return;
 	fprintf(out, "  %-*s %14s\n", (int)width, "marker", "events");
 	for (size_t i = 0; i < fired; i++)
-		fprintf(out, "  %-*s %14" PRIu64 "\n", (int)width, markers[i].name, markers[i].events);
+		fprintf(out, "  %-*s %14" PRIu64 "\n", (int)width, cli_text(markers[i].name), markers[i].events);
 }

@@ -1,21 +1,33 @@
 /* The `mark` command: dispatches to the subcommands in cli/cmd_*.c. */
+#define _GNU_SOURCE /* vasprintf */
 #include "command.h"
+#include "text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern const struct mark_cli_command __start_mark_cli_commands[] __attribute__((weak));
 extern const struct mark_cli_command __stop_mark_cli_commands[] __attribute__((weak));
 
+/*
+ * Messages quote names, paths and globs, often from the traced process (its
+ * name, its markers, its agent's error text): the whole message is escaped
+ * for the terminal (text.h), so no caller can forget to.
+ */
 int cli_error(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("mark: ", stderr);
+	struct strbuf msg = { 0 };
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	char *raw = NULL;
+	int n = vasprintf(&raw, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	strbuf_add_terminal(&msg, n >= 0 ? raw : fmt);
+	fprintf(stderr, "mark: %s\n", msg.failed ? "(out of memory)" : msg.data ? msg.data : "");
+	free(raw);
+	strbuf_release(&msg);
 	return 1;
 }
 

@@ -12,6 +12,7 @@
 #include "trace_reader.h"
 
 #include "command.h"
+#include "text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -262,7 +263,8 @@ static bt_graph_simple_sink_component_consume_func_status consume(bt_message_ite
 /* Print babeltrace2's error causes (most specific last), then clear them. */
 static void print_bt_error(const char *directory, const char *what)
 {
-	fprintf(stderr, "mark: cannot read trace %s: %s\n", directory, what);
+	/* The causes quote the trace's metadata: escaped like the rest. */
+	fprintf(stderr, "mark: cannot read trace %s: %s\n", cli_text(directory), cli_text(what));
 	const bt_error *err = bt_current_thread_take_error();
 	if (!err)
 		return;
@@ -275,7 +277,7 @@ static void print_bt_error(const char *directory, const char *what)
 		if (!msg || strncmp(msg, "Component initialization method failed", 38) == 0 ||
 		    strncmp(msg, "Graph object's", 14) == 0)
 			continue;
-		fprintf(stderr, "  %s\n", msg);
+		fprintf(stderr, "  %s\n", cli_text(msg));
 		shown++;
 	}
 	bt_error_release(err);
@@ -373,12 +375,12 @@ int trace_check_directory(const char *directory)
 {
 	struct stat st;
 	if (stat(directory, &st) != 0) {
-		fprintf(stderr, "mark: cannot open trace %s: %s\n", directory, strerror(errno));
+		fprintf(stderr, "mark: cannot open trace %s: %s\n", cli_text(directory), strerror(errno));
 		return -1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "mark: %s is not a directory: give the trace directory "
-				"(the one holding the CTF `metadata` file)\n", directory);
+				"(the one holding the CTF `metadata` file)\n", cli_text(directory));
 		return -1;
 	}
 	struct trace_dirs t = { 0 };
@@ -388,7 +390,7 @@ int trace_check_directory(const char *directory)
 	if (n > 0)
 		return 0;
 	fprintf(stderr, "mark: %s is not a CTF trace: it has no `metadata` file "
-			"(give the directory `mark record -o` wrote)\n", directory);
+			"(give the directory `mark record -o` wrote)\n", cli_text(directory));
 	return -1;
 }
 
@@ -446,7 +448,7 @@ int trace_read(const char *directory, const struct trace_reader_ops *ops, void *
 	member_cache_next = 0;
 	find_traces(&traces, directory, 0);
 	if (traces.oom) {
-		fprintf(stderr, "mark: out of memory listing the traces in %s\n", directory);
+		fprintf(stderr, "mark: out of memory listing the traces in %s\n", cli_text(directory));
 		goto out;
 	}
 	if (!(ctf = load_plugin("ctf", directory)) || !(utils = load_plugin("utils", directory)))

@@ -9,106 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int strbuf_reserve(struct strbuf *sb, size_t extra)
-{
-	if (sb->failed)
-		return -1;
-	if (sb->len + extra + 1 <= sb->cap)
-		return 0;
-	size_t cap = sb->cap ? sb->cap : 256;
-	while (cap < sb->len + extra + 1)
-		cap *= 2;
-	char *grown = realloc(sb->data, cap);
-	if (!grown) {
-		sb->failed = 1;
-		return -1;
-	}
-	sb->data = grown;
-	sb->cap = cap;
-	return 0;
-}
-
-void strbuf_add(struct strbuf *sb, const char *text, size_t len)
-{
-	if (strbuf_reserve(sb, len) != 0)
-		return;
-	memcpy(sb->data + sb->len, text, len);
-	sb->len += len;
-	sb->data[sb->len] = '\0';
-}
-
-void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char small[128];
-	int n = vsnprintf(small, sizeof(small), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n < sizeof(small)) {
-		strbuf_add(sb, small, (size_t)n);
-		return;
-	}
-	if (strbuf_reserve(sb, (size_t)n) != 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	sb->len += (size_t)n;
-}
-
-void strbuf_reset(struct strbuf *sb)
-{
-	sb->len = 0;
-	if (sb->data)
-		sb->data[0] = '\0';
-}
-
-void strbuf_release(struct strbuf *sb)
-{
-	free(sb->data);
-	*sb = (struct strbuf){ 0 };
-}
-
-/*
- * A quoted string: `"`, `\\`, newline and tab as two-character escapes in
- * both forms.  JSON also escapes carriage return the same way, and every other
- * control byte or byte >= 0x80 (a %s argument is any bytes, not
- * necessarily UTF-8) as \u00XX, so the file is always valid JSON; the
- * text view (C style) escapes every byte outside printable ASCII as \xXX.
- */
-static void add_quoted(struct strbuf *sb, const char *text, bool json)
-{
-	strbuf_add(sb, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-		switch (*p) {
-		case '"': strbuf_add(sb, "\\\"", 2); continue;
-		case '\\': strbuf_add(sb, "\\\\", 2); continue;
-		case '\n': strbuf_add(sb, "\\n", 2); continue;
-		case '\t': strbuf_add(sb, "\\t", 2); continue;
-		case '\r':
-			if (json) {
-				strbuf_add(sb, "\\r", 2);
-				continue;
-			}
-			break;
-		default:
-			break;
-		}
-		if (*p < 0x20 || *p >= (json ? 0x80 : 0x7f))
-			strbuf_addf(sb, json ? "\\u%04x" : "\\x%02x", *p);
-		else
-			strbuf_add(sb, (const char *)p, 1);
-	}
-	strbuf_add(sb, "\"", 1);
-}
-
-void strbuf_add_json_string(struct strbuf *sb, const char *text)
-{
-	add_quoted(sb, text, true);
-}
-
 static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_preferred_display_base base,
 			 enum trace_value_style style)
 {
@@ -203,7 +103,7 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		if (json)
 			strbuf_add_json_string(sb, s ? s : "");
 		else
-			add_quoted(sb, s ? s : "", false);
+			strbuf_add_c_string(sb, s ? s : "");
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY)) {
 		uint64_t n = bt_field_array_get_length(field);
 		strbuf_add(sb, "[", 1);
@@ -226,7 +126,7 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 				strbuf_add_json_string(sb, name);
 				strbuf_add(sb, ": ", 2);
 			} else {
-				strbuf_addf(sb, "%s = ", name);
+				strbuf_addf(sb, "%s = ", cli_text(name));
 			}
 			trace_value_append(sb, bt_field_structure_borrow_member_field_by_index_const(field, i), style);
 		}
@@ -265,7 +165,7 @@ void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace
 			strbuf_add_json_string(sb, name);
 			strbuf_add(sb, ": ", 2);
 		} else {
-			strbuf_addf(sb, "%s%s=", i ? " " : "", name);
+			strbuf_addf(sb, "%s%s=", i ? " " : "", cli_text(name));
 		}
 		trace_value_append(sb, f, style);
 	}

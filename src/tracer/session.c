@@ -667,10 +667,13 @@ static void free_globs(char **v)
  */
 static void __attribute__((constructor)) tracer_env_init(void)
 {
-	const char *dir = getenv("MARK_TRACE");
-	const char *enable = getenv("MARK_ENABLE");
-	const char *mode_s = getenv("MARK_MODE");
-	const char *buffer_s = getenv("MARK_BUFFER");
+	/* secure_getenv: a setuid/setgid/setcap program (AT_SECURE) must not
+	 * let the user who runs it choose a directory it writes with its
+	 * privileges, nor what it records; it sees no MARK_* at all. */
+	const char *dir = secure_getenv("MARK_TRACE");
+	const char *enable = secure_getenv("MARK_ENABLE");
+	const char *mode_s = secure_getenv("MARK_MODE");
+	const char *buffer_s = secure_getenv("MARK_BUFFER");
 	if (!dir && !enable)
 		return;
 	enum mark_trace_mode mode = MARK_TRACE_DISCARD;

@@ -153,7 +153,7 @@ def case_export(mark, target, workdir):
     check(first["ts"] == 1700000000000001.0 and first["pid"] == 4242 and first["tid"] == 101,
           "first event ts/pid/tid: %r" % first)
     check(first["args"] == {"count": 1, "ptr": "0x1000", "name": "alpha", "cpu": 0}, "args: %r" % first["args"])
-    # JSON escapes: \r, \u0001, DEL as is (valid JSON), bytes >= 0x80 one by one as \u00XX.
+    # JSON escapes: \r, \u0001, DEL as \u007f, bytes >= 0x80 one by one as \u00XX.
     check(any(e["args"].get("name") == 'quote"d\r\x01\x7f\t\u00c3\u00a9' for e in evs),
           "escaped string survives JSON: %s" % [e["args"].get("name") for e in evs if "name" in e["args"]])
     check(doc["otherData"]["lost_events"] == 5, "lost events in otherData")
@@ -222,6 +222,55 @@ def case_errors(mark, target, workdir):
     # --pid goes to `mark record --pid` (cmd_record_pid.c), even after other options
     r = run([mark, "record", "-o", os.path.join(workdir, "pidrec"), "--pid", "999999999"], cwd=workdir)
     check(r.returncode != 0 and "unknown option" not in r.stderr, "record --pid dispatch: %r" % r.stderr)
+
+
+def case_hostile(mark, target, workdir):
+    """A trace whose metadata names an event and the process with terminal
+    escapes (ESC [, OSC ... BEL, CR): view, stats, export and their error
+    messages print none of them raw."""
+    need_babeltrace2()
+    sys.path.insert(0, os.path.join(HERE, "..", "agent"))
+    from no_control_bytes import raw_controls
+    trace = fixture(workdir)
+    meta = os.path.join(trace, "metadata")
+    with open(meta, "rb") as f:
+        text = f.read()
+    # ... and printable UTF-8 (kept), a C1 control in UTF-8 (U+009B, CSI) and a
+    # right-to-left override (U+202E), both escaped.
+    text = text.replace(b'name = "tick"', b'name = "ti\x1b[2Jck\r\x07\xc3\xa9\xc2\x9b\xe2\x80\xae"')
+    text = text.replace(b'procname = "fixture"', b'procname = "fix\x1b]0;owned\x07ture"')
+    with open(meta, "wb") as f:
+        f.write(text)
+    outputs = {}
+    for args in (["view", trace], ["stats", trace], ["export", "-o", "-", trace],
+                 ["view", trace + "\x1b[31m-missing"], ["stats", "-e", "x", trace + "\r-missing"]):
+        r = subprocess.run([mark] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        outputs.setdefault(args[0], (r.returncode, r.stdout, r.stderr))
+        for stream, data in (("stdout", r.stdout), ("stderr", r.stderr)):
+            bad = raw_controls(data)
+            check(not bad, "mark %s: raw control bytes on %s: %r" % (" ".join(args), stream, bad[:3]))
+    # export's temporary file: not through a link planted at FILE.json.tmp,
+    # and owner-only (it holds the %s arguments).
+    victim = os.path.join(workdir, "victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    out = os.path.join(workdir, "out.json")
+    if os.path.lexists(out + ".tmp"):
+        os.unlink(out + ".tmp")
+    os.symlink(victim, out + ".tmp")
+    r = run([mark, "export", "-o", out, trace])
+    with open(victim) as f:
+        check(f.read() == "precious\n", "export wrote through a symbolic link at %s.tmp" % out)
+    check(r.returncode == 1 and "cannot create" in r.stderr, "export through a link: %d %r" % (r.returncode, r.stderr))
+    os.unlink(out + ".tmp")
+    r = run([mark, "export", "-o", out, trace])
+    check(r.returncode == 0 and os.stat(out).st_mode & 0o777 == 0o600,
+          "export output mode %o, want 600" % (os.stat(out).st_mode & 0o777 if os.path.exists(out) else 0))
+    rc, out, _ = outputs["view"]
+    name = "ti\\x1b[2Jck\\r\\x07\u00e9\\xc2\\x9b\\xe2\\x80\\xae".encode()
+    check(rc == 0 and b" " + name + b": value=0.5" in out, "view shows the escaped name: %r" % out[:400])
+    rc, out, _ = outputs["stats"]
+    check(rc == 0 and name + b" " in out, "stats shows the escaped name: %r" % out[:400])
 
 
 def case_help(mark, target, workdir):
