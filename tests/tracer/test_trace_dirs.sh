@@ -132,24 +132,30 @@ tracer_writable)
 tracer_symlinks)
 	# Defect 4: links planted in the trace directory, pointing at victims.
 	mkdir "$WORK/victims"
-	cd "$WORK/victims" && victim ring && victim stream && victim meta && victim stats && cd "$WORK"
-	mkdir -m 0700 "$WORK/t"
-	coproc P { MARK_TRACE="$WORK/t" exec "$PROG" wait 100 2>"$WORK/wait.err"; }
-	PIDS+=("$P_PID")
-	read -r -t 10 line <&"${P[0]}" || fail "the program did not get ready"
-	[ "$line" = ready ] || fail "the program said $line"
-	d="$WORK/t/pid-$P_PID"
-	[ -d "$d" ] || fail "no $d"
-	# Names the tracer creates after start-up: the first thread's buffer
-	# file, its stream file, the metadata's temporary file.
-	ln -s "$WORK/victims/ring" "$d/.mark-ring-0"
-	ln -s "$WORK/victims/stream" "$d/stream-0"
-	ln -s "$WORK/victims/meta" "$d/metadata.tmp"
-	echo go >&"${P[1]}"
-	wait "$P_PID"
-	st=$?
-	cat "$WORK/wait.err"
-	[ "$st" = 0 ] || fail "the program exited with $st"
+	cd "$WORK/victims" && victim ring && victim stream && victim meta && cd "$WORK"
+	# plant_run NAME LINK=VICTIM...: start a traced program, plant the links
+	# in its pid-P directory once the session is set up, then let it fire.
+	plant_run() {
+		local name=$1; shift
+		mkdir -m 0700 "$WORK/$name"
+		coproc P { MARK_TRACE="$WORK/$name" exec "$PROG" wait 100 2>"$WORK/$name.err"; }
+		PIDS+=("$P_PID")
+		local pid=$P_PID line
+		read -r -t 10 line <&"${P[0]}" || fail "the program did not get ready"
+		[ "$line" = ready ] || fail "the program said $line"
+		local d="$WORK/$name/pid-$pid"
+		[ -d "$d" ] || fail "no $d"
+		for l in "$@"; do ln -s "$WORK/victims/${l#*=}" "$d/${l%%=*}"; done
+		echo go >&"${P[1]}"
+		wait "$pid"
+		local st=$?
+		cat "$WORK/$name.err"
+		[ "$st" = 0 ] || fail "the program exited with $st"
+	}
+	# Names the tracer creates after start-up: the first thread's stream
+	# file and the metadata's temporary file; then its buffer file.
+	plant_run t stream-0=stream metadata.tmp=meta
+	plant_run t1 .mark-ring-0=ring
 	for v in ring stream meta; do victim_ok "$WORK/victims/$v"; done
 	# A pid-P link planted before the program starts: not followed.
 	mkdir "$WORK/victimdir"
