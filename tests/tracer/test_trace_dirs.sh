@@ -26,16 +26,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-skip() { echo "SKIP: $*"; exit 77; }
-run() {
-	local name=$1; shift
-	"$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
-	rc=$?
-	echo "\$ ${*##*/} -> $rc"; sed 's/^/  | /' "$WORK/$name.out" "$WORK/$name.err"
-}
-expect_rc() { [ "$rc" = "$1" ] || fail "$2: exit status $rc, expected $1"; }
-expect_in() { grep -q -- "$2" "$WORK/$1" || fail "$1 does not contain \"$2\""; }
+# fail, skip, run, expect_rc, expect_in, expect_not_in
+. "$(dirname "${BASH_SOURCE[0]}")/../shell_lib.sh"
 # A victim file: its content, owner and mode must survive.
 victim() { printf 'precious %s\n' "${1##*/}" >"$1"; chmod 0644 "$1"; }
 victim_ok() {
@@ -82,20 +74,20 @@ record_pid_root)
 	CLEAN+=("/tmp/mark-$uid/$TPID.sock")
 	for _ in $(seq 100); do [ -S "/tmp/mark-$uid/$TPID.sock" ] && break; sleep 0.05; done
 	[ -S "/tmp/mark-$uid/$TPID.sock" ] || fail "no agent socket for the nobody process"
-	run link "$MARK" record --pid "$TPID" -e agent_tick -o "$WORK/home/traces" -d 0.3 -q
-	[ "$(stat -c '%U %a' "$WORK/rootdir")" = "root 755" ] ||
-		fail "the root-owned directory behind the planted link is now $(stat -c '%U %a' "$WORK/rootdir")"
-	expect_rc 1 "recording into a link planted by the target's user"
-	expect_in link.err "symbolic link"
-	run sub "$MARK" record --pid "$TPID" -e agent_tick -o "$WORK/home/traces/sub" -d 0.3 -q
+	# refused NAME -o_DIR VICTIM_DIR MESSAGE: root's recording is refused
+	# and the root-owned victim keeps its owner and mode.
+	refused() {
+		run "$1" "$MARK" record --pid "$TPID" -e agent_tick -o "$2" -d 0.3 -q
+		[ "$(stat -c '%U %a' "$3")" = "root 755" ] ||
+			fail "$1: the root-owned $3 was given away: now $(stat -c '%U %a' "$3")"
+		expect_rc 1 "$1: recording into $2"
+		expect_in "$1.err" "$4"
+	}
+	refused link "$WORK/home/traces" "$WORK/rootdir" "symbolic link"
+	refused sub "$WORK/home/traces/sub" "$WORK/rootdir" "symbolic link"
 	[ ! -e "$WORK/rootdir/sub" ] || fail "a directory was created through the planted link"
-	expect_rc 1 "recording below a link planted by the target's user"
 	# An existing root-owned directory is not given away either.
-	run existing "$MARK" record --pid "$TPID" -e agent_tick -o "$WORK/rootexisting" -d 0.3 -q
-	[ "$(stat -c '%U %a' "$WORK/rootexisting")" = "root 755" ] ||
-		fail "an existing root-owned directory was given away: $(stat -c '%U %a' "$WORK/rootexisting")"
-	expect_rc 1 "recording into an existing root-owned directory"
-	expect_in existing.err "not created by this command"
+	refused existing "$WORK/rootexisting" "$WORK/rootexisting" "not created by this command"
 	# What root may do: a new directory, created by this call and handed over.
 	run new "$MARK" record --pid "$TPID" -e agent_tick -o "$WORK/new/trace" -d 0.5 -q
 	expect_rc 0 "recording into a new directory"
