@@ -139,7 +139,7 @@ static int open_process_dir(struct tracer_session *s, int bfd, char *why, size_t
 	return 0;
 }
 
-/* Exactly the names this tracer writes: metadata, metadata.tmp, .mark-stats, stream-N, .mark-ring-N. */
+/* NAME is PREFIX followed by decimal digits only. */
 static bool is_numbered(const char *name, const char *prefix)
 {
 	size_t n = strlen(prefix);
@@ -151,6 +151,7 @@ static bool is_numbered(const char *name, const char *prefix)
 	return true;
 }
 
+/* Exactly the names this tracer writes: metadata, metadata.tmp, .mark-stats, stream-N, .mark-ring-N. */
 static bool is_trace_file(const char *name)
 {
 	return strcmp(name, MARK_TF_METADATA) == 0 || strcmp(name, MARK_TF_METADATA ".tmp") == 0 ||
@@ -327,8 +328,10 @@ static void atfork_child(void)
 			}
 			char why[512];
 			snprintf(why, sizeof(why), "%s", s->base_fd < 0 ? "its directory is gone" : "");
-			if (s->base_fd >= 0 && open_process_dir(s, s->base_fd, why, sizeof(why)) == 0 &&
-			    tracer_stats_open(s) == 0 && tracer_consumer_start(s) == 0) {
+			int ok = s->base_fd >= 0 && open_process_dir(s, s->base_fd, why, sizeof(why)) == 0;
+			if (ok)   /* an earlier process with this pid: as at session start */
+				clean_trace_dir(s->dir_fd, 0);
+			if (ok && tracer_stats_open(s) == 0 && tracer_consumer_start(s) == 0) {
 				tracer_set_current(s);
 			} else {
 				fprintf(stderr, "mark: tracer cannot set up the trace of forked child %d in %s (%s); "
