@@ -166,7 +166,7 @@ int mark_dir_check_private(int fd, uid_t uid, const char *path, char *why, size_
 		return fail(-1, EPERM, why, whylen, "%s is owned by uid %u, not by uid %u, which writes the trace",
 			    path, (unsigned)st.st_uid, (unsigned)uid);
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return fail(-1, EPERM, why, whylen, "%s is writable by its group or by others (mode %04o)", path,
+		return fail(-1, EPERM, why, whylen, "%s is writable by its group or by others (mode %04o; `chmod go-w` it if it is yours)", path,
 			    (unsigned)(st.st_mode & 07777), 0);
 	return 0;
 }
