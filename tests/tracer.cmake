@@ -28,3 +28,16 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   target_include_directories(tracer_speed PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/../src)
   target_link_libraries(tracer_speed PRIVATE mark_static Threads::Threads)
 endif()
+
+# Trace directories under attack (tests/tracer/test_trace_dirs.sh CASE):
+# planted links, foreign and writable directories, root recording another
+# user's process, snapshots into directories that hold user files.
+if(TARGET mark_cli)
+  foreach(case record_pid_root tracer_owner tracer_writable tracer_symlinks tracer_modes snapshot_nonempty)
+    add_test(NAME tracer_dirs_${case}
+      COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/tracer/test_trace_dirs.sh ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:agent_target> $<TARGET_FILE:tracer_prog>
+              ${CMAKE_CURRENT_BINARY_DIR}/trace-dirs/${case})
+    set_tests_properties(tracer_dirs_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

@@ -672,7 +672,7 @@ static void do_trace_stop(int ci, struct mark_proto_buf *out)
 
 static void do_snapshot(const struct mark_request *req, struct mark_proto_buf *out)
 {
-	int r = mark_tracer_snapshot(req->dir);
+	int r = mark_tracer_snapshot_into(req->dir, req->force ? MARK_SNAPSHOT_FORCE : 0);
 	if (r < 0) {
 		mark_proto_error(out, r, "snapshot into %s failed: %s", req->dir, mark_last_error());
 		return;

@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include "tracer_internal.h"
+#include "util/safe_dir.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -190,8 +191,8 @@ static void put_header(FILE *f, const struct tracer_session *s, const uint8_t *t
 		   "\tevent.context := struct {\n\t\tuint32_t cpu_id;\n\t};\n};\n\n");
 }
 
-int tracer_metadata_write(const char *dir, const struct tracer_session *s, const uint8_t *trace_uuid,
-			  unsigned *described)
+int tracer_metadata_write(int dirfd, const char *dir, const struct tracer_session *s,
+			  const uint8_t *trace_uuid, unsigned *described)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -231,21 +232,29 @@ int tracer_metadata_write(const char *dir, const struct tracer_session *s, const
 		free(text);
 		return -ENOMEM;
 	}
-	char tmp[PATH_MAX], path[PATH_MAX];
-	tracer_path(tmp, sizeof(tmp), dir, MARK_TF_METADATA ".tmp", -1);
+	char path[PATH_MAX];
+	static const char tmp[] = MARK_TF_METADATA ".tmp";
 	tracer_path(path, sizeof(path), dir, MARK_TF_METADATA, -1);
 	int rc = 0;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/*
+	 * A new file (O_EXCL, never through a link).  One left by a write that
+	 * died half-way is ours: the directory is private to this euid (checked
+	 * at start), and only the entry is removed, never what a link names.
+	 */
+	int fd = dirfd < 0 ? dirfd : mark_file_create_at(dirfd, tmp, O_WRONLY);
+	if (fd == -EEXIST && unlinkat(dirfd, tmp, 0) == 0)
+		fd = mark_file_create_at(dirfd, tmp, O_WRONLY);
 	if (fd < 0) {
-		rc = -errno;
+		rc = fd;
 	} else {
 		rc = tracer_write_full(fd, text, len);
 		if (close(fd) != 0 && rc == 0)
 			rc = -errno;
-		if (rc == 0 && rename(tmp, path) != 0)
+		/* rename replaces a link named metadata, never its target. */
+		if (rc == 0 && renameat(dirfd, tmp, dirfd, MARK_TF_METADATA) != 0)
 			rc = -errno;
 		if (rc != 0)
-			unlink(tmp);
+			unlinkat(dirfd, tmp, 0);
 	}
 	if (rc != 0) {
 		fprintf(stderr, "mark: tracer cannot write %s (%s)\n", path, strerror(-rc));

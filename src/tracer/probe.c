@@ -34,6 +34,7 @@
 #define _GNU_SOURCE
 #define _LGPL_SOURCE
 #include "tracer_internal.h"
+#include "util/safe_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -215,11 +216,16 @@ static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nestin
 		__atomic_store_n(&s->next_index, TRACER_MAX_RINGS, __ATOMIC_RELAXED);
 		return NULL;
 	}
-	char path[4096];
+	char path[4096], name[64];
 	tracer_path(path, sizeof(path), s->dir, MARK_TF_RING_PREFIX, index);
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	tracer_path(name, sizeof(name), NULL, MARK_TF_RING_PREFIX, index);
+	/* A new file (O_EXCL, 0600, never through a link) in the session's
+	 * directory; tracer_dir_fd() makes only system calls. */
+	const int dfd = tracer_dir_fd(s);
+	int fd = dfd < 0 ? dfd : mark_file_create_at(dfd, name, O_RDWR);
 	if (fd < 0) {
-		write_err("mark: tracer cannot create its buffer file ", path);
+		write_err("mark: tracer cannot create its buffer file (it exists, or the trace directory is "
+			  "gone); events of this thread are lost: ", path);
 		return NULL;
 	}
 	size_t total = MARK_TF_RING_HEADER_SIZE + s->buffer_size;
@@ -231,14 +237,14 @@ static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nestin
 		write_err("mark: tracer cannot reserve space for its buffer file (disk full or no "
 			  "fallocate support); events of this thread are lost: ", path);
 		close(fd);
-		unlink(path);
+		unlinkat(dfd, name, 0);
 		return NULL;
 	}
 	void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED) {
 		write_err("mark: tracer cannot map its buffer file: ", path);
-		unlink(path);
+		unlinkat(dfd, name, 0);
 		return NULL;
 	}
 	struct mark_tf_ring *hdr = map;

@@ -324,6 +324,15 @@ int main(int argc, char **argv)
 				fputs("mine\n", f[k]);
 				fclose(f[k]);
 			}
+	} else if (strcmp(what, "wait") == 0) {
+		/* tracer_prog wait N: the session is set up (MARK_TRACE); print
+		 * "ready", wait for a line on stdin (a test plants files in the
+		 * trace directory meanwhile), then fire N t_seq events. */
+		printf("ready\n");
+		char line[16];
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+		fire_seq(n);
 	} else if (strcmp(what, "none") == 0)
 		printf("untraced run ok\n");
 	else {
