@@ -86,3 +86,4 @@ add_test(NAME test_compile COMMAND ${MARK_TEST_DIR}/test_compile.sh ${CMAKE_SOUR
 mark_kind_test(test_blocked_signals SOURCES test_blocked_signals.c)
 mark_kind_test(test_patch_failure SOURCES test_patch_failure.c)
 mark_kind_test(test_page_protection SOURCES test_page_protection.c)
+mark_kind_test(test_patch_rollback SOURCES test_patch_rollback.c KINDS jump immediate)
