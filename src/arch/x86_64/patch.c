@@ -44,11 +44,14 @@
 #include "../../core/internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/membarrier.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -286,12 +289,31 @@ static int page_runs(const struct mark_patch *p, size_t count, struct spans *run
  * Split the runs into spans of one protection each, from /proc/self/maps
  * (sorted by address).  Assumes no other thread changes the protection
  * of these pages during the batch (the program owns its code pages; mark
- * owns them only while it patches).  Without /proc (a chroot), the pages
- * are taken to be r-x, which is what code pages normally are.
+ * owns them only while it patches).  Without procfs at /proc (a chroot),
+ * the pages are taken to be r-x, which is what code pages normally are
+ * and which never leaves a page writable.
  */
+static FILE *open_maps(void)
+{
+	/* The mount namespace is not ours to trust: accept only procfs, so a
+	 * file bound over /proc cannot choose the protections we restore. */
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct statfs fs;
+	if (fd < 0)
+		return NULL;
+	if (fstatfs(fd, &fs) != 0 || fs.f_type != PROC_SUPER_MAGIC) {
+		close(fd);
+		return NULL;
+	}
+	FILE *f = fdopen(fd, "r");
+	if (!f)
+		close(fd);
+	return f;
+}
+
 static int read_protections(const struct spans *runs, struct spans *out)
 {
-	FILE *f = fopen("/proc/self/maps", "re");
+	FILE *f = open_maps();
 	if (!f) {
 		for (size_t r = 0; r < runs->n; r++)
 			if (spans_push(out, runs->v[r].start, runs->v[r].end, PROT_READ | PROT_EXEC) != 0)
