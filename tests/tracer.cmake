@@ -28,3 +28,18 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   target_include_directories(tracer_speed PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/../src)
   target_link_libraries(tracer_speed PRIVATE mark_static Threads::Threads)
 endif()
+
+# Crash recovery against hostile trace directories (issue 10, defects 2 and
+# 3): the real `mark record` path that recovers, with planted symlinks, a
+# pid-0 statistics file and crafted .mark-stats / .mark-ring-N fields.  The
+# symlink case needs root (it is root's recovery that is attacked) and skips
+# otherwise; `ok` is the positive case (every event of a SIGKILLed process).
+if(TARGET mark_cli)
+  foreach(case ok symlink pid0 stats_header_size stats_entry_size stats_max_entries stats_markers_described
+          stats_short ring_capacity ring_head ring_tail ring_stream_index ring_header_size ring_short)
+    add_test(NAME recover_${case}
+      COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/test_recover_attack.py ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:tracer_prog> ${CMAKE_CURRENT_BINARY_DIR}/recover-work)
+    set_tests_properties(recover_${case} PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
