@@ -72,7 +72,10 @@ def start_prog(prog, mode, n=2001):
     written), main fires the odd one and waits to be killed: in overwrite mode its
     event stays in its buffer, for recovery."""
     env = dict(os.environ, MARK_MODE=mode, MARK_BUFFER="64k")
-    p = subprocess.Popen([prog, "kill", str(n)], stdout=subprocess.PIPE, text=True, env=env)
+    # stderr not inherited: a tracer_prog left running (pid0) must not hold
+    # the pipe of `mark record`'s stderr open.
+    p = subprocess.Popen([prog, "kill", str(n)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         env=env)
     if p.stdout.readline().strip() != "ready":
         print("attacker: tracer_prog did not get ready", file=sys.stderr)
         sys.exit(3)
