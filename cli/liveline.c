@@ -83,8 +83,12 @@ static int copy_stats_file(const char *path, struct stats_copy *out, int want_en
 			n = out->hdr.nentries;
 			size_t hs = out->hdr.header_size, es = out->hdr.entry_size;
 			/* Never trust a count that would read past the file, or an
-			 * unaligned layout (the words below must be aligned). */
-			if (hs % 8 || es % 8)
+			 * unaligned layout (the words below must be aligned).  The
+			 * sizes are checked again here, not only before the loop:
+			 * this is a new copy, and the file's owner may have changed
+			 * them meanwhile (entry_size 0 was a division by zero). */
+			if (hs % 8 || es % 8 || hs < sizeof(struct mark_tf_stats) ||
+			    es < sizeof(struct mark_tf_stats_entry))
 				n = 0;
 			else if (hs > size || n > (size - hs) / es)
 				n = (uint32_t)((size - (hs > size ? size : hs)) / es);

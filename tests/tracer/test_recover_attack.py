@@ -20,6 +20,8 @@ exits; `mark record` then completes the trace with mark_trace_recover().
   ring_*    a crafted .mark-ring-N header field: a clear error naming that
             file and field, no crash, the file left as it is, and a good
             buffer beside it (a copy as stream 99) still recovered.
+  stats_race the traced user flips entry_size of a clean trace's
+            .mark-stats while `mark record` prints its summary: no crash.
   ok        (positive) plain SIGKILL: every event is recovered.
 
 Exit 0 = pass, 1 = fail, 77 = skip.
@@ -108,6 +110,35 @@ def attacker(case, prog):
         with open(os.path.join(os.path.dirname(d), "live.pid"), "w") as f:
             f.write(str(p.pid))
         os._exit(0)   # tracer_prog keeps running; the test kills it
+    if case == "stats_race":
+        # A clean run, then a process of the traced user flips entry_size
+        # between 0 and 128 while `mark record` reads the per-marker counts
+        # for its summary (the file is checked once, then read again; an odd
+        # seq makes the reader retry, so it reads entry_size many times).
+        r = subprocess.run([prog, "seq", "100"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        st = os.path.join(proc_dir(d), ".mark-stats")
+        rfd, wfd = os.pipe()
+        if os.fork() == 0:
+            os.close(rfd)
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            import mmap
+            with open(st, "r+b") as f:
+                m = mmap.mmap(f.fileno(), 4096)
+                m[40:48] = struct.pack("<Q", 1)   # seq odd: readers retry, re-reading entry_size
+                end = time.time() + 1.5
+                os.write(wfd, b"x")   # flipping from now on
+                os.close(wfd)
+                while time.time() < end:
+                    for _ in range(1000):
+                        m[16:20] = b"\0\0\0\0"
+                        m[16:20] = b"\x80\0\0\0"
+            os._exit(0)
+        os.close(wfd)
+        os.read(rfd, 1)
+        os._exit(r.returncode)
     p = start_prog(prog, "overwrite")
     p.send_signal(signal.SIGKILL)
     p.wait()
@@ -119,6 +150,8 @@ def attacker(case, prog):
             if os.path.lexists(s):
                 os.unlink(s)
             os.symlink(victim, s)
+    elif case == "stats_race":
+        check(r.returncode == 0, "mark record failed (status %d)" % r.returncode)
     elif case.startswith("stats_"):
         st = os.path.join(pdir, ".mark-stats")
         field = case[len("stats_"):]
@@ -180,8 +213,14 @@ def main():
         os.mkdir(d)
         os.chown(d, nobody.pw_uid, nobody.pw_gid)
         me = ["setpriv", "--reuid=nobody", "--regid=%d" % nobody.pw_gid, "--clear-groups"] + me + [victim]
-    r = subprocess.run([mark, "record", "-o", d, "--"] + me, capture_output=True, text=True, env=env,
-                       timeout=100)
+    runs = 10 if case == "stats_race" else 1   # a race: give it several chances
+    for i in range(runs):
+        if i:
+            shutil.rmtree(d)
+        r = subprocess.run([mark, "record", "-o", d, "--"] + me, capture_output=True, text=True, env=env,
+                           timeout=100)
+        if r.returncode < 0 or r.returncode >= 128:
+            break
     print("mark record exit status %d; stderr:\n%s" % (r.returncode, r.stderr))
     # The case's name is in the paths: look for field names in the rest only.
     r.stderr = r.stderr.replace(top, "WORK")
@@ -205,6 +244,8 @@ def main():
         check(left, "recovery took the buffers of process %d, which was still running" % pid)
         check("pid" in r.stderr and ".mark-stats" in r.stderr,
               "no error naming .mark-stats and its pid field: %s" % r.stderr)
+    elif case == "stats_race":
+        check(r.returncode == 0, "mark record failed (status %d)" % r.returncode)
     elif case.startswith("stats_"):
         field = case[len("stats_"):]
         want = {"short": "size"}.get(field, field)
