@@ -43,3 +43,12 @@ if(TARGET mark_cli)
     set_tests_properties(recover_${case} PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+
+# 15 s of afl++ (libFuzzer without afl++) on crash recovery and the .mark-stats
+# reader, seeded with real traces (`make fuzz` runs it for 300 s).  The target
+# is built by run_recover.sh with its own sanitizers (first run: ~15 s more);
+# a sanitizer build of the suite skips it.
+add_test(NAME recover_fuzz_short
+  COMMAND /bin/bash -c "if [ -n \"$MARK_TEST_SANITIZER\" ]; then echo 'SKIP: the fuzz run is part of the default build; this is a sanitizer build'; exit 77; fi; exec /bin/bash \"$0\" 15 \"$1\""
+          ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_recover.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-recover)
+set_tests_properties(recover_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
