@@ -247,10 +247,17 @@ static const char *ring_check(const struct mark_tf_ring *h, uint64_t fsize, uint
 	*why = "is past head";
 	if (h->tail > h->head)
 		return "tail";
-	if (h->mode == MARK_TRACE_OVERWRITE && h->oldest > h->head)
-		return "oldest";
-	*why = "is more than capacity bytes ahead of tail";
-	if (h->head - h->tail > cap)
+	/* The records still in the ring start at tail, or in overwrite mode
+	 * (nobody drains: tail stays behind) at max(tail, oldest). */
+	uint64_t first = h->tail;
+	if (h->mode == MARK_TRACE_OVERWRITE) {
+		if (h->oldest > h->head)
+			return "oldest";
+		if (h->oldest > first)
+			first = h->oldest;
+	}
+	*why = "is more than capacity bytes ahead of the first record kept (tail, or oldest in overwrite mode)";
+	if (h->head - first > cap)
 		return "head";
 	return NULL;
 }
@@ -350,7 +357,7 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 	hdr.lost_reported = lost_reported;
 	hdr.pending_bytes = 0;
 	wrote = true;
-	/* ring_check() bounds: tail <= head, head - tail <= cap, oldest <= head. */
+	/* ring_check() bounds: tail <= head, head - max(tail, oldest) <= cap. */
 	uint64_t head = hdr.head;
 	uint64_t start = tail;
 	if (hdr.mode == MARK_TRACE_OVERWRITE && hdr.oldest > start)

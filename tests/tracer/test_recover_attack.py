@@ -23,10 +23,14 @@ exits; `mark record` then completes the trace with mark_trace_recover().
   stats_race the traced user flips entry_size of a clean trace's
             .mark-stats while `mark record` prints its summary: no crash.
   ok        (positive) plain SIGKILL: every event is recovered.
+  ok_wrapped (positive) SIGKILL of a flight recorder (overwrite mode) whose
+            buffer has wrapped: its newest events are recovered, kept + lost
+            = every event.
 
 Exit 0 = pass, 1 = fail, 77 = skip.
 """
 import os
+import re
 import shutil
 import signal
 import struct
@@ -69,14 +73,14 @@ def proc_dir(d):
     return os.path.join(d, subs[0]) if subs else d
 
 
-def start_prog(prog, mode, n=2001):
+def start_prog(prog, mode, n=2001, what="kill", buffer="64k"):
     """tracer_prog kill N: 2 threads fire N/2 events each and exit (their buffers are
     written), main fires the odd one and waits to be killed: in overwrite mode its
     event stays in its buffer, for recovery."""
-    env = dict(os.environ, MARK_MODE=mode, MARK_BUFFER="64k")
+    env = dict(os.environ, MARK_MODE=mode, MARK_BUFFER=buffer)
     # stderr not inherited: a tracer_prog left running (pid0) must not hold
     # the pipe of `mark record`'s stderr open.
-    p = subprocess.Popen([prog, "kill", str(n)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    p = subprocess.Popen([prog, what, str(n)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                          env=env)
     if p.stdout.readline().strip() != "ready":
         print("attacker: tracer_prog did not get ready", file=sys.stderr)
@@ -139,7 +143,10 @@ def attacker(case, prog):
         os.close(wfd)
         os.read(rfd, 1)
         os._exit(r.returncode)
-    p = start_prog(prog, "overwrite")
+    if case == "ok_wrapped":
+        p = start_prog(prog, "overwrite", 1000, "killseq", "4k")   # the ring wraps many times
+    else:
+        p = start_prog(prog, "overwrite")
     p.send_signal(signal.SIGKILL)
     p.wait()
     pdir = proc_dir(d)
@@ -231,6 +238,11 @@ def main():
         check(not rings_of(pdir), "buffer files left after recovery: %s" % rings_of(pdir))
         check("recovered 1 events" in r.stderr and "2001 events written, 0 lost" in r.stderr,
               "not every event recovered: %s" % r.stderr)
+    elif case == "ok_wrapped":
+        m = re.search(r"recovered (\d+) events.*\n(?:.*\n)*?mark: (\d+) events written, (\d+) lost", r.stderr)
+        check(m and int(m.group(1)) > 0 and int(m.group(2)) + int(m.group(3)) == 1000,
+              "a wrapped flight-recorder buffer not recovered (kept + lost must be 1000): %s" % r.stderr)
+        check(not rings_of(pdir), "buffer files left after recovery: %s" % rings_of(pdir))
     elif case == "symlink":
         check(open(victim, "rb").read() == original, "recovery run by root changed %s through a symlink" % victim)
         check(os.stat(victim).st_uid == 0 and (os.stat(victim).st_mode & 0o777) == 0o600,
