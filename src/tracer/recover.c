@@ -100,12 +100,13 @@ static int recover_fail(struct recover_ctx *ctx, int err, const char *fmt, ...)
 	return -err;
 }
 
-/* pread exactly len bytes: 0, or -errno (-EIO if the file is shorter). */
-static int read_full(int fd, void *buf, size_t len, off_t off)
+/* pread (or, if `out`, pwrite) exactly len bytes at off: 0, or -errno
+ * (-EIO: the file ends first). */
+static int io_full_at(int fd, void *buf, size_t len, off_t off, bool out)
 {
 	char *p = buf;
 	while (len) {
-		ssize_t n = pread(fd, p, len, off);
+		ssize_t n = out ? pwrite(fd, p, len, off) : pread(fd, p, len, off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -118,23 +119,8 @@ static int read_full(int fd, void *buf, size_t len, off_t off)
 	}
 	return 0;
 }
-
-/* pwrite exactly len bytes: 0 or -errno. */
-static int write_full_at(int fd, const void *buf, size_t len, off_t off)
-{
-	const char *p = buf;
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
-}
+#define read_full(fd, buf, len, off) io_full_at(fd, buf, len, off, false)
+#define write_full_at(fd, buf, len, off) io_full_at(fd, buf, len, off, true)
 
 /* The file behind fd is one the tracer could have written in d: a regular
  * file of d's owner with a single link. */

@@ -7,13 +7,13 @@
 # Builds the harness and all of libmark with afl-clang-fast (ASan + UBSan,
 # afl's persistent-mode driver), seeds a corpus with real traces of
 # processes killed by SIGKILL (written by the real tracer, see
-# gen_recover_seeds), and runs afl-fuzz for SECONDS.  Without afl++ it uses
-# clang's libFuzzer instead.  The corpus, afl's findings and any crash stay
+# gen_recover_seeds), and runs afl-fuzz for SECONDS.  (The harness is a
+# libFuzzer-style target too: clang -fsanitize=fuzzer builds it as well.)
+# The corpus, afl's findings and any crash stay
 # in WORKDIR (default: build-fuzz-recover/ at the top of the repository, or
 # $MARK_FUZZ_DIR).  The harness is rebuilt only when a source is newer.
 # Exit status: 0 when no crash was found, 1 on a crash (the reproducer's
-# path is printed), 77 when neither afl++ (Debian: afl++) nor clang with
-# libFuzzer (clang, libclang-rt-14-dev) is installed.
+# path is printed), 77 when afl++ (Debian: afl++) is not installed.
 set -euo pipefail
 secs=${1:?usage: run_recover.sh SECONDS [WORKDIR]}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,13 +25,8 @@ if ! pkg-config --exists liburcu-bp; then
 	echo "SKIP: liburcu-bp is missing (Debian: liburcu-dev)"
 	exit 77
 fi
-engine=
-if command -v afl-clang-fast >/dev/null 2>&1 && command -v afl-fuzz >/dev/null 2>&1; then
-	engine=afl
-elif command -v clang >/dev/null 2>&1; then
-	engine=libfuzzer
-else
-	echo "SKIP: neither afl++ (afl-clang-fast, afl-fuzz) nor clang is installed"
+if ! command -v afl-clang-fast >/dev/null 2>&1 || ! command -v afl-fuzz >/dev/null 2>&1; then
+	echo "SKIP: afl++ (afl-clang-fast, afl-fuzz) is not installed (Debian: afl++)"
 	exit 77
 fi
 
@@ -51,20 +46,11 @@ stale() {
 	[ -n "$(find "$repo/src" "$repo/cli/liveline.c" "$repo/cli/liveline.h" "$here/fuzz_recover.c" "$0" \
 		-newer "$1" -print -quit)" ]
 }
-bin=$work/fuzz_recover_$engine
+bin=$work/fuzz_recover
 if stale "$bin"; then
-	echo "building the recovery fuzz target ($engine)"
-	if [ "$engine" = afl ]; then
-		build=(env AFL_USE_ASAN=1 AFL_USE_UBSAN=1 AFL_QUIET=1 afl-clang-fast -fsanitize=fuzzer)
-	else
-		build=(clang -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
-	fi
-	if ! "${build[@]}" "${flags[@]}" "${srcs[@]}" "$here/fuzz_recover.c" -o "$bin.tmp" "${libs[@]}" \
-		2>"$work/build.log"; then
-		if [ "$engine" = libfuzzer ] && grep -q "libclang_rt.fuzzer\|cannot find.*fuzzer" "$work/build.log"; then
-			echo "SKIP: clang's libFuzzer runtime is missing (install libclang-rt-14-dev)"
-			exit 77
-		fi
+	echo "building the recovery fuzz target with afl-clang-fast"
+	if ! env AFL_USE_ASAN=1 AFL_USE_UBSAN=1 AFL_QUIET=1 afl-clang-fast -fsanitize=fuzzer "${flags[@]}" \
+		"${srcs[@]}" "$here/fuzz_recover.c" -o "$bin.tmp" "${libs[@]}" 2>"$work/build.log"; then
 		cat "$work/build.log" >&2
 		exit 1
 	fi
@@ -79,43 +65,28 @@ if [ ! -d "$seeds" ] || [ -z "$(ls -A "$seeds")" ]; then
 	"$gen" "$seeds"
 fi
 
-echo "fuzzing crash recovery with $engine for ${secs}s (seeds: $seeds)"
+echo "fuzzing crash recovery with afl++ for ${secs}s (seeds: $seeds)"
 status=0
-if [ "$engine" = afl ]; then
-	out=$work/afl
-	# A bounded, quiet, unattended run on a shared machine: no CPU binding,
-	# no UI, no core_pattern or CPU governor requirement, stop after SECONDS.
-	# -m none: ASan reserves terabytes of virtual memory.
-	env AFL_NO_UI=1 AFL_NO_AFFINITY=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
-		AFL_SKIP_CRASHES=0 AFL_BENCH_UNTIL_CRASH=1 AFL_NO_STARTUP_CALIBRATION=1 \
-		afl-fuzz -i "$seeds" -o "$out" -m none -t 5000 -V "$secs" -- "$bin" >"$work/fuzz.log" 2>&1 ||
-		status=$?
-	stats=$out/default/fuzzer_stats
-	if [ -f "$stats" ]; then
-		grep -E "^(execs_done|execs_per_sec|corpus_count|saved_crashes|saved_hangs) " "$stats" || true
-	fi
-	crashes=$(find "$out/default/crashes" -type f -name 'id:*' 2>/dev/null | head -5)
-	if [ -n "$crashes" ]; then
-		echo "FAIL: afl++ found a crash; reproduce with: $bin FILE" >&2
-		echo "$crashes" >&2
-		exit 1
-	fi
-	if [ "$status" -ne 0 ] || [ ! -f "$stats" ]; then
-		tail -n 30 "$work/fuzz.log" >&2
-		echo "FAIL: afl-fuzz did not run (status $status)" >&2
-		exit 1
-	fi
-else
-	mkdir -p "$work/crashes" "$work/corpus"
-	"$bin" -max_total_time="$secs" -max_len=1048576 -timeout=10 -rss_limit_mb=2048 \
-		-artifact_prefix="$work/crashes/" -print_final_stats=1 "$work/corpus" "$seeds" \
-		>"$work/fuzz.log" 2>&1 || status=$?
-	grep -E "^stat::number_of_executed_units|^#[0-9]+.*DONE" "$work/fuzz.log" || true
-	if [ "$status" -ne 0 ]; then
-		tail -n 40 "$work/fuzz.log" >&2
-		echo "FAIL: the fuzzer found a problem; reproducer(s) in $work/crashes/:" >&2
-		ls "$work/crashes" >&2
-		exit 1
-	fi
+out=$work/afl
+# A bounded, quiet, unattended run on a shared machine: no CPU binding, no
+# UI, no core_pattern or CPU governor requirement, stop after SECONDS.
+# -m none: ASan reserves terabytes of virtual memory.
+env AFL_NO_UI=1 AFL_NO_AFFINITY=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+	AFL_BENCH_UNTIL_CRASH=1 AFL_NO_STARTUP_CALIBRATION=1 \
+	afl-fuzz -i "$seeds" -o "$out" -m none -t 5000 -V "$secs" -- "$bin" >"$work/fuzz.log" 2>&1 || status=$?
+stats=$out/default/fuzzer_stats
+if [ -f "$stats" ]; then
+	grep -E "^(execs_done|execs_per_sec|corpus_count|saved_crashes|saved_hangs) " "$stats" || true
+fi
+crashes=$(find "$out/default/crashes" -type f -name 'id:*' 2>/dev/null | head -5)
+if [ -n "$crashes" ]; then
+	echo "FAIL: afl++ found a crash; reproduce with: $bin FILE" >&2
+	echo "$crashes" >&2
+	exit 1
+fi
+if [ "$status" -ne 0 ] || [ ! -f "$stats" ]; then
+	tail -n 30 "$work/fuzz.log" >&2
+	echo "FAIL: afl-fuzz did not run (status $status)" >&2
+	exit 1
 fi
 echo "ok: no crash in ${secs}s"
