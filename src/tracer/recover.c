@@ -581,8 +581,8 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 		st->events = st->events_written;
 	st->state = ring_rc == 0 ? MARK_TF_STATE_RECOVERED : MARK_TF_STATE_RUNNING;
 	st->update_realtime_ns = tracer_realtime_ns();
-	if (wrc == 0)
-		wrc = write_full_at(fd, buf, size, 0);
+	if (wrc == 0)   /* the header and the entries that changed */
+		wrc = write_full_at(fd, buf, st->header_size + (size_t)ne * st->entry_size, 0);
 	st->seq = seq + 2;
 	if (wrc == 0)
 		wrc = write_full_at(fd, &st->seq, sizeof(st->seq), offsetof(struct mark_tf_stats, seq));

@@ -68,6 +68,8 @@ fi
 echo "fuzzing crash recovery with afl++ for ${secs}s (seeds: $seeds)"
 status=0
 out=$work/afl
+export MARK_FUZZ_SCRATCH=$work/scratch
+trap 'rm -rf "$MARK_FUZZ_SCRATCH"' EXIT
 # A bounded, quiet, unattended run on a shared machine: no CPU binding, no
 # UI, no core_pattern or CPU governor requirement, stop after SECONDS.
 # -m none: ASan reserves terabytes of virtual memory.
