@@ -44,6 +44,18 @@ if(TARGET mark_cli)
   endforeach()
 endif()
 
+# The traced program's own statistics writer must not trust max_entries from
+# the shared file (a program with more markers than the file's 4096 entries).
+add_executable(tracer_many_markers tracer/many_markers.c)
+target_compile_options(tracer_many_markers PRIVATE -O0)
+target_link_libraries(tracer_many_markers PRIVATE mark)
+if(TARGET mark_cli)
+  add_test(NAME tracer_stats_max_entries
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/test_recover_attack.py live_max_entries
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:tracer_many_markers> ${CMAKE_CURRENT_BINARY_DIR}/recover-work)
+  set_tests_properties(tracer_stats_max_entries PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
+endif()
+
 # 15 s of afl++ (libFuzzer without afl++) on crash recovery and the .mark-stats
 # reader, seeded with real traces (`make fuzz` runs it for 300 s).  The target
 # is built by run_recover.sh with its own sanitizers (first run: ~15 s more);

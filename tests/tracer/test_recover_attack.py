@@ -22,6 +22,9 @@ exits; `mark record` then completes the trace with mark_trace_recover().
             buffer beside it (a copy as stream 99) still recovered.
   stats_race the traced user flips entry_size of a clean trace's
             .mark-stats while `mark record` prints its summary: no crash.
+  live_max_entries (PROG = tracer_many_markers) a running program with
+            more markers than .mark-stats has entries; its max_entries is
+            made huge: the program's own statistics writer must not crash.
   ok        (positive) plain SIGKILL: every event is recovered.
   ok_wrapped (positive) SIGKILL of a flight recorder (overwrite mode) whose
             buffer has wrapped: its newest events are recovered, kept + lost
@@ -220,6 +223,25 @@ def main():
         os.mkdir(d)
         os.chown(d, nobody.pw_uid, nobody.pw_gid)
         me = ["setpriv", "--reuid=nobody", "--regid=%d" % nobody.pw_gid, "--clear-groups"] + me + [victim]
+    if case == "live_max_entries":
+        # PROG is tracer_many_markers: 5000 markers, more than the 4096
+        # entries of its .mark-stats.  Another process of the same user
+        # makes max_entries huge while it runs: its consumer thread must
+        # keep writing inside the file it created.
+        p = subprocess.Popen([prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env=dict(env, MARK_TRACE=d))
+        check(p.stdout.readline().strip() == "ready", "tracer_many_markers did not get ready")
+        time.sleep(0.2)
+        poke(os.path.join(proc_dir(d), ".mark-stats"), STATS, "max_entries", 0xffffffff)
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        rc = p.wait(timeout=30)
+        check(rc == 0, "the traced program died (status %d) after max_entries was changed" % rc)
+        if failures:
+            print("FAIL: %d check(s)" % len(failures))
+            return 1
+        print("ok")
+        return 0
     runs = 10 if case == "stats_race" else 1   # a race: give it several chances
     for i in range(runs):
         if i:
