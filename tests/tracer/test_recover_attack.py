@@ -22,6 +22,7 @@ exits; `mark record` then completes the trace with mark_trace_recover().
             buffer beside it (a copy as stream 99) still recovered.
   stats_race the traced user flips entry_size of a clean trace's
             .mark-stats while `mark record` prints its summary: no crash.
+  stats_truncate the same, cutting the file to 0 bytes and back: no crash.
   live_max_entries (PROG = tracer_many_markers) a running program with
             more markers than .mark-stats has entries; its max_entries is
             made huge: the program's own statistics writer must not crash.
@@ -117,7 +118,7 @@ def attacker(case, prog):
         with open(os.path.join(os.path.dirname(d), "live.pid"), "w") as f:
             f.write(str(p.pid))
         os._exit(0)   # tracer_prog keeps running; the test kills it
-    if case == "stats_race":
+    if case in ("stats_race", "stats_truncate"):
         # A clean run, then a process of the traced user flips entry_size
         # between 0 and 128 while `mark record` reads the per-marker counts
         # for its summary (the file is checked once, then read again; an odd
@@ -135,13 +136,20 @@ def attacker(case, prog):
             with open(st, "r+b") as f:
                 m = mmap.mmap(f.fileno(), 4096)
                 m[40:48] = struct.pack("<Q", 1)   # seq odd: readers retry, re-reading entry_size
+                full = os.fstat(f.fileno()).st_size
                 end = time.time() + 1.5
                 os.write(wfd, b"x")   # flipping from now on
                 os.close(wfd)
                 while time.time() < end:
                     for _ in range(1000):
-                        m[16:20] = b"\0\0\0\0"
-                        m[16:20] = b"\x80\0\0\0"
+                        if case == "stats_race":
+                            m[16:20] = b"\0\0\0\0"
+                            m[16:20] = b"\x80\0\0\0"
+                        else:
+                            # A file cut short under the reader's mapping: SIGBUS.
+                            os.ftruncate(f.fileno(), 0)
+                            os.ftruncate(f.fileno(), full)
+                            m[40:48] = struct.pack("<Q", 1)
             os._exit(0)
         os.close(wfd)
         os.read(rfd, 1)
@@ -160,7 +168,7 @@ def attacker(case, prog):
             if os.path.lexists(s):
                 os.unlink(s)
             os.symlink(victim, s)
-    elif case == "stats_race":
+    elif case in ("stats_race", "stats_truncate"):
         check(r.returncode == 0, "mark record failed (status %d)" % r.returncode)
     elif case.startswith("stats_"):
         st = os.path.join(pdir, ".mark-stats")
@@ -242,7 +250,7 @@ def main():
             return 1
         print("ok")
         return 0
-    runs = 10 if case == "stats_race" else 1   # a race: give it several chances
+    runs = 10 if case in ("stats_race", "stats_truncate") else 1   # a race: give it several chances
     for i in range(runs):
         if i:
             shutil.rmtree(d)
@@ -278,7 +286,7 @@ def main():
         check(left, "recovery took the buffers of process %d, which was still running" % pid)
         check("pid" in r.stderr and ".mark-stats" in r.stderr,
               "no error naming .mark-stats and its pid field: %s" % r.stderr)
-    elif case == "stats_race":
+    elif case in ("stats_race", "stats_truncate"):
         check(r.returncode == 0, "mark record failed (status %d)" % r.returncode)
     elif case.startswith("stats_"):
         field = case[len("stats_"):]
