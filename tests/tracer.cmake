@@ -35,7 +35,7 @@ endif()
 # symlink case needs root (it is root's recovery that is attacked) and skips
 # otherwise; `ok` is the positive case (every event of a SIGKILLed process).
 if(TARGET mark_cli)
-  foreach(case ok ok_wrapped symlink pid0 stats_header_size stats_entry_size stats_max_entries stats_markers_described
+  foreach(case ok ok_wrapped nobody_ok symlink pid0 stats_header_size stats_entry_size stats_max_entries stats_markers_described
           stats_short stats_race stats_truncate ring_capacity ring_head ring_tail ring_stream_index ring_header_size ring_short)
     add_test(NAME recover_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/test_recover_attack.py ${case}

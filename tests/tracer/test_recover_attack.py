@@ -12,6 +12,8 @@ exits; `mark record` then completes the trace with mark_trace_recover().
   symlink   (root only) the trace directory belongs to `nobody`, who plants
             stream-N -> a root-owned 0600 file: the file must stay byte for
             byte unchanged.
+  nobody_ok (root only) root recovers an untampered trace of `nobody`: the
+            stream file recovery creates belongs to nobody, not root.
   pid0      .mark-stats of a process that still runs says pid 0: recovery
             must refuse (it would take the buffers from under a live writer).
   stats_*   a crafted .mark-stats field (header_size, entry_size,
@@ -156,6 +158,8 @@ def attacker(case, prog):
         os._exit(r.returncode)
     if case == "ok_wrapped":
         p = start_prog(prog, "overwrite", 1000, "killseq", "4k")   # the ring wraps many times
+    elif case == "nobody_ok":
+        p = start_prog(prog, "overwrite", 100, "killseq")   # no stream file yet: recovery makes it
     else:
         p = start_prog(prog, "overwrite")
     p.send_signal(signal.SIGKILL)
@@ -210,9 +214,9 @@ def main():
     env = dict(os.environ)
     for k in ("MARK_TRACE", "MARK_ENABLE", "MARK_MODE", "MARK_BUFFER"):
         env.pop(k, None)
-    if case == "symlink":
+    if case in ("symlink", "nobody_ok"):
         if os.geteuid() != 0:
-            skip("the symlink attack needs root (it is root's recovery that must not follow the links)")
+            skip("this case needs root (it is root's recovery of another user's trace)")
         if not shutil.which("setpriv"):
             skip("setpriv (util-linux) is not installed")
         import pwd
@@ -273,6 +277,11 @@ def main():
         check(m and int(m.group(1)) > 0 and int(m.group(2)) + int(m.group(3)) == 1000,
               "a wrapped flight-recorder buffer not recovered (kept + lost must be 1000): %s" % r.stderr)
         check(not rings_of(pdir), "buffer files left after recovery: %s" % rings_of(pdir))
+    elif case == "nobody_ok":
+        check("recovered 100 events" in r.stderr, "root did not recover nobody's trace: %s" % r.stderr)
+        check(os.path.exists(os.path.join(pdir, "stream-0")), "no stream-0")
+        wrong = [f for f in os.listdir(pdir) if os.lstat(os.path.join(pdir, f)).st_uid != os.stat(d).st_uid]
+        check(not wrong, "files of nobody's trace that root's recovery left owned by someone else: %s" % wrong)
     elif case == "symlink":
         check(open(victim, "rb").read() == original, "recovery run by root changed %s through a symlink" % victim)
         check(os.stat(victim).st_uid == 0 and (os.stat(victim).st_mode & 0o777) == 0o600,
