@@ -422,7 +422,7 @@ bool mark_process_running(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
-		return errno != ENOENT;   /* hidden (hidepid=) is not gone */
+		return true;   /* kill() found it; /proc hides it (hidepid=) or it died just now: not "gone" */
 	bool zombie = false;
 	if (fgets(buf, sizeof(buf), f)) {
 		/* "pid (comm) S ...": the state follows the last ')' (comm may hold ')') */
