@@ -56,7 +56,7 @@ if(TARGET mark_cli)
   set_tests_properties(tracer_stats_max_entries PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
 endif()
 
-# 15 s of afl++ (libFuzzer without afl++) on crash recovery and the .mark-stats
+# 15 s of afl++ on crash recovery and the .mark-stats
 # reader, seeded with real traces (`make fuzz` runs it for 300 s).  The target
 # is built by run_recover.sh with its own sanitizers (first run: ~15 s more);
 # a sanitizer build of the suite skips it.
