@@ -30,12 +30,21 @@ if ! command -v afl-clang-fast >/dev/null 2>&1 || ! command -v afl-fuzz >/dev/nu
 	exit 77
 fi
 
-srcs=("$repo"/src/core/*.c "$repo"/src/tracer/*.c "$repo"/src/agent/*.c "$repo"/src/eventhandler/*.c
-	"$repo"/cli/liveline.c)
+# All of libmark, as CMakeLists.txt builds it (every src/ directory but
+# arch/, plus this machine's arch/), and the CLI's .mark-stats reader with
+# the CLI files it calls (cli/text.c: its escaping, where it exists).
+srcs=()
+for d in "$repo"/src/*/; do
+	case "$d" in */arch/) continue ;; esac
+	srcs+=("$d"*.c)
+done
 case "$(uname -m)" in
 x86_64) srcs+=("$repo"/src/arch/x86_64/*.c) ;;
 *) srcs+=("$repo"/src/arch/generic/*.c) ;;
 esac
+for f in liveline.c text.c; do
+	[ -f "$repo/cli/$f" ] && srcs+=("$repo/cli/$f")
+done
 flags=(-g -O1 -I"$repo/include" -I"$repo/src" -I"$repo/cli" -DMARK_BUILDING_LIBRARY=1 -DMARK_HAVE_AGENT=1
 	$(pkg-config --cflags liburcu-bp))
 libs=($(pkg-config --libs liburcu-bp) -lpthread -ldl)
@@ -43,8 +52,7 @@ libs=($(pkg-config --libs liburcu-bp) -lpthread -ldl)
 # Rebuild only if a source or this script is newer than the harness.
 stale() {
 	[ ! -x "$1" ] && return 0
-	[ -n "$(find "$repo/src" "$repo/cli/liveline.c" "$repo/cli/liveline.h" "$here/fuzz_recover.c" "$0" \
-		-newer "$1" -print -quit)" ]
+	[ -n "$(find "$repo/src" "$repo/cli" "$here/fuzz_recover.c" "$0" -newer "$1" -print -quit)" ]
 }
 bin=$work/fuzz_recover
 if stale "$bin"; then
