@@ -390,7 +390,9 @@ static pid_t spawn(char **argv, char **env, int *exec_errno)
 static int64_t complete_trace(const char *dir)
 {
 	struct live_stats s;
-	if (live_stats_read(dir, &s) != 0 || s.unfinished == 0)
+	/* A statistics file that cannot be read is no proof of a complete
+	 * trace: recovery then says what is wrong with it. */
+	if (live_stats_read(dir, &s) == 0 && s.unfinished == 0)
 		return 0;
 	int r = mark_trace_recover(dir);
 	if (r < 0) {

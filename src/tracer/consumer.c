@@ -497,7 +497,9 @@ void tracer_stats_update(struct tracer_session *s, uint32_t state)
 	__atomic_store_n(&st->bytes_written, s->bytes_written, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->buffers, buffers, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->markers_described, s->described, __ATOMIC_RELAXED);
-	unsigned ne = s->described < st->max_entries ? s->described : st->max_entries;
+	/* Our own capacity, not the file's max_entries: anyone who can write
+	 * the file could make that larger than what we mapped. */
+	unsigned ne = s->described < STATS_MAX_ENTRIES ? s->described : STATS_MAX_ENTRIES;
 	struct mark_tf_stats_entry *e = (struct mark_tf_stats_entry *)(st + 1);
 	for (unsigned i = 0; i < ne; i++)
 		__atomic_store_n(&e[i].events, s->marker_counts[i], __ATOMIC_RELAXED);

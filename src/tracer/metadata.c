@@ -206,6 +206,9 @@ int tracer_metadata_write(int dirfd, const char *dir, const struct tracer_sessio
 	if (n > MARK_TF_MAX_ID + 1)
 		n = MARK_TF_MAX_ID + 1;
 	struct mark_tf_stats *st = s->stats;
+	/* Entries we mapped, not the file's max_entries: anyone who can write
+	 * the file could make that larger than the mapping. */
+	const size_t entries = st ? (s->stats_map_size - sizeof(*st)) / sizeof(struct mark_tf_stats_entry) : 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct mark_marker *m = ms[i];
 		fprintf(f, "event {\n\tname = ");
@@ -217,7 +220,7 @@ int tracer_metadata_write(int dirfd, const char *dir, const struct tracer_sessio
 			put_field(f, &m->args[a], name);
 		}
 		fprintf(f, "\t};\n};\n\n");
-		if (st && m->id < st->max_entries) {
+		if (m->id < entries) {
 			struct mark_tf_stats_entry *e = (struct mark_tf_stats_entry *)(st + 1) + m->id;
 			if (e->name_len == 0) {
 				size_t nl = strlen(m->name);

@@ -70,7 +70,8 @@ int mark_trace_recover(const char *directory);
 /*
  * Whether process `pid` can still write its trace: it exists and is not a
  * zombie (a process killed by SIGKILL stays a zombie until its parent reaps
- * it, but runs no more code).
+ * it, but runs no more code).  When in doubt it says running: pid <= 0 (not
+ * one process), or a process whose /proc entry we may not read (hidepid=).
  */
 bool mark_process_running(pid_t pid);
 /* Parse "discard|overwrite|block"; -EINVAL otherwise. */

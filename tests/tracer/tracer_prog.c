@@ -291,6 +291,15 @@ int main(int argc, char **argv)
 		return run_fork(n);
 	else if (strcmp(what, "kill") == 0)
 		run_die(n, 0);
+	else if (strcmp(what, "killseq") == 0) {
+		/* All N events from the main thread, then wait to be killed: in
+		 * overwrite mode with a small buffer, its ring has wrapped. */
+		fire_seq(n);
+		printf("ready\n");
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
 	else if (strcmp(what, "segv") == 0)
 		run_die(n, 1);
 	else if (strcmp(what, "dlopen") == 0 && argc > 3) {
