@@ -72,41 +72,103 @@ void strbuf_release(struct strbuf *sb)
 }
 
 /*
- * A quoted string: `"`, `\\`, newline and tab as two-character escapes in
- * both forms.  JSON also escapes carriage return the same way, and every other
- * control byte or byte >= 0x80 (a %s argument is any bytes, not
- * necessarily UTF-8) as \u00XX, so the file is always valid JSON; the
- * text view (C style) escapes every byte outside printable ASCII as \xXX.
+ * The length (2-4) of the valid UTF-8 sequence of a code point >= 0x80 at
+ * p (at most `left` bytes), with the code point in *cp; 0 if the bytes
+ * there are not one (a stray continuation byte, a truncated or overlong
+ * sequence, a surrogate, above U+10FFFF).
  */
-static void add_quoted(struct strbuf *sb, const char *text, bool json)
+static size_t utf8_sequence(const unsigned char *p, size_t left, uint32_t *cp)
+{
+	size_t n;
+	uint32_t c, min;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2, c = p[0] & 0x1fu, min = 0x80;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3, c = p[0] & 0x0fu, min = 0x800;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4, c = p[0] & 0x07u, min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (left < n)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3fu);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+/*
+ * Code points a terminal would act on rather than show: C1 controls and
+ * the bidirectional overrides/isolates (text that reorders what follows
+ * it on the line).  The text view escapes them like control bytes.
+ */
+static bool unicode_control(uint32_t c)
+{
+	return (c >= 0x80 && c <= 0x9f) || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) ||
+	       c == 0x200e || c == 0x200f || c == 0x061c;
+}
+
+/*
+ * A quoted string of `len` bytes: `"`, `\\`, newline and tab as
+ * two-character escapes in both forms; JSON also escapes carriage return
+ * the same way.  Valid UTF-8 is copied as it is (a %s argument is any
+ * bytes, not necessarily UTF-8, so it is checked sequence by sequence).
+ * Every other control byte, and every byte that is not part of a valid
+ * UTF-8 sequence, is escaped: \xXX in the text view (C style), \u00XX in
+ * JSON (the only byte escape JSON has; the file stays valid UTF-8).  The
+ * text view also escapes C1 controls and bidirectional controls as \uXXXX.
+ */
+static void add_quoted(struct strbuf *sb, const char *text, size_t len, bool json)
 {
 	strbuf_add(sb, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+	const unsigned char *p = (const unsigned char *)text, *end = p + len;
+	while (p < end) {
 		switch (*p) {
-		case '"': strbuf_add(sb, "\\\"", 2); continue;
-		case '\\': strbuf_add(sb, "\\\\", 2); continue;
-		case '\n': strbuf_add(sb, "\\n", 2); continue;
-		case '\t': strbuf_add(sb, "\\t", 2); continue;
+		case '"': strbuf_add(sb, "\\\"", 2); p++; continue;
+		case '\\': strbuf_add(sb, "\\\\", 2); p++; continue;
+		case '\n': strbuf_add(sb, "\\n", 2); p++; continue;
+		case '\t': strbuf_add(sb, "\\t", 2); p++; continue;
 		case '\r':
 			if (json) {
 				strbuf_add(sb, "\\r", 2);
+				p++;
 				continue;
 			}
 			break;
 		default:
 			break;
 		}
-		if (*p < 0x20 || *p >= (json ? 0x80 : 0x7f))
+		uint32_t cp;
+		size_t n = *p >= 0x80 ? utf8_sequence(p, (size_t)(end - p), &cp) : 0;
+		if (n && json) {
+			strbuf_add(sb, (const char *)p, n);
+			p += n;
+		} else if (n) {
+			if (unicode_control(cp))
+				strbuf_addf(sb, "\\u%04x", (unsigned)cp);
+			else
+				strbuf_add(sb, (const char *)p, n);
+			p += n;
+		} else if (*p < 0x20 || *p >= 0x7f) {
 			strbuf_addf(sb, json ? "\\u%04x" : "\\x%02x", *p);
-		else
+			p++;
+		} else {
 			strbuf_add(sb, (const char *)p, 1);
+			p++;
+		}
 	}
 	strbuf_add(sb, "\"", 1);
 }
 
 void strbuf_add_json_string(struct strbuf *sb, const char *text)
 {
-	add_quoted(sb, text, true);
+	add_quoted(sb, text, strlen(text), true);
 }
 
 static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_preferred_display_base base,
@@ -199,11 +261,14 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 	} else if (t == BT_FIELD_CLASS_TYPE_DOUBLE_PRECISION_REAL) {
 		add_double(sb, bt_field_real_double_precision_get_value(field), style);
 	} else if (t == BT_FIELD_CLASS_TYPE_STRING) {
+		/*
+		 * The length, not the NUL: babeltrace2 2.0.4 empties a reused
+		 * string field by setting its length to 0 and leaves the old
+		 * text in place (an empty string would show an earlier event's).
+		 */
 		const char *s = bt_field_string_get_value(field);
-		if (json)
-			strbuf_add_json_string(sb, s ? s : "");
-		else
-			add_quoted(sb, s ? s : "", false);
+		uint64_t len = s ? bt_field_string_get_length(field) : 0;
+		add_quoted(sb, s ? s : "", (size_t)len, json);
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY)) {
 		uint64_t n = bt_field_array_get_length(field);
 		strbuf_add(sb, "[", 1);
@@ -244,6 +309,33 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 	}
 }
 
+/*
+ * Whether member i of the payload structure class fc only selects the
+ * option of a variant member of the same payload.  The tracer stores each
+ * %s as a length byte selecting a variant (docs/tracer.md): the string is
+ * the value, its selector is not shown.
+ */
+static bool is_payload_selector(const bt_field_class *fc, uint64_t i)
+{
+	uint64_t n = bt_field_class_structure_get_member_count(fc);
+	for (uint64_t j = 0; j < n; j++) {
+		const bt_field_class *m = bt_field_class_structure_member_borrow_field_class_const(
+			bt_field_class_structure_borrow_member_by_index_const(fc, j));
+		bt_field_class_type t = bt_field_class_get_type(m);
+		if (!bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT_WITH_SELECTOR_FIELD))
+			continue;
+		const bt_field_path *path = bt_field_class_variant_with_selector_field_borrow_selector_field_path_const(m);
+		if (path && bt_field_path_get_root_scope(path) == BT_FIELD_PATH_SCOPE_EVENT_PAYLOAD &&
+		    bt_field_path_get_item_count(path) == 1) {
+			const bt_field_path_item *item = bt_field_path_borrow_item_by_index_const(path, 0);
+			if (bt_field_path_item_get_type(item) == BT_FIELD_PATH_ITEM_TYPE_INDEX &&
+			    bt_field_path_item_index_get_index(item) == i)
+				return true;
+		}
+	}
+	return false;
+}
+
 void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace_value_style style)
 {
 	if (!payload || bt_field_get_class_type(payload) != BT_FIELD_CLASS_TYPE_STRUCTURE) {
@@ -255,18 +347,22 @@ void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace
 	uint64_t n = bt_field_class_structure_get_member_count(fc);
 	if (style == TRACE_VALUE_JSON)
 		strbuf_add(sb, "{", 1);
+	bool first = true;
 	for (uint64_t i = 0; i < n; i++) {
+		if (is_payload_selector(fc, i))
+			continue;
 		const char *name = bt_field_class_structure_member_get_name(
 			bt_field_class_structure_borrow_member_by_index_const(fc, i));
 		const bt_field *f = bt_field_structure_borrow_member_field_by_index_const(payload, i);
 		if (style == TRACE_VALUE_JSON) {
-			if (i)
+			if (!first)
 				strbuf_add(sb, ", ", 2);
 			strbuf_add_json_string(sb, name);
 			strbuf_add(sb, ": ", 2);
 		} else {
-			strbuf_addf(sb, "%s%s=", i ? " " : "", name);
+			strbuf_addf(sb, "%s%s=", first ? "" : " ", name);
 		}
+		first = false;
 		trace_value_append(sb, f, style);
 	}
 	if (style == TRACE_VALUE_JSON)

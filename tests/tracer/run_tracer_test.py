@@ -67,7 +67,14 @@ class Trace:
             if type(msg) is bt2._EventMessageConst:
                 ev = msg.event
                 fields = {}
+                # a %s is a length byte NAME_len selecting a variant NAME
+                lens = {k + "_len" for k, v in ev.payload_field.items()
+                        if isinstance(v, bt2._VariantFieldConst)}
                 for k, v in ev.payload_field.items():
+                    if k in lens:
+                        continue
+                    if isinstance(v, bt2._VariantFieldConst):
+                        v = v.selected_option   # a %s is a variant: see s_strings
                     if isinstance(v, bt2._StringFieldConst):
                         fields[k] = str(v)
                     elif isinstance(v, bt2._RealFieldConst):
@@ -571,7 +578,81 @@ def s_kill_overwrite():
     check(kept + tr.discarded == n, "kept %d + overwritten %d != %d" % (kept, tr.discarded, n))
 
 
+def s_strings():
+    """Issue 16 item 1: every %s reads back exactly, in babeltrace2 itself
+    (the command and the bt2 bindings), `mark view` and `mark export`.
+    Two threads, events cycling through "", 1 byte, 255 bytes, "" and a
+    1000-byte string (kept as 252 bytes + "...")."""
+    mark = os.environ.get("MARK_CLI")
+    if not mark:
+        skip("MARK_CLI (the mark command) is not set")
+    n, t = 10000, 2
+    d = fresh_dir("t")
+    r = run([PROG, "strings", str(n), str(t)], env={"MARK_TRACE": d, "MARK_MODE": "block"})
+    check(r.returncode == 0, "tracer_prog strings failed: %s" % r.stderr)
+    vals = ["", "b", "m" * 255, "", "z" * 252 + "..."]
+    want = {}   # (tid, i) -> (s, next)
+
+    def expect(tid, i):
+        return (vals[i % 5], vals[(i + 1) % 5])
+
+    def compare(what, got):
+        tids = sorted({k[0] for k in got})
+        check(len(tids) == t, "%s: events of %d threads, expected %d" % (what, len(tids), t))
+        check(len(got) == n * t, "%s: %d events, expected %d" % (what, len(got), n * t))
+        bad = [(k, v) for k, v in sorted(got.items()) if v != expect(*k)]
+        empties = sum(1 for k in got if expect(*k)[0] == "")
+        check(not bad, "%s: %d of %d events have the wrong strings (%d of %d empty ones), first: "
+              "tid %d i %d: %r, expected %r" % (what, len(bad), len(got), sum(
+                  1 for k, v in bad if expect(*k)[0] == "" and v[0] != ""), empties,
+                  bad[0][0][0] if bad else 0, bad[0][0][1] if bad else 0,
+                  tuple(x[:20] for x in bad[0][1]) if bad else None,
+                  tuple(x[:20] for x in expect(*bad[0][0])) if bad else None))
+
+    # 1. the bt2 bindings
+    tr = Trace(d)
+    compare("bt2", {(e["fields"]["tid"], e["fields"]["i"]): (e["fields"]["s"], e["fields"]["next"])
+                    for e in tr.named("t_str")})
+    # 2. the babeltrace2 command (a string field prints as "..." or, in a
+    #    variant, as { "..." })
+    r = subprocess.run(["babeltrace2", d], capture_output=True, text=True, timeout=100)
+    check(r.returncode == 0, "babeltrace2 exited %d: %s" % (r.returncode, r.stderr[-2000:]))
+    str_re = r'(?:\{ )?"([^"]*)"(?: \})?'
+    line_re = re.compile(r"t_str: .*\{ tid = (\d+), i = (\d+), .*\bs = %s, .*\bnext = %s \}$"
+                         % (str_re, str_re))
+    got = {}
+    for line in r.stdout.splitlines():
+        m = line_re.search(line)
+        if check(m is not None, "babeltrace2 line not understood: " + line[:300]):
+            got[(int(m.group(1)), int(m.group(2)))] = (m.group(3), m.group(4))
+    compare("babeltrace2", got)
+    # 3. mark view
+    r = run([mark, "view", d])
+    check(r.returncode == 0, "mark view exited %d: %s" % (r.returncode, r.stderr[-2000:]))
+    line_re = re.compile(r't_str: tid=(\d+) i=(\d+) s="([^"]*)" next="([^"]*)"$')
+    got = {}
+    for line in r.stdout.splitlines():
+        m = line_re.search(line)
+        if check(m is not None, "mark view line not understood: " + line[:300]):
+            got[(int(m.group(1)), int(m.group(2)))] = (m.group(3), m.group(4))
+    compare("mark view", got)
+    # 4. mark export (Chrome JSON)
+    out = os.path.join(WORK, SCENARIO, "t.json")
+    r = run([mark, "export", "-o", out, d])
+    check(r.returncode == 0, "mark export exited %d: %s" % (r.returncode, r.stderr[-2000:]))
+    import json
+    with open(out, encoding="utf-8") as f:
+        doc = json.load(f)
+    got = {}
+    for ev in doc["traceEvents"]:
+        if ev.get("name") == "t_str":
+            a = ev["args"]
+            got[(a["tid"], a["i"])] = (a["s"], a["next"])
+    compare("mark export", got)
+
+
 SCENARIOS = {
+    "strings": s_strings,
     "types": s_types, "discard": s_discard, "overwrite": s_overwrite, "block": s_block,
     "overwrite_mixed": s_overwrite_mixed,
     "threads_block": lambda: threads("block"), "threads_discard": lambda: threads("discard"),

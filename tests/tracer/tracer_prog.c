@@ -56,8 +56,7 @@ static void fire_types(long n)
 		MARK(t_names, "%d %d %d %d %d %d %d", event, _under, dup, dup, event + 1, x, _x);
 		char name[32];
 		snprintf(name, sizeof(name), "name-%ld", i);
-		/* Not "": babeltrace2 2.0.4 shows an empty string field with the
-		 * value of an earlier event (fixed upstream, review.lttng.org 4528). */
+		/* Empty strings are the "strings" scenario's (run_strings). */
 		MARK(t_strings, "%s %d %s %s", name, req->len, i % 2 ? longstr : "-", (const char *)NULL);
 	}
 }
@@ -264,6 +263,43 @@ static __attribute__((noreturn)) void run_die(long n, int how)
 		pause();
 }
 
+/*
+ * The strings scenario: T threads, each firing N events whose %s cycles
+ * through "", one byte, 255 bytes (the longest kept whole), "" again and
+ * 1000 bytes (kept as its first 252 bytes and "...").  Consecutive events
+ * of one class alternate empty and non-empty strings, which is what a
+ * reader that reuses event objects gets wrong (issue 16, item 1).
+ */
+static void *strings_thread(void *arg)
+{
+	long n = (long)(intptr_t)arg;
+	char s255[256], s1000[1001];
+	memset(s255, 'm', 255);
+	s255[255] = '\0';
+	memset(s1000, 'z', 1000);
+	s1000[1000] = '\0';
+	const char *vals[5] = { "", "b", s255, "", s1000 };
+	int tid = (int)gettid();
+	for (long i = 0; i < n; i++) {
+		const char *s = vals[i % 5], *next = vals[(i + 1) % 5];
+		MARK(t_str, "%d %ld %s %s", tid, i, s, next);
+	}
+	return NULL;
+}
+
+static int run_strings(int t, long n)
+{
+	pthread_t th[64];
+	if (t > 64)
+		t = 64;
+	for (int k = 0; k < t; k++)
+		if (pthread_create(&th[k], NULL, strings_thread, (void *)(intptr_t)n) != 0)
+			return perror("pthread_create"), 1;
+	for (int k = 0; k < t; k++)
+		pthread_join(th[k], NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "types";
@@ -283,6 +319,8 @@ int main(int argc, char **argv)
 		fire_mixed(n);
 	else if (strcmp(what, "threads") == 0)
 		return run_threads(t, n);
+	else if (strcmp(what, "strings") == 0)
+		return run_strings(t, n);
 	else if (strcmp(what, "many") == 0)
 		return run_many_threads(t, n);
 	else if (strcmp(what, "signals") == 0)
