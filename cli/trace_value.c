@@ -115,7 +115,8 @@ static bool unicode_control(uint32_t c)
 }
 
 /*
- * A quoted string of `len` bytes: `"`, `\\`, newline and tab as
+ * A quoted string of `len` bytes (in `quote`s: '"', or '\'' for a
+ * character in the text view): the quote, `\\`, newline and tab as
  * two-character escapes in both forms; JSON also escapes carriage return
  * the same way.  Valid UTF-8 is copied as it is (a %s argument is any
  * bytes, not necessarily UTF-8, so it is checked sequence by sequence).
@@ -124,13 +125,18 @@ static bool unicode_control(uint32_t c)
  * JSON (the only byte escape JSON has; the file stays valid UTF-8).  The
  * text view also escapes C1 controls and bidirectional controls as \uXXXX.
  */
-static void add_quoted(struct strbuf *sb, const char *text, size_t len, bool json)
+static void add_quoted(struct strbuf *sb, const char *text, size_t len, bool json, char quote)
 {
-	strbuf_add(sb, "\"", 1);
+	strbuf_add(sb, &quote, 1);
 	const unsigned char *p = (const unsigned char *)text, *end = p + len;
 	while (p < end) {
+		if (*p == (unsigned char)quote) {
+			strbuf_add(sb, "\\", 1);
+			strbuf_add(sb, &quote, 1);
+			p++;
+			continue;
+		}
 		switch (*p) {
-		case '"': strbuf_add(sb, "\\\"", 2); p++; continue;
 		case '\\': strbuf_add(sb, "\\\\", 2); p++; continue;
 		case '\n': strbuf_add(sb, "\\n", 2); p++; continue;
 		case '\t': strbuf_add(sb, "\\t", 2); p++; continue;
@@ -163,12 +169,12 @@ static void add_quoted(struct strbuf *sb, const char *text, size_t len, bool jso
 			p++;
 		}
 	}
-	strbuf_add(sb, "\"", 1);
+	strbuf_add(sb, &quote, 1);
 }
 
 void strbuf_add_json_string(struct strbuf *sb, const char *text)
 {
-	add_quoted(sb, text, strlen(text), true);
+	add_quoted(sb, text, strlen(text), true, '"');
 }
 
 static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_preferred_display_base base,
@@ -206,11 +212,31 @@ static void add_double(struct strbuf *sb, double d, enum trace_value_style style
 		strbuf_addf(sb, style == TRACE_VALUE_JSON ? "\"%g\"" : "%g", d);
 		return;
 	}
-	/* The shortest of %g and %.17g that reads back as the same double. */
+	/*
+	 * The shortest decimal that reads back as the same double: the first
+	 * precision (significant digits) whose %g text strtod turns back into
+	 * d.  17 always does; single-precision values widened to double need
+	 * at most 9.  -0.0 prints as "-0" (strtod keeps the sign, and == does
+	 * not tell the two zeros apart, so check the sign too).
+	 */
 	char text[40];
-	snprintf(text, sizeof(text), "%g", d);
-	if (strtod(text, NULL) != d)
-		snprintf(text, sizeof(text), "%.17g", d);
+	int prec = 1;
+	for (; prec < 17; prec++) {
+		snprintf(text, sizeof(text), "%.*g", prec, d);
+		double back = strtod(text, NULL);
+		if (back == d && signbit(back) == signbit(d))
+			break;
+	}
+	snprintf(text, sizeof(text), "%.*e", prec - 1, d);
+	/* Those digits in plain notation where that is how people write the
+	 * number (100, not 1e+02), in exponent notation for very large or
+	 * small magnitudes (the rule of Python's repr). */
+	int exp10 = atoi(strchr(text, 'e') + 1);
+	if (exp10 >= -4 && exp10 < 16)
+		snprintf(text, sizeof(text), "%.*f", prec - 1 - exp10 > 0 ? prec - 1 - exp10 : 0, d);
+	/* JSON readers take "-0" for the integer 0: keep the sign as -0.0 */
+	if (style == TRACE_VALUE_JSON && d == 0 && signbit(d))
+		snprintf(text, sizeof(text), "-0.0");
 	strbuf_addf(sb, "%s", text);
 }
 
@@ -231,6 +257,17 @@ static void add_enum_labels(struct strbuf *sb, const bt_field *field, bool is_si
 	}
 }
 
+/*
+ * The type the tracer gives a %c (mark_char_t in its metadata): an 8-bit
+ * unsigned enumeration with a label for each of the 256 values.
+ */
+static bool is_char_class(const bt_field_class *fc)
+{
+	return bt_field_class_get_type(fc) == BT_FIELD_CLASS_TYPE_UNSIGNED_ENUMERATION &&
+	       bt_field_class_integer_get_field_value_range(fc) == 8 &&
+	       bt_field_class_enumeration_get_mapping_count(fc) == 256;
+}
+
 void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_value_style style)
 {
 	bt_field_class_type t = bt_field_get_class_type(field);
@@ -241,6 +278,10 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		strbuf_addf(sb, "%s", bt_field_bool_get_value(field) ? "true" : "false");
 	} else if (t == BT_FIELD_CLASS_TYPE_BIT_ARRAY) {
 		strbuf_addf(sb, json ? "\"0x%" PRIx64 "\"" : "0x%" PRIx64, bt_field_bit_array_get_value_as_integer(field));
+	} else if (is_char_class(fc)) {
+		/* a %c: the character, quoted as a string of one byte */
+		char c = (char)bt_field_integer_unsigned_get_value(field);
+		add_quoted(sb, &c, 1, json, json ? '"' : '\'');
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER)) {
 		uint64_t v = bt_field_integer_unsigned_get_value(field);
 		add_unsigned(sb, v, bt_field_class_integer_get_preferred_display_base(fc), style);
@@ -268,7 +309,7 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		 */
 		const char *s = bt_field_string_get_value(field);
 		uint64_t len = s ? bt_field_string_get_length(field) : 0;
-		add_quoted(sb, s ? s : "", (size_t)len, json);
+		add_quoted(sb, s ? s : "", (size_t)len, json, '"');
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY)) {
 		uint64_t n = bt_field_array_get_length(field);
 		strbuf_add(sb, "[", 1);

@@ -59,8 +59,11 @@ MARK_HIDDEN void mark_error_clear(void);
  * count, or -EINVAL with a message naming the offending conversion. */
 MARK_HIDDEN int mark_format_parse(const char *fmt, enum mark_arg_type *types, unsigned *sizes,
 				  unsigned max, char *err, size_t errlen);
-/* Field names from the stringified argument list ("count, req->len"). */
-MARK_HIDDEN void mark_format_arg_names(const char *arg_names, unsigned nargs, char **names);
+/* Field names (strdup'ed into names[0..nargs)): the word the format puts
+ * before each conversion ("pid %d comm %s", "fd=%d"), else the argument
+ * expression from the stringified argument list ("(void *)r" gives r,
+ * req->len gives req_len), else argN. */
+MARK_HIDDEN void mark_format_arg_names(const char *fmt, const char *arg_names, unsigned nargs, char **names);
 
 /* ---- probes ---- */
 struct mark_probe {

@@ -237,7 +237,7 @@ static bool marker_take_format_locked(struct mark_marker *m, const struct mark__
 		free(format);
 		return false;
 	}
-	mark_format_arg_names(desc->arg_names, (unsigned)n, names);
+	mark_format_arg_names(desc->format, desc->arg_names, (unsigned)n, names);
 	for (int i = 0; i < n; i++) {
 		args[i].name = names[i];
 		args[i].type = types[i];

@@ -158,13 +158,46 @@ static void put_field(FILE *f, const struct mark_arg *a, const char *name, const
 			name);
 		break;
 	case MARK_ARG_CHAR:
-		fprintf(f, "\t\tinteger { size = 8; align = 64; signed = false; base = 10; encoding = ASCII; } %s;\n",
-			name);
+		fprintf(f, "\t\tmark_char_t %s;\n", name);
 		break;
 	default:
 		fprintf(f, "\t\tinteger { size = 64; align = 64; signed = false; base = 16; } %s;\n", name);
 		break;
 	}
+}
+
+/*
+ * The type of a %c field: an 8-bit enumeration with one label per byte
+ * value, the character itself for printable ASCII, else the ASCII name of
+ * the control character or 0xNN.  A CTF 1.8 integer has no "character"
+ * display (babeltrace2 would print 97 for 'a'); with the labels,
+ * babeltrace2 prints ( "a" : container = 97 ), and `mark view` recognises
+ * the type (8 bits, 256 labels) and prints 'a'.  In the 8-byte slot of the
+ * argument, as every integer.
+ */
+static void put_char_type(FILE *f)
+{
+	static const char *const ctl[32] = {
+		"NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS", "HT", "LF",
+		"VT", "FF", "CR", "SO", "SI", "DLE", "DC1", "DC2", "DC3", "DC4", "NAK",
+		"SYN", "ETB", "CAN", "EM", "SUB", "ESC", "FS", "GS", "RS", "US",
+	};
+	fprintf(f, "typealias enum : integer { size = 8; align = 64; signed = false; base = 10; } {");
+	for (unsigned c = 0; c < 256; c++) {
+		char label[8];
+		if (c < 32)
+			snprintf(label, sizeof(label), "%s", ctl[c]);
+		else if (c == 127)
+			snprintf(label, sizeof(label), "DEL");
+		else if (c > 127)
+			snprintf(label, sizeof(label), "0x%02x", c);
+		else
+			snprintf(label, sizeof(label), "%c", (char)c);
+		fprintf(f, "%s", c % 8 ? " " : "\n\t");
+		put_quoted(f, label);
+		fprintf(f, " = %u%s", c, c < 255 ? "," : "\n");
+	}
+	fprintf(f, "} := mark_char_t;\n\n");
 }
 
 static void put_header(FILE *f, const struct tracer_session *s, const uint8_t *trace_uuid)
@@ -210,6 +243,7 @@ static void put_header(FILE *f, const struct tracer_session *s, const uint8_t *t
 		(long long)c->offset);
 	fprintf(f, "typealias integer { size = 64; align = 64; signed = false; map = clock.mark_clock.value; } "
 		   ":= uint64_clock_t;\n\n");
+	put_char_type(f);
 	/*
 	 * Event header: timestamp + id (10 bytes).  cpu_id is 32-bit aligned,
 	 * so bytes 10-11 of each record are CTF padding; the tracer keeps the

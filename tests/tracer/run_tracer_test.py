@@ -650,8 +650,93 @@ def s_strings():
             got[(a["tid"], a["i"])] = (a["s"], a["next"])
     compare("mark export", got)
 
+def s_values():
+    """Issue 16 items 4, 6, 7 through the written metadata (bt2), mark view
+    and mark export: field names from the format or the argument
+    expression, doubles as the shortest decimal that reads back exactly,
+    %c as a character."""
+    import json
+    import math
+    mark = os.environ.get("MARK_CLI")
+    if not mark:
+        skip("MARK_CLI (the mark command) is not set")
+    n = 5000
+    d = fresh_dir("t")
+    r = run([PROG, "values", str(n)], env={"MARK_TRACE": d, "MARK_MODE": "block"})
+    check(r.returncode == 0, "tracer_prog values failed: %s" % r.stderr)
+    tr = Trace(d)
+    v = run([mark, "view", d])
+    check(v.returncode == 0, "mark view exited %d: %s" % (v.returncode, v.stderr[-2000:]))
+    view = {}
+    for line in v.stdout.split("\n"):
+        m = re.search(r" (t_\w+): (.*)$", line)
+        if m:
+            view.setdefault(m.group(1), []).append(m.group(2))
+    out = os.path.join(WORK, SCENARIO, "t.json")
+    r = run([mark, "export", "-o", out, d])
+    check(r.returncode == 0, "mark export exited %d: %s" % (r.returncode, r.stderr[-2000:]))
+    with open(out, encoding="utf-8") as f:
+        exported = {}
+        for ev in json.load(f)["traceEvents"]:
+            if ev.get("ph") != "M":
+                exported.setdefault(ev["name"], []).append(ev["args"])
+
+    # item 6: every double reads back exactly, in as few digits as repr's
+    def digits(text):
+        mant = text.lower().split("e")[0].lstrip("-").replace(".", "").lstrip("0").rstrip("0")
+        return max(len(mant), 1)
+    want = [e["fields"]["d"] for e in tr.named("t_dbl")]
+    check(len(want) == n, "t_dbl: %d events in bt2, expected %d" % (len(want), n))
+    got = [l[len("d="):] for l in view.get("t_dbl", [])]
+    check(len(got) == n, "t_dbl: %d lines in mark view" % len(got))
+    bad = []
+    for w, g in zip(want, got):
+        try:
+            back = float(g)
+        except ValueError:
+            back = None
+        if back != w or math.copysign(1, back) != math.copysign(1, w) or digits(g) != digits(repr(w)):
+            bad.append((g, repr(w)))
+    check(not bad, "mark view: %d of %d doubles not the shortest exact decimal, e.g. %s"
+          % (len(bad), len(got), bad[:4]))
+    ex = [a["d"] for a in exported.get("t_dbl", [])]
+    check(ex == want and all(math.copysign(1, a) == math.copysign(1, b) for a, b in zip(ex, want)),
+          "mark export: doubles differ from the trace's")
+
+    # item 7: %c as a character
+    def c_text(c):
+        special = {ord("'"): "\\'", ord("\\"): "\\\\", 10: "\\n", 9: "\\t"}
+        if c in special:
+            return "'%s'" % special[c]
+        return "'%s'" % chr(c) if 0x20 <= c < 0x7f else "'\\x%02x'" % c
+    got = [l[len("ch="):] for l in view.get("t_chr", [])]
+    check(got == [c_text(c) for c in range(256)], "mark view %%c: %s"
+          % [(c, g) for c, g in enumerate(got) if g != c_text(c)][:6])
+    got = [a["ch"] for a in exported.get("t_chr", [])]
+    check(got == [chr(c) for c in range(256)], "mark export %%c: %s"
+          % [(c, g) for c, g in enumerate(got) if g != chr(c)][:6])
+    bt = subprocess.run(["babeltrace2", d], capture_output=True, text=True, timeout=100)
+    check('ch = ( "a" : container = 97 )' in bt.stdout, "babeltrace2 does not show %c as a character")
+
+    # item 4: field names, in the metadata (bt2) and in mark view
+    names = {
+        "t_fmt_names": ["pid", "comm"],           # "pid %d comm %s"
+        "t_eq_names": ["fd", "len"],              # "fd=%d len: %u"
+        # (void *)rp, *ip, rp->len, (int)(r.flags), &r, fd + 1
+        "t_expr_names": ["rp", "ip", "rp_len", "r_flags", "r", "arg5"],
+    }
+    for ev, want in names.items():
+        evs = tr.named(ev)
+        got = list(evs[0]["fields"]) if evs else None
+        check(got == want, "%s: fields %s in the metadata, expected %s" % (ev, got, want))
+        line = view.get(ev, [""])[0]
+        got = re.findall(r"(?:^| )(\w+)=", line)
+        check(got == want, "%s: mark view shows %s, expected %s" % (ev, line, want))
+
+
 
 SCENARIOS = {
+    "values": s_values,
     "strings": s_strings,
     "types": s_types, "discard": s_discard, "overwrite": s_overwrite, "block": s_block,
     "overwrite_mixed": s_overwrite_mixed,

@@ -300,6 +300,46 @@ static int run_strings(int t, long n)
 	return 0;
 }
 
+/*
+ * The values scenario (issue 16, items 4, 6, 7): doubles whose shortest
+ * round-trip text the checker knows (Python's repr), every %c byte, and
+ * field names taken from the format or the argument expression.
+ */
+static void fire_values(long n)
+{
+	static const double fixed[] = { 0.876, 0.8759999999999999, 0.1, 1.0 / 3, 1e300, 5e-324, -0.0, 123456789012345678.0,
+					2.5, 100, 1e-7, 0.30000000000000004, 1.7976931348623157e308 };
+	uint64_t x = 88172645463325252ULL;
+	for (long i = 0; i < n; i++) {
+		double d;
+		if (i < (long)(sizeof(fixed) / sizeof(fixed[0]))) {
+			d = fixed[i];
+		} else {
+			/* xorshift64: any bit pattern that is a finite double */
+			do {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				memcpy(&d, &x, sizeof(d));
+			} while (d != d || d - d != 0);
+			if (i % 2)   /* and many of the short decimals people record */
+				d = (double)(x % 100000) / 1000;
+		}
+		MARK(t_dbl, "%f", d);
+	}
+	for (int c = 0; c < 256; c++) {
+		char ch = (char)c;
+		MARK(t_chr, "%c", ch);
+	}
+	int proc = 42, fd = 7, *ip = &fd;
+	unsigned len = 9;
+	struct req r = { 3, 4 }, *rp = &r;
+	const char *cmd = "prog";
+	MARK(t_fmt_names, "pid %d comm %s", proc, cmd);   /* the format's words win */
+	MARK(t_eq_names, "fd=%d len: %u", 1 + fd, len * 2);
+	MARK(t_expr_names, "%p %d %d %d %p %d", (void *)rp, *ip, rp->len, (int)(r.flags), &r, fd + 1);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "types";
@@ -319,6 +359,8 @@ int main(int argc, char **argv)
 		fire_mixed(n);
 	else if (strcmp(what, "threads") == 0)
 		return run_threads(t, n);
+	else if (strcmp(what, "values") == 0)
+		fire_values(n);
 	else if (strcmp(what, "strings") == 0)
 		return run_strings(t, n);
 	else if (strcmp(what, "many") == 0)
