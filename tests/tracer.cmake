@@ -20,9 +20,10 @@ foreach(s ${MARK_TRACER_SCENARIOS})
   set_tests_properties(tracer_${s} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endforeach()
 # Strings read back exactly in babeltrace2, bt2, mark view and mark export.
-# Field names, doubles and %c as the tracer writes them and mark view/export show them.
+# Strings, field names, doubles, %c and Chrome slices as the tracer writes
+# them and mark view/export show them.
 if(TARGET mark_cli)
-  foreach(s strings values)
+  foreach(s strings values chrome)
     add_test(NAME tracer_${s}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/run_tracer_test.py ${s}
               $<TARGET_FILE:tracer_prog> $<TARGET_FILE:tracer_api> $<TARGET_FILE:tracer_dso>

@@ -147,15 +147,25 @@ def case_export(mark, target, workdir):
     v = run([sys.executable, "-m", "json.tool", out])
     check(v.returncode == 0, "python3 -m json.tool rejects the export: %s" % v.stderr)
     doc, evs = chrome_events(out)
+    # stream 1's req_begin has no end: the export ends it at its thread's last event
+    synth = [e for e in evs if e.get("args", {}).get("closed_by")]
+    evs = [e for e in evs if not e.get("args", {}).get("closed_by")]
     check(len(evs) == 10, "export has %d events, want 10" % len(evs))
     check(sum(e["ph"] == "B" for e in evs) == 3 and sum(e["ph"] == "E" for e in evs) == 2,
           "B/E counts from req_begin/req_end")
+    check(len(synth) == 1 and synth[0]["ph"] == "E" and synth[0]["name"] == "req" and synth[0]["tid"] == 102
+          and synth[0]["ts"] == 102.0, "the open req slice of tid 102 is not ended: %s" % synth)
     check(all(e["name"] == "req" for e in evs if e["ph"] in "BE"), "slice name is the stem")
     inst = [e for e in evs if e["ph"] == "i"]
     check(len(inst) == 5 and all(e["name"] == "tick" and e["s"] == "t" for e in inst), "instant ticks")
     first = evs[0]
-    check(first["ts"] == 1700000000000001.0 and first["pid"] == 4242 and first["tid"] == 101,
+    # ts from the first event (exact in a double), the start in otherData
+    check(first["ts"] == 0 and first["pid"] == 4242 and first["tid"] == 101,
           "first event ts/pid/tid: %r" % first)
+    check([e["ts"] for e in evs if e["name"] == "tick"] == [1.0, 11.0, 31.0, 61.0, 101.0], "tick ts")
+    check(doc["otherData"].get("trace_start_ns") == "1700000000000001000" and
+          doc["otherData"].get("trace_start_utc") == "2023-11-14 22:13:20.000001000",
+          "trace start in otherData: %r" % doc["otherData"])
     check(first["args"] == {"count": 1, "ptr": "0x1000", "name": "alpha", "cpu": 0}, "args: %r" % first["args"])
     # JSON: control bytes escaped (\r, \u0001, \u007f), valid UTF-8 as real
     # UTF-8 (Perfetto shows é, not Ã©), a byte that is not UTF-8 as \u00XX.
@@ -169,7 +179,7 @@ def case_export(mark, target, workdir):
           "process_name metadata from env.procname")
     # to standard output
     r = run([mark, "export", "-o", "-", trace])
-    check(r.returncode == 0 and len(json.loads(r.stdout)["traceEvents"]) == 11, "export -o -")
+    check(r.returncode == 0 and len(json.loads(r.stdout)["traceEvents"]) == 12, "export -o -")
 
 
 def case_errors(mark, target, workdir):

@@ -734,8 +734,74 @@ def s_values():
         check(got == want, "%s: mark view shows %s, expected %s" % (ev, line, want))
 
 
+def s_chrome():
+    """Issue 16 item 5, mark export --format chrome: ts relative to the
+    first event, exact to the ns (checked against bt2's clock values), the
+    start in otherData; slices well nested per thread whatever the trace
+    holds: an end without its begin is an instant, an end closes the inner
+    slices whose ends are missing, a slice left open ends at its thread's
+    last event."""
+    import json
+    mark = os.environ.get("MARK_CLI")
+    if not mark:
+        skip("MARK_CLI (the mark command) is not set")
+    n, t = 300, 2
+    d = fresh_dir("t")
+    r = run([PROG, "pairs", str(n), str(t)], env={"MARK_TRACE": d, "MARK_MODE": "block"})
+    check(r.returncode == 0, "tracer_prog pairs failed: %s" % r.stderr)
+    tr = Trace(d)
+    out = os.path.join(WORK, SCENARIO, "t.json")
+    r = run([mark, "export", "-o", out, d])
+    check(r.returncode == 0, "mark export exited %d: %s" % (r.returncode, r.stderr[-2000:]))
+    with open(out, encoding="utf-8") as f:
+        doc = json.load(f)
+    other = doc["otherData"]
+    evs = [e for e in doc["traceEvents"] if e["ph"] != "M"]
+    start = int(other.get("trace_start_ns", "0"))
+    check(start == min(e["ts"] for e in tr.events), "otherData.trace_start_ns %d is not the first event's "
+          "time %d" % (start, min(e["ts"] for e in tr.events)))
+    # every event of the trace, at its exact ns, from ts (µs, relative)
+    real = sorted((e["tid"], e["ts"]) for e in tr.events)
+    got = sorted((e["tid"], start + round(e["ts"] * 1000)) for e in evs
+                 if e.get("args", {}).get("closed_by") is None)
+    check(got == real, "export times differ from the trace's (first: %s vs %s)"
+          % (next(((a, b) for a, b in zip(got, real) if a != b), None), len(got)))
+    check(min(e["ts"] for e in evs) == 0, "ts does not start at 0: %s" % min(e["ts"] for e in evs))
+    # nesting, per thread
+    per = {}
+    for e in evs:
+        per.setdefault(e["tid"], []).append(e)
+    check(len(per) == t, "events of %d threads, expected %d" % (len(per), t))
+    for tid, es in per.items():
+        stack, bad = [], []
+        for e in es:
+            if e["ph"] == "B":
+                stack.append(e["name"])
+            elif e["ph"] == "E":
+                if not stack or stack[-1] != e["name"]:
+                    bad.append(e)
+                else:
+                    stack.pop()
+        check(not bad, "thread %d: %d ends that do not end the innermost open slice, first %s"
+              % (tid, len(bad), bad[:1]))
+        check(not stack, "thread %d: slices left open: %s" % (tid, stack))
+        inst = [e for e in es if e["ph"] == "i"]
+        check([(e["name"], e["args"].get("i")) for e in inst] == [("t_req_end", -1)],
+              "thread %d: the end without a begin is not the one instant: %s" % (tid, inst[:3]))
+        synth = [(e["name"], e["ts"] == es[-1]["ts"] or e is es[-1]) for e in es
+                 if e.get("args", {}).get("closed_by")]
+        check([x[0] for x in synth] == ["t_io", "t_req"] and synth[1][1],
+              "thread %d: synthesised ends %s (want t_io, inside the last complete req, "
+              "and the last t_req at the thread's last event)" % (tid, synth))
+        check(sum(e["ph"] == "B" for e in es) == 2 * n + 3, "thread %d: %d begins" % (
+            tid, sum(e["ph"] == "B" for e in es)))
+    check(other.get("slices_ended_by_export") == 2 * t and other.get("ends_without_begin") == t,
+          "otherData counts: %s" % other)
+
+
 
 SCENARIOS = {
+    "chrome": s_chrome,
     "values": s_values,
     "strings": s_strings,
     "types": s_types, "discard": s_discard, "overwrite": s_overwrite, "block": s_block,

@@ -340,6 +340,43 @@ static void fire_values(long n)
 	MARK(t_expr_names, "%p %d %d %d %p %d", (void *)rp, *ip, rp->len, (int)(r.flags), &r, fd + 1);
 }
 
+/*
+ * The pairs scenario (mark export's slices): per thread, an end whose begin
+ * is missing (as after a loss), N well nested req/io slices, a req whose
+ * io end is missing, and a last req that never ends.
+ */
+static void *pairs_thread(void *arg)
+{
+	long n = (long)(intptr_t)arg;
+	long i = -1;
+	MARK(t_req_end, "%ld", i);
+	for (i = 0; i < n; i++) {
+		MARK(t_req_begin, "%ld", i);
+		MARK(t_io_begin, "%ld", i);
+		MARK(t_io_end, "%ld", i);
+		MARK(t_req_end, "%ld", i);
+	}
+	MARK(t_req_begin, "%ld", i);
+	MARK(t_io_begin, "%ld", i);
+	MARK(t_req_end, "%ld", i);
+	i++;
+	MARK(t_req_begin, "%ld", i);
+	return NULL;
+}
+
+static int run_pairs(int t, long n)
+{
+	pthread_t th[64];
+	if (t > 64)
+		t = 64;
+	for (int k = 0; k < t; k++)
+		if (pthread_create(&th[k], NULL, pairs_thread, (void *)(intptr_t)n) != 0)
+			return perror("pthread_create"), 1;
+	for (int k = 0; k < t; k++)
+		pthread_join(th[k], NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "types";
@@ -359,6 +396,8 @@ int main(int argc, char **argv)
 		fire_mixed(n);
 	else if (strcmp(what, "threads") == 0)
 		return run_threads(t, n);
+	else if (strcmp(what, "pairs") == 0)
+		return run_pairs(t, n);
 	else if (strcmp(what, "values") == 0)
 		fire_values(n);
 	else if (strcmp(what, "strings") == 0)
