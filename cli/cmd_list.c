@@ -18,7 +18,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -233,8 +232,7 @@ static int list_file(const char *path, const char *glob)
 			s->display = strdup(name);
 		else if (asprintf(&s->display, "%s:%s", provider, name) < 0)
 			s->display = NULL;
-		bool matches = s->display && (!glob || fnmatch(glob, s->display, 0) == 0 ||
-					     (!strchr(glob, ':') && fnmatch(glob, name, 0) == 0));
+		bool matches = s->display && (!glob || cli_glob_match(glob, s->display));
 		bool is_eh = (d.flags & MARK__F_EVENTHANDLER) != 0;
 		if (matches) {
 			s->format = read_string(&f, read_pointer(&f, addrs[i] + offsetof(struct mark__site, format)));

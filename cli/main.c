@@ -1,5 +1,6 @@
 /* The `mark` command: dispatches to the subcommands in cli/cmd_*.c. */
 #include "command.h"
+#include "core/internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +18,27 @@ int cli_error(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	return 1;
+}
+
+int cli_glob_check(const char *cmd, const char *option, const char *glob)
+{
+	char why[200];
+	if (mark_glob_check(glob, why, sizeof(why)) == 0)
+		return 0;
+	/* The glob is shown with control bytes as '?' (the reason names them). */
+	char shown[128];
+	size_t n = 0;
+	for (const char *p = glob ? glob : ""; *p && n + 1 < sizeof(shown); p++)
+		shown[n++] = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
+	shown[n] = '\0';
+	cli_error("%s: bad %s \"%s\": %s", cmd, option, shown, why);
+	return 2;
+}
+
+int cli_glob_match(const char *glob, const char *name)
+{
+	const char *colon = strchr(name, ':');
+	return mark_name_glob_match(glob, name, colon ? colon + 1 : NULL);
 }
 
 static void usage(FILE *out)

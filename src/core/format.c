@@ -165,11 +165,12 @@ int mark_format_parse(const char *fmt, enum mark_arg_type *types, unsigned *size
 }
 
 /*
- * The part of an argument expression that names it: casts, unary & * and
- * !, ~, -, and enclosing parentheses are dropped, and an index ends the
- * name ("(void *)r" and "&r" give r, "*ip" gives ip, "a[i]" gives a).  A
- * call names nothing ("strlen(s)" is not "strlen"; the caller falls back to
- * argN).  s[0..len) has no spaces.  Returns the new length.
+ * The part of an argument expression that names it: casts, unary & * !
+ * ~ - and enclosing parentheses are dropped, and so is every index
+ * ("(void *)r" and "&r" give r, "*ip" gives ip, "a[i]" gives a,
+ * "req[0].path" gives req.path, so req_path).  A call names nothing
+ * ("strlen(s)" is not "strlen"; the caller falls back to argN).
+ * s[0..len) has no spaces.  Returns the new length.
  */
 static size_t strip_expression(char *s, size_t len)
 {
@@ -204,13 +205,20 @@ static size_t strip_expression(char *s, size_t len)
 		if (len == before)
 			break;
 	}
+	/* drop every [index]: "a[i]" gives a, "req[0].path" req.path */
+	size_t o = 0;
+	int depth = 0;
 	for (size_t i = 0; i < len; i++) {
-		if (s[i] == '(')
+		if (s[i] == '(' && depth == 0)
 			return 0;
 		if (s[i] == '[')
-			return i;
+			depth++;
+		else if (s[i] == ']' && depth > 0)
+			depth--;
+		else if (depth == 0)
+			s[o++] = s[i];
 	}
-	return len;
+	return o;
 }
 
 /* An identifier, or member accesses of identifiers: a, a.b, a->b->c. */

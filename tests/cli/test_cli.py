@@ -242,6 +242,35 @@ def case_errors(mark, target, workdir):
     check(r.returncode != 0 and "unknown option" not in r.stderr, "record --pid dispatch: %r" % r.stderr)
 
 
+def case_glob(mark, target, workdir):
+    """Globs (issue 16, Commands): the systemtap/bpftrace spelling of a probe
+    (request__start, prov:request__start) matches the marker the trace shows
+    as prov:request-start; -e matching nothing says so; an invalid glob is
+    an error."""
+    need_babeltrace2()
+    trace = fixture(workdir)
+    meta = os.path.join(trace, "metadata")
+    with open(meta) as f:
+        text = f.read()
+    with open(meta, "w") as f:
+        f.write(text.replace('name = "tick"', 'name = "prov:request-start"'))
+    for glob in ("prov:request__start", "request__start", "request-start", "prov:request-*", "*__start"):
+        r = run([mark, "view", "-e", glob, trace])
+        evs = [l for l in r.stdout.split("\n") if l.startswith("[")]
+        check(r.returncode == 0 and len(evs) == 5 and all("prov:request-start:" in l for l in evs),
+              "view -e %s: %d events, status %d: %r" % (glob, len(evs), r.returncode, r.stderr))
+    r = run([mark, "view", "-e", "nomatch*", "-e", "tock", trace])
+    check(r.returncode == 1 and "no event" in r.stderr and '"nomatch*"' in r.stderr and '"tock"' in r.stderr
+          and "prov:request-start" in r.stderr,
+          "view -e matching nothing: %d %r" % (r.returncode, r.stderr))
+    for cmd in (["view", "-e", "[abc", trace], ["record", "-e", "req[", "--", target, "exit", "0"]):
+        before = set(os.listdir(workdir))
+        r = run([mark] + cmd, cwd=workdir)
+        check(r.returncode == 2 and "never closed" in r.stderr and ("req[" in r.stderr or "[abc" in r.stderr),
+              "%s with an invalid glob: %d %r" % (cmd[0], r.returncode, r.stderr))
+        check(set(os.listdir(workdir)) == before, "%s with an invalid glob created files" % cmd[0])
+
+
 def case_help(mark, target, workdir):
     """Every option a --help lists is accepted by that command's parser."""
     for cmd in ("record", "view", "stats", "export"):
