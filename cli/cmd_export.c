@@ -392,12 +392,11 @@ static int export_event(const struct trace_event *ev, void *arg)
 	return 0;
 }
 
-static void export_discarded(uint64_t count, uint64_t stream_index, void *arg)
+static void export_discarded(const struct trace_loss *loss, void *arg)
 {
-	(void)stream_index;
 	struct export_state *x = arg;
-	x->lost += count;
-	if (count == 0)
+	x->lost += loss->count;
+	if (loss->count == 0)
 		x->lost_unknown++;
 }
 

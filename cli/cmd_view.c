@@ -68,6 +68,18 @@ static void note_name(struct view_state *v, const char *name)
 		v->nnames++;
 }
 
+/* " pid P \"name\"" (the name escaped: it comes from the trace). */
+static void append_process(struct strbuf *sb, int64_t pid, const bt_trace *trace)
+{
+	if (pid >= 0)
+		strbuf_addf(sb, " pid %" PRId64, pid);
+	const char *name = trace_process_name(trace);
+	if (name) {
+		strbuf_add(sb, " ", 1);
+		strbuf_add_c_string(sb, name);
+	}
+}
+
 static int view_event(const struct trace_event *ev, void *arg)
 {
 	struct view_state *v = arg;
@@ -95,6 +107,8 @@ static int view_event(const struct trace_event *ev, void *arg)
 	strbuf_add(sb, "]", 1);
 	if (ev->cpu >= 0)
 		strbuf_addf(sb, " cpu %" PRId64, ev->cpu);
+	if (ev->ntraces > 1)
+		append_process(sb, ev->pid, bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev->event)));
 	if (ev->tid >= 0)
 		strbuf_addf(sb, " tid %" PRId64, ev->tid);
 	strbuf_addf(sb, " %s:", ev->name);
@@ -113,14 +127,26 @@ static int view_event(const struct trace_event *ev, void *arg)
 	return 0;
 }
 
-static void view_discarded(uint64_t count, uint64_t stream_index, void *arg)
+static void view_discarded(const struct trace_loss *loss, void *arg)
 {
 	struct view_state *v = arg;
-	v->lost += count;
-	if (count)
-		printf("# lost %" PRIu64 " events in stream %" PRIu64 " (tracer buffer full)\n", count, stream_index);
+	v->lost += loss->count;
+	struct strbuf *sb = &v->line;
+	strbuf_reset(sb);
+	if (loss->count)
+		strbuf_addf(sb, "# lost %" PRIu64 " events in stream %" PRIu64, loss->count, loss->stream_index);
 	else
-		printf("# lost events in stream %" PRIu64 " (babeltrace2 gives no count)\n", stream_index);
+		strbuf_addf(sb, "# lost events in stream %" PRIu64, loss->stream_index);
+	/* whose: the thread (and the process when the trace has several) */
+	if (loss->tid >= 0 || loss->ntraces > 1)
+		strbuf_add(sb, " of", 3);
+	if (loss->ntraces > 1)
+		append_process(sb, loss->pid, loss->trace);
+	if (loss->tid >= 0)
+		strbuf_addf(sb, " tid %" PRId64, loss->tid);
+	strbuf_addf(sb, " (%s)\n", loss->count ? "tracer buffer full" : "babeltrace2 gives no count");
+	if (!sb->failed)
+		fwrite(sb->data, 1, sb->len, stdout);
 }
 
 static int view_run(int argc, char **argv)

@@ -177,6 +177,11 @@ void strbuf_add_json_string(struct strbuf *sb, const char *text)
 	add_quoted(sb, text, strlen(text), true, '"');
 }
 
+void strbuf_add_c_string(struct strbuf *sb, const char *text)
+{
+	add_quoted(sb, text, strlen(text), false, '"');
+}
+
 static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_preferred_display_base base,
 			 enum trace_value_style style)
 {

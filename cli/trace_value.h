@@ -23,6 +23,8 @@ void strbuf_release(struct strbuf *sb);      /* free the memory */
 
 /* A JSON string literal, quotes included, with every control/non-ASCII-safe escape. */
 void strbuf_add_json_string(struct strbuf *sb, const char *text);
+/* The same string as the text view quotes a %s: "..." with C escapes. */
+void strbuf_add_c_string(struct strbuf *sb, const char *text);
 
 /*
  * Append one field value.

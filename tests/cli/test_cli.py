@@ -79,7 +79,10 @@ def case_view(mark, target, workdir):
     check("[2023-11-14 22:13:20.000103000] cpu 1 tid 102 req_begin: count=-3 ptr=0xffffffffffffffff name=\"gamma\""
           in events, "signed/hex extremes line missing")
     check("[2023-11-14 22:13:20.000102000] cpu 1 tid 102 tick: value=1e+300" in events, "double line missing")
-    check("# lost 5 events in stream 0 (tracer buffer full)" in lines, "lost line missing: %r" % lines)
+    # the loss line names the thread (issue 16, Commands)
+    check("# lost 5 events in stream 0 of tid 101 (tracer buffer full)" in lines, "lost line missing: %r" % lines)
+    # one process: no pid on the lines
+    check(not any(" pid " in l for l in events), "pid shown for a one-process trace: %r" % events[:1])
     # time order across the two streams
     times = [l[1:31] for l in events]
     check(times == sorted(times), "events not in time order")
@@ -102,9 +105,24 @@ def case_view(mark, target, workdir):
     # a forked child's trace in DIR/pid-P/ is read too, merged by time
     subprocess.run([sys.executable, os.path.join(HERE, "make_ctf.py"), os.path.join(trace, "pid-77"), "77"],
                    check=True)
-    r = run([mark, "view", trace])
-    events = [l for l in r.stdout.splitlines() if not l.startswith("#")]
+    meta = os.path.join(trace, "pid-77", "metadata")
+    with open(meta) as f:
+        text = f.read()
+    with open(meta, "w") as f:   # a child named with a control byte: shown escaped
+        f.write(text.replace('procname = "fixture"', 'procname = "kid\\x1b[31m"'))
+    r = run([mark, "view", "--utc", trace])
+    lines = r.stdout.splitlines()
+    events = [l for l in lines if not l.startswith("#")]
     check(r.returncode == 0 and len(events) == 20, "view with a pid-P sub-trace: %d events" % len(events))
+    # several processes: each line names its process (pid and name)
+    check('[2023-11-14 22:13:20.000001000] cpu 0 pid 4242 "fixture" tid 101 req_begin: count=1 ptr=0x1000 '
+          'name="alpha"' in events and
+          '[2023-11-14 22:13:20.000001000] cpu 0 pid 77 "kid\\x1b[31m" tid 101 req_begin: count=1 ptr=0x1000 '
+          'name="alpha"' in events, "view of two processes: %r" % events[:2])
+    check(all(" pid " in l for l in events), "a line without its pid: %r" % [l for l in events if " pid " not in l])
+    check(any(re.fullmatch(r'# lost 5 events in stream \d+ of pid 77 "kid\\x1b\[31m" tid 101 \(tracer buffer full\)', l)
+              for l in lines),
+          "lost line of the child: %r" % [l for l in lines if l.startswith("#")])
     r = run([mark, "stats", trace])
     check("20 events, 10 lost, 3 markers, 4 streams" in r.stdout, "stats with a sub-trace: %r" % r.stdout[:200])
     out = os.path.join(workdir, "sub.json")
@@ -411,7 +429,8 @@ def case_record_filter(mark, target, workdir):
             print("note: a 4k buffer lost nothing on this machine; the loss accounting was not exercised")
         v = run([mark, "view", trace])
         if lost:
-            check(re.search(r"^# lost \d+ events in stream", v.stdout, re.M) is not None, "view shows the loss")
+            check(re.search(r"^# lost \d+ events in stream \d+ of tid \d+", v.stdout, re.M) is not None,
+                  "view shows the loss")
 
 
 def case_record_fork(mark, target, workdir):
