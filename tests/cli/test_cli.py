@@ -303,6 +303,19 @@ def case_help(mark, target, workdir):
             args = [mark, cmd, opt] + (["x"] if takes_arg else []) + ["/nonexistent-dir-for-help-test"]
             res = run(args, cwd=workdir)
             check("unknown option" not in res.stderr, "%s %s listed in --help but rejected: %r" % (cmd, opt, res.stderr))
+        # `mark help CMD` is `mark CMD --help`
+        h = run([mark, "help", cmd])
+        check(h.returncode == 0 and h.stdout == r.stdout, "mark help %s differs from mark %s --help" % (cmd, cmd))
+    r = run([mark, "help", "frobnicate"])
+    check(r.returncode == 2 and 'unknown command "frobnicate"' in r.stderr and "view" in r.stderr,
+          "mark help of an unknown command: %d %r" % (r.returncode, r.stderr))
+    # the version: -V and --version
+    for opt in ("-V", "--version"):
+        r = run([mark, opt])
+        check(r.returncode == 0 and re.fullmatch(r"mark \d+\.\d+\.\d+\n", r.stdout) is not None,
+              "mark %s: %d %r %r" % (opt, r.returncode, r.stdout, r.stderr))
+    r = run([mark, "--help"])
+    check("-V" in r.stdout and "help COMMAND" in r.stdout, "mark --help does not mention -V and help COMMAND")
 
 
 # ---------------------------------------------------------------- record cases
