@@ -281,6 +281,20 @@ def case_glob(mark, target, workdir):
     check(r.returncode == 1 and "no event" in r.stderr and '"nomatch*"' in r.stderr and '"tock"' in r.stderr
           and "prov:request-start" in r.stderr,
           "view -e matching nothing: %d %r" % (r.returncode, r.stderr))
+    # the same spellings in `mark list FILE GLOB` and `mark record -e`, on the
+    # program of the dtrace tests (its probe transaction__start is the marker
+    # basic:transaction-start)
+    prog = os.path.join(os.path.dirname(target), "dtrace_user_jump")
+    if os.path.exists(prog):
+        for glob in ("basic:transaction__start", "transaction__start"):
+            r = run([mark, "list", prog, glob])
+            check(r.returncode == 0 and "basic:transaction-start" in r.stdout,
+                  "list FILE %s: %d %r" % (glob, r.returncode, r.stdout + r.stderr))
+        out = fresh(workdir, "rec-spelled")
+        run([mark, "record", "-q", "-e", "transaction__start", "-o", out, "--", prog])
+        r = run([mark, "view", out])
+        check(" basic:transaction-start:" in r.stdout, "record -e transaction__start recorded nothing: %r"
+              % (r.stdout + r.stderr)[:500])
     for cmd in (["view", "-e", "[abc", trace], ["record", "-e", "req[", "--", target, "exit", "0"]):
         before = set(os.listdir(workdir))
         r = run([mark] + cmd, cwd=workdir)
