@@ -578,18 +578,36 @@ def s_kill_overwrite():
     check(kept + tr.discarded == n, "kept %d + overwritten %d != %d" % (kept, tr.discarded, n))
 
 
+def run_for_cli(scenario, *args):
+    """Run tracer_prog SCENARIO ARGS... in block mode (nothing lost) for the
+    tests that also read the trace with the mark command (MARK_CLI).
+    Returns (mark, trace directory)."""
+    mark = os.environ.get("MARK_CLI")
+    if not mark:
+        skip("MARK_CLI (the mark command) is not set")
+    d = fresh_dir("t")
+    r = run([PROG, scenario] + [str(a) for a in args], env={"MARK_TRACE": d, "MARK_MODE": "block"})
+    check(r.returncode == 0, "tracer_prog %s failed: %s" % (scenario, r.stderr))
+    return mark, d
+
+
+def export_json(mark, d):
+    """The Chrome JSON that `mark export` writes for trace d."""
+    import json
+    out = os.path.join(WORK, SCENARIO, "t.json")
+    r = run([mark, "export", "-o", out, d])
+    check(r.returncode == 0, "mark export exited %d: %s" % (r.returncode, r.stderr[-2000:]))
+    with open(out, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def s_strings():
     """Issue 16 item 1: every %s reads back exactly, in babeltrace2 itself
     (the command and the bt2 bindings), `mark view` and `mark export`.
     Two threads, events cycling through "", 1 byte, 255 bytes, "" and a
     1000-byte string (kept as 252 bytes + "...")."""
-    mark = os.environ.get("MARK_CLI")
-    if not mark:
-        skip("MARK_CLI (the mark command) is not set")
     n, t = 10000, 2
-    d = fresh_dir("t")
-    r = run([PROG, "strings", str(n), str(t)], env={"MARK_TRACE": d, "MARK_MODE": "block"})
-    check(r.returncode == 0, "tracer_prog strings failed: %s" % r.stderr)
+    mark, d = run_for_cli("strings", n, t)
     vals = ["", "b", "m" * 255, "", "z" * 252 + "..."]
     want = {}   # (tid, i) -> (s, next)
 
@@ -637,14 +655,8 @@ def s_strings():
             got[(int(m.group(1)), int(m.group(2)))] = (m.group(3), m.group(4))
     compare("mark view", got)
     # 4. mark export (Chrome JSON)
-    out = os.path.join(WORK, SCENARIO, "t.json")
-    r = run([mark, "export", "-o", out, d])
-    check(r.returncode == 0, "mark export exited %d: %s" % (r.returncode, r.stderr[-2000:]))
-    import json
-    with open(out, encoding="utf-8") as f:
-        doc = json.load(f)
     got = {}
-    for ev in doc["traceEvents"]:
+    for ev in export_json(mark, d)["traceEvents"]:
         if ev.get("name") == "t_str":
             a = ev["args"]
             got[(a["tid"], a["i"])] = (a["s"], a["next"])
@@ -655,15 +667,9 @@ def s_values():
     and mark export: field names from the format or the argument
     expression, doubles as the shortest decimal that reads back exactly,
     %c as a character."""
-    import json
     import math
-    mark = os.environ.get("MARK_CLI")
-    if not mark:
-        skip("MARK_CLI (the mark command) is not set")
     n = 5000
-    d = fresh_dir("t")
-    r = run([PROG, "values", str(n)], env={"MARK_TRACE": d, "MARK_MODE": "block"})
-    check(r.returncode == 0, "tracer_prog values failed: %s" % r.stderr)
+    mark, d = run_for_cli("values", n)
     tr = Trace(d)
     v = run([mark, "view", d])
     check(v.returncode == 0, "mark view exited %d: %s" % (v.returncode, v.stderr[-2000:]))
@@ -672,14 +678,10 @@ def s_values():
         m = re.search(r" (t_\w+): (.*)$", line)
         if m:
             view.setdefault(m.group(1), []).append(m.group(2))
-    out = os.path.join(WORK, SCENARIO, "t.json")
-    r = run([mark, "export", "-o", out, d])
-    check(r.returncode == 0, "mark export exited %d: %s" % (r.returncode, r.stderr[-2000:]))
-    with open(out, encoding="utf-8") as f:
-        exported = {}
-        for ev in json.load(f)["traceEvents"]:
-            if ev.get("ph") != "M":
-                exported.setdefault(ev["name"], []).append(ev["args"])
+    exported = {}
+    for ev in export_json(mark, d)["traceEvents"]:
+        if ev.get("ph") != "M":
+            exported.setdefault(ev["name"], []).append(ev["args"])
 
     # item 6: every double reads back exactly, in as few digits as repr's
     def digits(text):
@@ -741,20 +743,10 @@ def s_chrome():
     holds: an end without its begin is an instant, an end closes the inner
     slices whose ends are missing, a slice left open ends at its thread's
     last event."""
-    import json
-    mark = os.environ.get("MARK_CLI")
-    if not mark:
-        skip("MARK_CLI (the mark command) is not set")
     n, t = 300, 2
-    d = fresh_dir("t")
-    r = run([PROG, "pairs", str(n), str(t)], env={"MARK_TRACE": d, "MARK_MODE": "block"})
-    check(r.returncode == 0, "tracer_prog pairs failed: %s" % r.stderr)
+    mark, d = run_for_cli("pairs", n, t)
     tr = Trace(d)
-    out = os.path.join(WORK, SCENARIO, "t.json")
-    r = run([mark, "export", "-o", out, d])
-    check(r.returncode == 0, "mark export exited %d: %s" % (r.returncode, r.stderr[-2000:]))
-    with open(out, encoding="utf-8") as f:
-        doc = json.load(f)
+    doc = export_json(mark, d)
     other = doc["otherData"]
     evs = [e for e in doc["traceEvents"] if e["ph"] != "M"]
     start = int(other.get("trace_start_ns", "0"))

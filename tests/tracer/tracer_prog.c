@@ -56,7 +56,7 @@ static void fire_types(long n)
 		MARK(t_names, "%d %d %d %d %d %d %d", event, _under, dup, dup, event + 1, x, _x);
 		char name[32];
 		snprintf(name, sizeof(name), "name-%ld", i);
-		/* Empty strings are the "strings" scenario's (run_strings). */
+		/* Empty strings are the "strings" scenario's (strings_thread). */
 		MARK(t_strings, "%s %d %s %s", name, req->len, i % 2 ? longstr : "-", (const char *)NULL);
 	}
 }
@@ -287,13 +287,14 @@ static void *strings_thread(void *arg)
 	return NULL;
 }
 
-static int run_strings(int t, long n)
+/* Run fn(n) in t threads (at most 64) and wait for them. */
+static int run_in_threads(void *(*fn)(void *), int t, long n)
 {
 	pthread_t th[64];
 	if (t > 64)
 		t = 64;
 	for (int k = 0; k < t; k++)
-		if (pthread_create(&th[k], NULL, strings_thread, (void *)(intptr_t)n) != 0)
+		if (pthread_create(&th[k], NULL, fn, (void *)(intptr_t)n) != 0)
 			return perror("pthread_create"), 1;
 	for (int k = 0; k < t; k++)
 		pthread_join(th[k], NULL);
@@ -364,19 +365,6 @@ static void *pairs_thread(void *arg)
 	return NULL;
 }
 
-static int run_pairs(int t, long n)
-{
-	pthread_t th[64];
-	if (t > 64)
-		t = 64;
-	for (int k = 0; k < t; k++)
-		if (pthread_create(&th[k], NULL, pairs_thread, (void *)(intptr_t)n) != 0)
-			return perror("pthread_create"), 1;
-	for (int k = 0; k < t; k++)
-		pthread_join(th[k], NULL);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "types";
@@ -397,11 +385,11 @@ int main(int argc, char **argv)
 	else if (strcmp(what, "threads") == 0)
 		return run_threads(t, n);
 	else if (strcmp(what, "pairs") == 0)
-		return run_pairs(t, n);
+		return run_in_threads(pairs_thread, t, n);
 	else if (strcmp(what, "values") == 0)
 		fire_values(n);
 	else if (strcmp(what, "strings") == 0)
-		return run_strings(t, n);
+		return run_in_threads(strings_thread, t, n);
 	else if (strcmp(what, "many") == 0)
 		return run_many_threads(t, n);
 	else if (strcmp(what, "signals") == 0)
