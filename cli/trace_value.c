@@ -72,114 +72,91 @@ void strbuf_release(struct strbuf *sb)
 }
 
 /*
- * The length (2-4) of the valid UTF-8 sequence of a code point >= 0x80 at
- * p (at most `left` bytes), with the code point in *cp; 0 if the bytes
- * there are not one (a stray continuation byte, a truncated or overlong
- * sequence, a surrogate, above U+10FFFF).
+ * Length of the UTF-8 sequence at p if it is valid (shortest form, no
+ * surrogate, at most U+10FFFF) and printable on a terminal: not a C1
+ * control (U+0080-U+009F, which 8-bit terminals act on: U+009B is CSI) nor
+ * a bidirectional embedding/override/isolate (U+202A-U+202E,
+ * U+2066-U+2069), which reorder what follows them on screen.  0 otherwise.
+ * The NUL terminator is not a continuation byte: no read past it.
  */
-static size_t utf8_sequence(const unsigned char *p, size_t left, uint32_t *cp)
+static size_t utf8_printable(const unsigned char *p)
 {
 	size_t n;
-	uint32_t c, min;
+	uint32_t c;
 	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-		n = 2, c = p[0] & 0x1fu, min = 0x80;
+		n = 2;
+		c = p[0] & 0x1fu;
 	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-		n = 3, c = p[0] & 0x0fu, min = 0x800;
+		n = 3;
+		c = p[0] & 0x0fu;
 	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-		n = 4, c = p[0] & 0x07u, min = 0x10000;
+		n = 4;
+		c = p[0] & 0x07u;
 	} else {
 		return 0;
 	}
-	if (left < n)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
+	for (size_t k = 1; k < n; k++) {
+		if ((p[k] & 0xc0) != 0x80)
 			return 0;
-		c = c << 6 | (p[i] & 0x3fu);
+		c = c << 6 | (p[k] & 0x3fu);
 	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
 		return 0;
-	*cp = c;
+	if (c <= 0x9f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))
+		return 0;
 	return n;
 }
 
 /*
- * Code points a terminal would act on rather than show: C1 controls and
- * the bidirectional overrides/isolates (text that reorders what follows
- * it on the line).  The text view escapes them like control bytes.
+ * A quoted string: `"`, `\\`, newline and tab as two-character escapes in
+ * both forms.  JSON also escapes carriage return the same way.  Printable
+ * UTF-8 (utf8_printable) is copied as it is, so the text view shows "é"
+ * and the JSON holds real UTF-8 (Perfetto shows é, not Ã©).  Every other
+ * byte outside printable ASCII (a %s argument is any bytes, not
+ * necessarily UTF-8): a control byte, DEL, a byte that is not valid UTF-8,
+ * a C1 or bidirectional control (as its UTF-8 bytes) is escaped, as \u00XX
+ * in JSON (so the file is always valid JSON) and \xXX in the text view
+ * (C style).
  */
-static bool unicode_control(uint32_t c)
+static void add_quoted(struct strbuf *sb, const char *text, bool json)
 {
-	return (c >= 0x80 && c <= 0x9f) || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) ||
-	       c == 0x200e || c == 0x200f || c == 0x061c;
-}
-
-/*
- * A quoted string of `len` bytes (in `quote`s: '"', or '\'' for a
- * character in the text view): the quote, `\\`, newline and tab as
- * two-character escapes in both forms; JSON also escapes carriage return
- * the same way.  Valid UTF-8 is copied as it is (a %s argument is any
- * bytes, not necessarily UTF-8, so it is checked sequence by sequence).
- * Every other control byte, and every byte that is not part of a valid
- * UTF-8 sequence, is escaped: \xXX in the text view (C style), \u00XX in
- * JSON (the only byte escape JSON has; the file stays valid UTF-8).  The
- * text view also escapes C1 controls and bidirectional controls as \uXXXX.
- */
-static void add_quoted(struct strbuf *sb, const char *text, size_t len, bool json, char quote)
-{
-	strbuf_add(sb, &quote, 1);
-	const unsigned char *p = (const unsigned char *)text, *end = p + len;
-	while (p < end) {
-		if (*p == (unsigned char)quote) {
-			strbuf_add(sb, "\\", 1);
-			strbuf_add(sb, &quote, 1);
-			p++;
-			continue;
-		}
+	strbuf_add(sb, "\"", 1);
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
 		switch (*p) {
-		case '\\': strbuf_add(sb, "\\\\", 2); p++; continue;
-		case '\n': strbuf_add(sb, "\\n", 2); p++; continue;
-		case '\t': strbuf_add(sb, "\\t", 2); p++; continue;
+		case '"': strbuf_add(sb, "\\\"", 2); continue;
+		case '\\': strbuf_add(sb, "\\\\", 2); continue;
+		case '\n': strbuf_add(sb, "\\n", 2); continue;
+		case '\t': strbuf_add(sb, "\\t", 2); continue;
 		case '\r':
 			if (json) {
 				strbuf_add(sb, "\\r", 2);
-				p++;
 				continue;
 			}
 			break;
 		default:
 			break;
 		}
-		uint32_t cp;
-		size_t n = *p >= 0x80 ? utf8_sequence(p, (size_t)(end - p), &cp) : 0;
-		if (n && json) {
-			strbuf_add(sb, (const char *)p, n);
-			p += n;
-		} else if (n) {
-			if (unicode_control(cp))
-				strbuf_addf(sb, "\\u%04x", (unsigned)cp);
-			else
-				strbuf_add(sb, (const char *)p, n);
-			p += n;
-		} else if (*p < 0x20 || *p >= 0x7f) {
-			strbuf_addf(sb, json ? "\\u%04x" : "\\x%02x", *p);
-			p++;
-		} else {
+		size_t n;
+		if (*p >= 0x20 && *p < 0x7f) {
 			strbuf_add(sb, (const char *)p, 1);
-			p++;
+		} else if (*p >= 0x80 && (n = utf8_printable(p)) > 0) {
+			strbuf_add(sb, (const char *)p, n);
+			p += n - 1;
+		} else {
+			strbuf_addf(sb, json ? "\\u%04x" : "\\x%02x", *p);
 		}
 	}
-	strbuf_add(sb, &quote, 1);
+	strbuf_add(sb, "\"", 1);
 }
 
 void strbuf_add_json_string(struct strbuf *sb, const char *text)
 {
-	add_quoted(sb, text, strlen(text), true, '"');
+	add_quoted(sb, text, true);
 }
 
 void strbuf_add_c_string(struct strbuf *sb, const char *text)
 {
-	add_quoted(sb, text, strlen(text), false, '"');
+	add_quoted(sb, text, false);
 }
 
 static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_preferred_display_base base,
@@ -273,6 +250,30 @@ static bool is_char_class(const bt_field_class *fc)
 	       bt_field_class_enumeration_get_mapping_count(fc) == 256;
 }
 
+/*
+ * A %c: in the text view a C character literal ('a', '\n', '\'',
+ * '\x01'), in JSON a string of that one byte (add_quoted's escapes; the
+ * NUL byte, which ends a C string, as "\u0000").
+ */
+static void add_char(struct strbuf *sb, unsigned char c, bool json)
+{
+	if (json) {
+		char one[2] = { (char)c, '\0' };
+		if (c == 0)
+			strbuf_add(sb, "\"\\u0000\"", 8);
+		else
+			add_quoted(sb, one, true);
+	} else if (c == '\'' || c == '\\') {
+		strbuf_addf(sb, "'\\%c'", c);
+	} else if (c == '\n' || c == '\t') {
+		strbuf_addf(sb, "'\\%c'", c == '\n' ? 'n' : 't');
+	} else if (c >= 0x20 && c < 0x7f) {
+		strbuf_addf(sb, "'%c'", c);
+	} else {
+		strbuf_addf(sb, "'\\x%02x'", c);
+	}
+}
+
 void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_value_style style)
 {
 	bt_field_class_type t = bt_field_get_class_type(field);
@@ -284,9 +285,7 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 	} else if (t == BT_FIELD_CLASS_TYPE_BIT_ARRAY) {
 		strbuf_addf(sb, json ? "\"0x%" PRIx64 "\"" : "0x%" PRIx64, bt_field_bit_array_get_value_as_integer(field));
 	} else if (is_char_class(fc)) {
-		/* a %c: the character, quoted as a string of one byte */
-		char c = (char)bt_field_integer_unsigned_get_value(field);
-		add_quoted(sb, &c, 1, json, json ? '"' : '\'');
+		add_char(sb, (unsigned char)bt_field_integer_unsigned_get_value(field), json);
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER)) {
 		uint64_t v = bt_field_integer_unsigned_get_value(field);
 		add_unsigned(sb, v, bt_field_class_integer_get_preferred_display_base(fc), style);
@@ -313,8 +312,7 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		 * text in place (an empty string would show an earlier event's).
 		 */
 		const char *s = bt_field_string_get_value(field);
-		uint64_t len = s ? bt_field_string_get_length(field) : 0;
-		add_quoted(sb, s ? s : "", (size_t)len, json, '"');
+		add_quoted(sb, s && bt_field_string_get_length(field) > 0 ? s : "", json);
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY)) {
 		uint64_t n = bt_field_array_get_length(field);
 		strbuf_add(sb, "[", 1);
