@@ -16,6 +16,7 @@ import re
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -60,6 +61,28 @@ def fixture(workdir):
 
 # ---------------------------------------------------------------- fixture cases
 
+def plain_string_trace(path, values):
+    """A minimal CTF 1.8 trace of one event class with one plain `string`
+    field, one event per value (as other tracers, and mark before, write
+    strings)."""
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "metadata"), "w") as f:
+        f.write("""/* CTF 1.8 */
+typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+trace { major = 1; minor = 8; byte_order = le; packet.header := struct { uint32_t magic; }; };
+clock { name = c; freq = 1000000000; offset_s = 1700000000; };
+typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := ts_t;
+stream { packet.context := struct { uint64_t content_size; uint64_t packet_size; };
+  event.header := struct { ts_t timestamp; }; };
+event { name = ev; fields := struct { string s; }; };
+""")
+    body = b"".join(struct.pack("<Q", 1000 * (i + 1)) + v.encode() + b"\0" for i, v in enumerate(values))
+    total = 20 + len(body)
+    with open(os.path.join(path, "stream"), "wb") as f:
+        f.write(struct.pack("<IQQ", 0xC1FC1FC1, total * 8, total * 8) + body)
+
+
 def case_view(mark, target, workdir):
     need_babeltrace2()
     trace = fixture(workdir)
@@ -83,6 +106,19 @@ def case_view(mark, target, workdir):
     check("# lost 5 events in stream 0 of tid 101 (tracer buffer full)" in lines, "lost line missing: %r" % lines)
     # one process: no pid on the lines
     check(not any(" pid " in l for l in events), "pid shown for a one-process trace: %r" % events[:1])
+    # plain `string` fields: babeltrace2 2.0.4 leaves an earlier event's text
+    # in a reused empty string field; view and export read it by its length
+    plain = fresh(workdir, "plain-strings")
+    values = ["abc", "", "x", ""] * 300
+    plain_string_trace(plain, values)
+    r = run([mark, "view", plain])
+    got = re.findall(r' ev: s="([^"]*)"$', r.stdout, re.M)
+    check(got == values, "view of empty plain strings: %d of %d wrong" % (
+        sum(a != b for a, b in zip(got, values)), len(values)))
+    r = run([mark, "export", "-o", "-", plain])
+    got = [e["args"]["s"] for e in json.loads(r.stdout)["traceEvents"] if e.get("name") == "ev"]
+    check(got == values, "export of empty plain strings: %d of %d wrong" % (
+        sum(a != b for a, b in zip(got, values)), len(values)))
     # time order across the two streams
     times = [l[1:31] for l in events]
     check(times == sorted(times), "events not in time order")
