@@ -262,7 +262,7 @@ static void add_char(struct strbuf *sb, unsigned char c, bool json)
 		if (c == 0)
 			strbuf_add(sb, "\"\\u0000\"", 8);
 		else
-			add_quoted(sb, one, true);
+			strbuf_add_json_string(sb, one);
 	} else if (c == '\'' || c == '\\') {
 		strbuf_addf(sb, "'\\%c'", c);
 	} else if (c == '\n' || c == '\t') {
@@ -312,7 +312,11 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		 * text in place (an empty string would show an earlier event's).
 		 */
 		const char *s = bt_field_string_get_value(field);
-		add_quoted(sb, s && bt_field_string_get_length(field) > 0 ? s : "", json);
+		const char *text = s && bt_field_string_get_length(field) > 0 ? s : "";
+		if (json)
+			strbuf_add_json_string(sb, text);
+		else
+			strbuf_add_c_string(sb, text);
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY)) {
 		uint64_t n = bt_field_array_get_length(field);
 		strbuf_add(sb, "[", 1);
