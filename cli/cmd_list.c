@@ -324,6 +324,8 @@ static int run_list(int argc, char **argv)
 		return 2;
 	}
 	const char *glob = argc == 3 ? argv[2] : NULL;
+	if (glob && cli_glob_check("list", "GLOB", glob) != 0)
+		return 2;
 	if (all_digits(argv[1]) && access(argv[1], F_OK) != 0) {
 		if (!cli_list_pid)
 			return cli_error("this mark was built without the control commands; "

@@ -333,7 +333,8 @@ def case_glob(mark, target, workdir):
         r = run([mark, "view", out])
         check(" basic:transaction-start:" in r.stdout, "record -e transaction__start recorded nothing: %r"
               % (r.stdout + r.stderr)[:500])
-    for cmd in (["view", "-e", "[abc", trace], ["record", "-e", "req[", "--", target, "exit", "0"]):
+    for cmd in (["view", "-e", "[abc", trace], ["record", "-e", "req[", "--", target, "exit", "0"],
+                ["list", target, "[abc"]):
         before = set(os.listdir(workdir))
         r = run([mark] + cmd, cwd=workdir)
         check(r.returncode == 2 and "never closed" in r.stderr and ("req[" in r.stderr or "[abc" in r.stderr),
