@@ -188,24 +188,25 @@ static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_p
 	}
 }
 
-static void add_double(struct strbuf *sb, double d, enum trace_value_style style)
+static void add_double(struct strbuf *sb, double d, bool single, enum trace_value_style style)
 {
 	if (!isfinite(d)) {
 		strbuf_addf(sb, style == TRACE_VALUE_JSON ? "\"%g\"" : "%g", d);
 		return;
 	}
 	/*
-	 * The shortest decimal that reads back as the same double: the first
-	 * precision (significant digits) whose %g text strtod turns back into
-	 * d.  17 always does; single-precision values widened to double need
-	 * at most 9.  -0.0 prints as "-0" (strtod keeps the sign, and == does
-	 * not tell the two zeros apart, so check the sign too).
+	 * The shortest decimal that reads back as the same value: the first
+	 * precision (significant digits) whose %g text strtod (strtof for a
+	 * single-precision field, so 0.1f prints 0.1) turns back into d.  17
+	 * always does for a double, 9 for a float.  -0.0 prints as "-0"
+	 * (strtod keeps the sign, and == does not tell the two zeros apart,
+	 * so check the sign too).
 	 */
 	char text[40];
 	int prec = 1;
-	for (; prec < 17; prec++) {
+	for (; prec < (single ? 9 : 17); prec++) {
 		snprintf(text, sizeof(text), "%.*g", prec, d);
-		double back = strtod(text, NULL);
+		double back = single ? (double)strtof(text, NULL) : strtod(text, NULL);
 		if (back == d && signbit(back) == signbit(d))
 			break;
 	}
@@ -302,9 +303,9 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		if (t == BT_FIELD_CLASS_TYPE_SIGNED_ENUMERATION)
 			add_enum_labels(sb, field, true, style);
 	} else if (t == BT_FIELD_CLASS_TYPE_SINGLE_PRECISION_REAL) {
-		add_double(sb, bt_field_real_single_precision_get_value(field), style);
+		add_double(sb, bt_field_real_single_precision_get_value(field), true, style);
 	} else if (t == BT_FIELD_CLASS_TYPE_DOUBLE_PRECISION_REAL) {
-		add_double(sb, bt_field_real_double_precision_get_value(field), style);
+		add_double(sb, bt_field_real_double_precision_get_value(field), false, style);
 	} else if (t == BT_FIELD_CLASS_TYPE_STRING) {
 		/*
 		 * The length, not the NUL: babeltrace2 2.0.4 empties a reused

@@ -61,10 +61,10 @@ def fixture(workdir):
 
 # ---------------------------------------------------------------- fixture cases
 
-def plain_string_trace(path, values):
-    """A minimal CTF 1.8 trace of one event class with one plain `string`
-    field, one event per value (as other tracers, and mark before, write
-    strings)."""
+def plain_string_trace(path, values, field="string s", pack=lambda v: v.encode() + b"\0"):
+    """A minimal CTF 1.8 trace of one event class with one field (by default
+    a plain `string`, as other tracers, and mark before, write strings),
+    one event per value."""
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, "metadata"), "w") as f:
         f.write("""/* CTF 1.8 */
@@ -75,9 +75,9 @@ clock { name = c; freq = 1000000000; offset_s = 1700000000; };
 typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := ts_t;
 stream { packet.context := struct { uint64_t content_size; uint64_t packet_size; };
   event.header := struct { ts_t timestamp; }; };
-event { name = ev; fields := struct { string s; }; };
-""")
-    body = b"".join(struct.pack("<Q", 1000 * (i + 1)) + v.encode() + b"\0" for i, v in enumerate(values))
+event { name = ev; fields := struct { %s; }; };
+""" % field)
+    body = b"".join(struct.pack("<Q", 1000 * (i + 1)) + pack(v) for i, v in enumerate(values))
     total = 20 + len(body)
     with open(os.path.join(path, "stream"), "wb") as f:
         f.write(struct.pack("<IQQ", 0xC1FC1FC1, total * 8, total * 8) + body)
@@ -119,6 +119,16 @@ def case_view(mark, target, workdir):
     got = [e["args"]["s"] for e in json.loads(r.stdout)["traceEvents"] if e.get("name") == "ev"]
     check(got == values, "export of empty plain strings: %d of %d wrong" % (
         sum(a != b for a, b in zip(got, values)), len(values)))
+    # single-precision floats (other tracers write them): the shortest decimal
+    # that reads back as the same float (0.1, not 0.10000000149011612)
+    floats = [0.1, 1.5, -2.75, 3.4028234663852886e+38, 1e-45, 0.3333333432674408, 16777216.0]
+    plain = fresh(workdir, "floats")
+    plain_string_trace(plain, floats, "floating_point { exp_dig = 8; mant_dig = 24; align = 8; } f",
+                       lambda v: struct.pack("<f", v))
+    r = run([mark, "view", plain])
+    got = re.findall(r" ev: f=(\S+)$", r.stdout, re.M)
+    want = ["0.1", "1.5", "-2.75", "3.4028235e+38", "1e-45", "0.33333334", "16777216"]
+    check(got == want, "view of floats: %s, want %s" % (got, want))
     # time order across the two streams
     times = [l[1:31] for l in events]
     check(times == sorted(times), "events not in time order")
