@@ -202,7 +202,7 @@ static void add_double(struct strbuf *sb, double d, bool single, enum trace_valu
 	 * (strtod keeps the sign, and == does not tell the two zeros apart,
 	 * so check the sign too).
 	 */
-	char text[40];
+	char text[512];   /* %.17g needs 25; room for what the compiler cannot bound */
 	int prec = 1;
 	for (; prec < (single ? 9 : 17); prec++) {
 		snprintf(text, sizeof(text), "%.*g", prec, d);
