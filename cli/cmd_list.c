@@ -19,7 +19,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -234,8 +233,7 @@ static int list_file(const char *path, const char *glob)
 			s->display = strdup(name);
 		else if (asprintf(&s->display, "%s:%s", provider, name) < 0)
 			s->display = NULL;
-		bool matches = s->display && (!glob || fnmatch(glob, s->display, 0) == 0 ||
-					     (!strchr(glob, ':') && fnmatch(glob, name, 0) == 0));
+		bool matches = s->display && (!glob || cli_glob_match(glob, s->display));
 		bool is_eh = (d.flags & MARK__F_EVENTHANDLER) != 0;
 		if (matches) {
 			s->format = read_string(&f, read_pointer(&f, addrs[i] + offsetof(struct mark__site, format)));
@@ -328,6 +326,8 @@ static int run_list(int argc, char **argv)
 		return 2;
 	}
 	const char *glob = argc == 3 ? argv[2] : NULL;
+	if (glob && cli_glob_check("list", "GLOB", glob) != 0)
+		return 2;
 	if (all_digits(argv[1]) && access(argv[1], F_OK) != 0) {
 		if (!cli_list_pid)
 			return cli_error("this mark was built without the control commands; "

@@ -504,6 +504,10 @@ static int record_run(int argc, char **argv)
 				return cli_error("record: bad -e \"%s\": give one non-empty glob per -e "
 						 "(commas are not allowed in a glob)", optarg), 2;
 			}
+			if (cli_glob_check("record", "-e", optarg) != 0) {
+				free(enable);
+				return 2;
+			}
 			size_t l = strlen(optarg);
 			char *grown = realloc(enable, enable_len + l + 2);
 			if (!grown) {

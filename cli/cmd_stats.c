@@ -132,12 +132,11 @@ static int stats_event(const struct trace_event *ev, void *arg)
 	return 0;
 }
 
-static void stats_discarded(uint64_t count, uint64_t stream_index, void *arg)
+static void stats_discarded(const struct trace_loss *loss, void *arg)
 {
-	(void)stream_index;
 	struct stats_state *st = arg;
-	st->lost += count;
-	if (count == 0)
+	st->lost += loss->count;
+	if (loss->count == 0)
 		st->lost_unknown++;
 }
 

@@ -144,7 +144,7 @@ static void add_escaped(struct strbuf *sb, const char *text, enum text_style sty
 		size_t n;
 		if (*p >= 0x20 && *p < 0x7f)
 			strbuf_add(sb, (const char *)p, 1);
-		else if (style == STYLE_TERMINAL && *p >= 0x80 && (n = utf8_printable(p)) > 0) {
+		else if (*p >= 0x80 && (n = utf8_printable(p)) > 0) {
 			strbuf_add(sb, (const char *)p, n);
 			p += n - 1;
 		} else

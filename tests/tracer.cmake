@@ -19,6 +19,19 @@ foreach(s ${MARK_TRACER_SCENARIOS})
             ${CMAKE_CURRENT_BINARY_DIR}/tracer-traces)
   set_tests_properties(tracer_${s} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endforeach()
+# Strings read back exactly in babeltrace2, bt2, mark view and mark export.
+# Strings, field names, doubles, %c and Chrome slices as the tracer writes
+# them and mark view/export show them.
+if(TARGET mark_cli)
+  foreach(s strings values chrome)
+    add_test(NAME tracer_${s}
+      COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/run_tracer_test.py ${s}
+              $<TARGET_FILE:tracer_prog> $<TARGET_FILE:tracer_api> $<TARGET_FILE:tracer_dso>
+              ${CMAKE_CURRENT_BINARY_DIR}/tracer-traces)
+    set_tests_properties(tracer_${s} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                         ENVIRONMENT MARK_CLI=$<TARGET_FILE:mark_cli>)
+  endforeach()
+endif()
 
 # Not a test: `tracer_speed DIR [N]` prints the probe cost and block-mode
 # throughput (the numbers of the tracer's report; the bench suite has the

@@ -674,7 +674,17 @@ static void do_snapshot(const struct mark_request *req, struct mark_proto_buf *o
 {
 	int r = mark_tracer_snapshot_into(req->dir, req->force ? MARK_SNAPSHOT_FORCE : 0);
 	if (r < 0) {
-		mark_proto_error(out, r, "snapshot into %s failed: %s", req->dir, mark_last_error());
+		/*
+		 * The tracer's message is a whole line ("mark: snapshot: no
+		 * tracing session is running"); the CLI prints the reply as
+		 * "mark: snapshot: REASON", so send only the reason.
+		 */
+		const char *why = mark_last_error();
+		if (strncmp(why, "mark: ", 6) == 0)
+			why += 6;
+		if (strncmp(why, "snapshot: ", 10) == 0)
+			why += 10;
+		mark_proto_error(out, r, "%s", *why ? why : strerror(-r));
 		return;
 	}
 	mark_proto_begin(out, MARK_MSG_OK);

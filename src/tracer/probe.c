@@ -528,12 +528,16 @@ static void ring_write_record(struct tracer_session *s, struct tracer_ring *r, u
  * A record with %s arguments is laid out exactly as a CTF decoder reads
  * it: integers and doubles at 8-byte aligned offsets (align = 64 in the
  * metadata) occupying their `size` bytes, strings (byte aligned) right
- * after the previous field, NUL-terminated.  The record is assembled on
- * the stack (at most 16 + 12 * (256 + 8) bytes) and then stored into the
- * ring word by word.  A string longer than string_max - 1 bytes keeps its
- * first string_max - 4 bytes followed by "..." (the truncation mark).
+ * after the previous field: a length byte, the bytes, a NUL.  The length
+ * byte is the tag of a CTF variant that selects an "empty" or a "text"
+ * string field, so a decoder never reuses a string field for both: an
+ * empty string field of babeltrace2 2.0.4 shows the text an earlier event
+ * left in it (docs/tracer.md, "CTF mapping").  The record is assembled on
+ * the stack (at most 16 + 12 * (1 + 256 + 8) bytes) and then stored into
+ * the ring word by word.  A string longer than string_max - 1 bytes keeps
+ * its first string_max - 4 bytes followed by "..." (the truncation mark).
  */
-#define RECORD_MAX (16 + MARK__MAX_ARGS * (MARK_TF_STRING_MAX + 8) + 8)
+#define RECORD_MAX (16 + MARK__MAX_ARGS * (1 + MARK_TF_STRING_MAX + 8) + 8)
 
 static void __attribute__((noinline)) record_with_strings(struct tracer_session *s,
 							  struct tracer_ring *r,
@@ -553,10 +557,12 @@ static void __attribute__((noinline)) record_with_strings(struct tracer_session 
 				p = "(null)";
 			size_t len = strnlen(p, max);
 			if (len >= max) {
+				b[off++] = (unsigned char)(max - 1);
 				memcpy(b + off, p, max - 4);
 				memcpy(b + off + max - 4, "...", 4);
 				off += max;
 			} else {
+				b[off++] = (unsigned char)len;
 				memcpy(b + off, p, len + 1);
 				off += len + 1;
 			}

@@ -377,6 +377,12 @@ snapshot)
 	echo "snapshot: $n agent_tick events"
 	kill -INT "$rec"
 	wait "$rec" || fail "the recording did not end cleanly"
+	# no session any more: the error says why, and says "snapshot:" once
+	run nosession "$MARK" snapshot "$TPID" -o "$WORK/snap2"
+	expect_rc 1 "mark snapshot without a session"
+	expect_in nosession.err "no tracing session is running"
+	[ "$(grep -o 'snapshot' "$WORK/nosession.err" | wc -l)" = 1 ] && [ "$(grep -o 'mark:' "$WORK/nosession.err" | wc -l)" = 1 ] ||
+		fail "the snapshot error repeats itself: $(cat "$WORK/nosession.err")"
 	run nopid "$MARK" snapshot "$TPID"
 	expect_rc 2 "snapshot without -o"
 	stop_target
