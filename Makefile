@@ -7,8 +7,8 @@ JOBS   ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 # Debian packages the build, tests and benchmarks use.
-DEB_BUILD = build-essential cmake ninja-build pkg-config liburcu-dev clang libclang-rt-14-dev
-DEB_TEST  = babeltrace2 python3-bt2 libbabeltrace2-dev systemtap-sdt-dev bpftrace gdb binutils \
+DEB_BUILD = build-essential cmake ninja-build pkg-config liburcu-dev libbabeltrace2-dev clang libclang-rt-14-dev
+DEB_TEST  = babeltrace2 python3-bt2 systemtap-sdt-dev bpftrace gdb binutils \
             linux-perf afl++ systemtap
 DEB_BENCH = liblttng-ust-dev lttng-tools python3-matplotlib dpkg-dev libevent-dev patch debian-archive-keyring
 
@@ -77,6 +77,7 @@ bench-quick: deps-bench
 
 fuzz: deps-test
 	./tests/fuzz/run.sh 300
+	./tests/fuzz/run_recover.sh 300
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-clang

@@ -6,6 +6,7 @@
 #include "command.h"
 #include "control.h"
 #include "liveline.h"
+#include "text.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -93,14 +94,15 @@ int cli_list_pid(pid_t pid, const char *glob)
 			}
 		}
 		struct row *w = &rows[n++];
-		w->name = strdup(mark_proto_str(&c.msg, MARK_TAG_NAME, 0));
-		const char *fmt = mark_proto_str(&c.msg, MARK_TAG_FORMAT, 0);
-		w->format = dupf("\"%s\"", fmt);
-		w->kind = strdup(mark_proto_str(&c.msg, MARK_TAG_KIND, 0));
+		/* What the agent sends is the target's text: escaped for the terminal. */
+		w->name = strdup(cli_text(mname));
+		w->format = dupf("\"%s\"", cli_text(mark_proto_str(&c.msg, MARK_TAG_FORMAT, 0)));
+		w->kind = strdup(cli_text(mark_proto_str(&c.msg, MARK_TAG_KIND, 0)));
+		const char *loc = cli_text(mark_proto_str(&c.msg, MARK_TAG_LOCATION, 0));
 		if (more)
-			w->location = dupf("%s (+%" PRIu64 " more)", mark_proto_str(&c.msg, MARK_TAG_LOCATION, 0), more);
+			w->location = dupf("%s (+%" PRIu64 " more)", loc, more);
 		else
-			w->location = strdup(mark_proto_str(&c.msg, MARK_TAG_LOCATION, 0));
+			w->location = strdup(loc);
 		if (armed == 0)
 			w->armed = strdup("no");
 		else if (armed == sites)
@@ -228,7 +230,7 @@ static int arm_command(int argc, char **argv, bool arm)
 					continue;
 				}
 				printf("%s: %" PRIu64 " site%s %s (%" PRIu64 " marker%s matched) in process %d (%s)\n",
-				       glob, changed, changed == 1 ? "" : "s", arm ? "armed" : "disarmed", matched,
+				       cli_text(glob), changed, changed == 1 ? "" : "s", arm ? "armed" : "disarmed", matched,
 				       matched == 1 ? "" : "s", (int)pid, c.comm);
 			}
 		}

@@ -7,15 +7,29 @@
  * NAME_end (or NAME_entry and NAME_exit), those become "B"/"E" duration
  * events named NAME, so each begin/end pair shows as a slice.  Pairing is
  * decided from the event classes the trace declares, not from the events
- * seen, so a lone *_end marker stays an instant event.  Timestamps are in
- * microseconds with ns precision (3 decimals) on the trace's clock: Unix
- * epoch time when the clock says so.
+ * seen, so a lone *_end marker stays an instant event.
+ *
+ * The export keeps slices well nested per thread, as the format needs (an
+ * "E" ends the innermost open slice of its thread, whatever its name):
+ * an end whose begin is not open (lost by the tracer, or before an
+ * overwrite-mode trace's oldest event) is written as an instant event
+ * under its own name; an end that matches an outer open slice first ends
+ * the inner ones whose ends were lost; slices still open at the end of the
+ * trace end at the last event of their thread.  Synthesised ends carry
+ * "args": {"closed_by": "mark export", ...}.
+ *
+ * Timestamps are in microseconds with ns precision (3 decimals) from the
+ * first event of the trace, so they stay exact in a double (an epoch time
+ * in µs does not: 1.7e15 µs leaves 0.25 µs steps); the first event's
+ * clock time is in otherData (trace_start_ns, trace_start_utc).
  */
 #include "command.h"
 #include "trace_reader.h"
+#include "trace_time.h"
 #include "trace_value.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -34,8 +48,11 @@ static const char export_usage[] =
 	"           chrome://tracing).  Every event is an instant event with the\n"
 	"           marker's fields as args; markers named NAME_begin/NAME_end or\n"
 	"           NAME_entry/NAME_exit or NAME_start/NAME_stop (both declared in the\n"
-	"           trace) become B/E slices named NAME.  ts is in microseconds; pid and\n"
-	"           tid are the traced process and thread.\n"
+	"           trace) become B/E slices named NAME (an end without its begin\n"
+	"           becomes an instant; a slice left open ends at its thread's last\n"
+	"           event).  ts is in microseconds from the first event, whose clock\n"
+	"           time is otherData.trace_start_utc; pid and tid are the traced\n"
+	"           process and thread.\n"
 	"           The cpu of each event is in its args as \"cpu\".\n"
 	"\n"
 	"Options:\n"
@@ -57,6 +74,14 @@ static const struct pair_suffix pair_suffixes[] = {
 	{ "_start", "_stop" },
 };
 
+/* The open slices of one thread, innermost last, and its last event's time. */
+struct thread_slices {
+	int64_t pid, tid;
+	int64_t last_ns;
+	char **open;   /* slice names (stems) */
+	size_t nopen, cap;
+};
+
 /* Per trace class: which event class names are halves of a declared pair. */
 struct export_state {
 	FILE *out;
@@ -69,6 +94,13 @@ struct export_state {
 	uint64_t lost;
 	uint64_t lost_unknown;               /* loss reports without a count           */
 	int wrote_any;                       /* an element is out: the next needs a comma */
+	bool have_origin;                    /* origin_ns is set (first timed event)      */
+	int64_t origin_ns;                   /* clock time of ts 0                        */
+	bool origin_is_epoch;
+	struct thread_slices *threads;       /* every thread seen, for its open slices    */
+	size_t nthreads, threads_cap;
+	uint64_t closed_slices;              /* ends written by the export itself         */
+	uint64_t unmatched_ends;             /* ends written as instants                  */
 	struct strbuf sb;
 	int failed;
 };
@@ -187,6 +219,42 @@ static enum pair_role role_of(const struct export_state *x, const char *name, si
 	return ROLE_INSTANT;
 }
 
+/* The thread's slice state (created on first use); NULL when out of memory. */
+static struct thread_slices *thread_of(struct export_state *x, int64_t pid, int64_t tid)
+{
+	for (size_t i = x->nthreads; i-- > 0;)
+		if (x->threads[i].pid == pid && x->threads[i].tid == tid)
+			return &x->threads[i];
+	if (x->nthreads == x->threads_cap) {
+		size_t cap = x->threads_cap ? 2 * x->threads_cap : 16;
+		struct thread_slices *grown = realloc(x->threads, cap * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		x->threads = grown;
+		x->threads_cap = cap;
+	}
+	struct thread_slices *t = &x->threads[x->nthreads++];
+	*t = (struct thread_slices){ .pid = pid, .tid = tid };
+	return t;
+}
+
+static bool slice_push(struct thread_slices *t, const char *name, size_t len)
+{
+	if (t->nopen == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 8;
+		char **grown = realloc(t->open, cap * sizeof(*grown));
+		if (!grown)
+			return false;
+		t->open = grown;
+		t->cap = cap;
+	}
+	char *copy = strndup(name, len);
+	if (!copy)
+		return false;
+	t->open[t->nopen++] = copy;
+	return true;
+}
+
 static void append_ts(struct strbuf *sb, int64_t ns)
 {
 	uint64_t mag = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
@@ -211,6 +279,56 @@ static void maybe_name_process(struct export_state *x, const bt_trace *trace, in
 	x->wrote_any = 1;
 }
 
+/* ts of a clock time: µs from the origin (the first event). */
+static void append_rel_ts(struct export_state *x, struct strbuf *sb, int64_t ns)
+{
+	append_ts(sb, ns - (x->have_origin ? x->origin_ns : 0));
+}
+
+/* An "E" the trace does not have: the end of the innermost open slice of t. */
+static void append_closing_end(struct export_state *x, struct strbuf *sb, struct thread_slices *t, int64_t ns,
+			       const char *why)
+{
+	char *name = t->open[--t->nopen];
+	strbuf_addf(sb, "%s{\"name\": ", x->wrote_any ? ",\n" : "");
+	x->wrote_any = 1;
+	strbuf_add_json_string(sb, name);
+	strbuf_addf(sb, "%s", ", \"cat\": \"mark\", \"ph\": \"E\", \"ts\": ");
+	append_rel_ts(x, sb, ns);
+	strbuf_addf(sb, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64
+		    ", \"args\": {\"closed_by\": \"mark export\", \"reason\": ", t->pid, t->tid);
+	strbuf_add_json_string(sb, why);
+	strbuf_add(sb, "}}", 2);
+	free(name);
+	x->closed_slices++;
+}
+
+/*
+ * Keep the thread's slices nested: returns the role to write the event
+ * with.  A begin opens a slice; an end closes the innermost slice of its
+ * name, after ending (in sb) the slices opened inside it, or, if no slice
+ * of its name is open, is written as an instant.
+ */
+static enum pair_role balance(struct export_state *x, struct strbuf *sb, struct thread_slices *t,
+			      enum pair_role role, const char *name, size_t stem, int64_t ns)
+{
+	if (!t || role == ROLE_INSTANT)
+		return role;
+	if (role == ROLE_BEGIN)
+		return slice_push(t, name, stem) ? ROLE_BEGIN : ROLE_INSTANT;
+	size_t k = t->nopen;
+	while (k > 0 && !(strlen(t->open[k - 1]) == stem && strncmp(t->open[k - 1], name, stem) == 0))
+		k--;
+	if (k == 0) {
+		x->unmatched_ends++;
+		return ROLE_INSTANT;
+	}
+	while (t->nopen > k)
+		append_closing_end(x, sb, t, ns, "its end event was lost; ended by an outer slice's end");
+	free(t->open[--t->nopen]);
+	return ROLE_END;
+}
+
 static int export_event(const struct trace_event *ev, void *arg)
 {
 	struct export_state *x = arg;
@@ -223,8 +341,21 @@ static int export_event(const struct trace_event *ev, void *arg)
 	strbuf_reset(sb);
 	maybe_name_process(x, trace, pid);
 
+	/* Events come in time order: the first timed one is ts 0. */
+	if (ev->has_time && !x->have_origin) {
+		x->have_origin = true;
+		x->origin_ns = ev->ns;
+		x->origin_is_epoch = ev->clock_is_epoch;
+	}
+	int64_t ns = ev->has_time ? ev->ns : (x->have_origin ? x->origin_ns : 0);
+	struct thread_slices *t = thread_of(x, pid, tid);
+	if (t)
+		t->last_ns = ns;
 	size_t stem = strlen(ev->name);
 	enum pair_role role = role_of(x, ev->name, &stem);
+	role = balance(x, sb, t, role, ev->name, stem, ns);
+	if (role == ROLE_INSTANT)
+		stem = strlen(ev->name);
 	strbuf_addf(sb, "%s{\"name\": ", x->wrote_any ? ",\n" : "");
 	x->wrote_any = 1;
 	char *slice_name = strndup(ev->name, stem);
@@ -233,7 +364,7 @@ static int export_event(const struct trace_event *ev, void *arg)
 	strbuf_addf(sb, ", \"cat\": \"mark\", \"ph\": \"%s\", ",
 		    role == ROLE_BEGIN ? "B" : role == ROLE_END ? "E" : "i\", \"s\": \"t");
 	strbuf_add(sb, "\"ts\": ", 6);
-	append_ts(sb, ev->has_time ? ev->ns : 0);
+	append_rel_ts(x, sb, ns);
 	strbuf_addf(sb, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64, pid, tid);
 	strbuf_add(sb, ", \"args\": ", 10);
 	if (ev->cpu >= 0 && ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE &&
@@ -262,12 +393,11 @@ static int export_event(const struct trace_event *ev, void *arg)
 	return 0;
 }
 
-static void export_discarded(uint64_t count, uint64_t stream_index, void *arg)
+static void export_discarded(const struct trace_loss *loss, void *arg)
 {
-	(void)stream_index;
 	struct export_state *x = arg;
-	x->lost += count;
-	if (count == 0)
+	x->lost += loss->count;
+	if (loss->count == 0)
 		x->lost_unknown++;
 }
 
@@ -318,7 +448,13 @@ static int export_run(int argc, char **argv)
 	if (strcmp(output, "-") != 0) {
 		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", output) >= sizeof(tmp))
 			return cli_error("export: output path too long: %s", output);
-		x.out = fopen(tmp, "w");
+		/* Not through a link someone planted at FILE.tmp (in /tmp, say), and
+		 * readable by the caller only: it holds the trace's %s arguments,
+		 * which the tracer keeps owner-only too. */
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		x.out = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!x.out && fd >= 0)
+			close(fd);
 		if (!x.out)
 			return cli_error("export: cannot create %s: %s (choose a writable path with -o)", tmp,
 					 strerror(errno));
@@ -330,12 +466,34 @@ static int export_run(int argc, char **argv)
 	if (r != 0 || x.failed) {
 		status = 1;
 	} else {
-		fprintf(x.out, "\n],\n\"otherData\": {\"source\": ");
+		/* Slices still open end at their thread's last event. */
 		struct strbuf sb = { 0 };
+		for (size_t i = 0; i < x.nthreads; i++)
+			while (x.threads[i].nopen)
+				append_closing_end(&x, &sb, &x.threads[i], x.threads[i].last_ns,
+						   "no end event in the trace; ended at the thread's last event");
+		fprintf(x.out, "%s\n],\n\"otherData\": {\"source\": ", sb.data ? sb.data : "");
+		strbuf_reset(&sb);
 		strbuf_add_json_string(&sb, dir);
 		fprintf(x.out, "%s, \"events\": %" PRIu64 ", \"lost_events\": %" PRIu64
-			", \"loss_reports_without_count\": %" PRIu64 "}}\n",
-			sb.data ? sb.data : "\"\"", x.events, x.lost, x.lost_unknown);
+			", \"loss_reports_without_count\": %" PRIu64 ", \"slices_ended_by_export\": %" PRIu64
+			", \"ends_without_begin\": %" PRIu64,
+			sb.data ? sb.data : "\"\"", x.events, x.lost, x.lost_unknown, x.closed_slices,
+			x.unmatched_ends);
+		/* ts 0 as a clock time: a string, so no JSON reader rounds it */
+		if (x.have_origin) {
+			strbuf_reset(&sb);
+			if (x.origin_is_epoch)
+				trace_time_append_wall(&sb, x.origin_ns, 1);
+			fprintf(x.out, ", \"trace_start_ns\": \"%" PRId64 "\"", x.origin_ns);
+			if (x.origin_is_epoch && sb.data)
+				fprintf(x.out, ", \"trace_start_utc\": \"%s\"", sb.data);
+		}
+		fputs("}}\n", x.out);
+		if (sb.failed) {
+			cli_error("export: out of memory writing the end of the file");
+			status = 1;
+		}
 		strbuf_release(&sb);
 	}
 	if (x.out != stdout) {
@@ -353,10 +511,16 @@ static int export_run(int argc, char **argv)
 	}
 	if (status == 0 && x.out != stdout)
 		fprintf(stderr, "mark export: %" PRIu64 " events (%" PRIu64 " lost by the tracer) written to %s\n",
-			x.events, x.lost, output);
+			x.events, x.lost, cli_text(output));
 	else if (status != 0 && x.failed && r == 0)
 		cli_error("export: writing the output failed: %s", strerror(errno));
 	free_paired(&x);
+	for (size_t i = 0; i < x.nthreads; i++) {
+		while (x.threads[i].nopen)
+			free(x.threads[i].open[--x.threads[i].nopen]);
+		free(x.threads[i].open);
+	}
+	free(x.threads);
 	strbuf_release(&x.sb);
 	return status;
 }

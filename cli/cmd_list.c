@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "command.h"
+#include "text.h"
 
 #include <mark/mark.h>
 
@@ -18,7 +19,6 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -233,8 +233,7 @@ static int list_file(const char *path, const char *glob)
 			s->display = strdup(name);
 		else if (asprintf(&s->display, "%s:%s", provider, name) < 0)
 			s->display = NULL;
-		bool matches = s->display && (!glob || fnmatch(glob, s->display, 0) == 0 ||
-					     (!strchr(glob, ':') && fnmatch(glob, name, 0) == 0));
+		bool matches = s->display && (!glob || cli_glob_match(glob, s->display));
 		bool is_eh = (d.flags & MARK__F_EVENTHANDLER) != 0;
 		if (matches) {
 			s->format = read_string(&f, read_pointer(&f, addrs[i] + offsetof(struct mark__site, format)));
@@ -258,23 +257,24 @@ static int list_file(const char *path, const char *glob)
 
 	if (ns == 0) {
 		if (glob)
-			fprintf(stderr, "mark: no marker of %s matches \"%s\"\n", path, glob);
+			cli_error("no marker of %s matches \"%s\"", path, glob);
 		else
-			fprintf(stderr, "mark: %s has no markers (no __mark_descs or __mark_sites section)\n", path);
+			cli_error("%s has no markers (no __mark_descs or __mark_sites section)", path);
 	} else {
 		printf("%-32s %-24s %-10s %s\n", "MARKER", "FORMAT", "KIND", "LOCATION");
 		for (size_t i = 0; i < ns; i++) {
+			/* The strings are the file's: escaped for the terminal. */
 			char fmt[64];
-			snprintf(fmt, sizeof(fmt), "\"%s\"", sites[i].format);
-			printf("%-32s %-24s %-10s %s%s\n", sites[i].display,
-			       sites[i].enabled_test ? "(enabled test)" : fmt, sites[i].kind, sites[i].location,
-			       "");
+			snprintf(fmt, sizeof(fmt), "\"%s\"", cli_text(sites[i].format));
+			printf("%-32s %-24s %-10s %s%s\n", cli_text(sites[i].display),
+			       sites[i].enabled_test ? "(enabled test)" : fmt, sites[i].kind,
+			       cli_text(sites[i].location), "");
 		}
 		size_t markers = 0;
 		for (size_t i = 0; i < ns; i++)
 			markers += i == 0 || strcmp(sites[i].display, sites[i - 1].display) != 0;
 		printf("%zu marker%s, %zu site%s in %s\n", markers, markers == 1 ? "" : "s", ns, ns == 1 ? "" : "s",
-		       path);
+		       cli_text(path));
 	}
 	for (size_t i = 0; i < ns; i++) {
 		free(sites[i].display);
@@ -326,6 +326,8 @@ static int run_list(int argc, char **argv)
 		return 2;
 	}
 	const char *glob = argc == 3 ? argv[2] : NULL;
+	if (glob && cli_glob_check("list", "GLOB", glob) != 0)
+		return 2;
 	if (all_digits(argv[1]) && access(argv[1], F_OK) != 0) {
 		if (!cli_list_pid)
 			return cli_error("this mark was built without the control commands; "

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "command.h"
 #include "control.h"
+#include "text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -117,6 +118,14 @@ static int ps_run(int argc, char **argv)
 	size_t n = 0;
 	unsigned stale = 0;
 	for (size_t i = 0; i < nd; i++) {
+		/* Only directories an agent would use (a real directory, that
+		 * only its owner may write): ps removes files in them, as root
+		 * too, and must not do that through a link or in a directory
+		 * others fill.  ctl_connect() checks the owner per process. */
+		struct stat dst;
+		if (lstat(dirs[i], &dst) != 0 || !S_ISDIR(dst.st_mode) || (dst.st_mode & 022) ||
+		    (geteuid() != 0 && dst.st_uid != geteuid()))
+			continue;
 		DIR *d = opendir(dirs[i]);
 		if (!d)
 			continue;
@@ -125,9 +134,11 @@ static int ps_run(int argc, char **argv)
 			char *end;
 			char path[512];
 			if (de->d_name[0] == '.') {
-				/* ".PID.tmp": an agent died between bind() and rename(). */
+				/* ".PID.RANDOM.tmp": an agent died between bind() and
+				 * rename() (".PID.tmp" from older versions). */
 				long tpid = strtol(de->d_name + 1, &end, 10);
-				if (end != de->d_name + 1 && strcmp(end, ".tmp") == 0 && tpid > 0 &&
+				size_t rest = end != de->d_name + 1 ? strlen(end) : 0;
+				if (rest >= 4 && strcmp(end + rest - 4, ".tmp") == 0 && end[0] == '.' && tpid > 0 &&
 				    ctl_process_gone((pid_t)tpid) &&
 				    snprintf(path, sizeof(path), "%.107s/%.255s", dirs[i], de->d_name) < (int)sizeof(path) &&
 				    unlink(path) == 0)
@@ -172,7 +183,9 @@ static int ps_run(int argc, char **argv)
 			mark_proto_u64(&c.msg, MARK_TAG_ARMED, 0, &row->armed);
 			mark_proto_u64(&c.msg, MARK_TAG_TRACING, 0, &row->tracing);
 			mark_proto_u64(&c.msg, MARK_TAG_OWNER_PID, 0, &row->owner);
-			snprintf(row->cmdline, sizeof(row->cmdline), "%s", mark_proto_str(&c.msg, MARK_TAG_CMDLINE, 0));
+			/* The agent's text: escaped for the terminal. */
+			snprintf(row->cmdline, sizeof(row->cmdline), "%s",
+				 cli_text(mark_proto_str(&c.msg, MARK_TAG_CMDLINE, 0)));
 		}
 		ctl_close(&c);
 	}

@@ -18,7 +18,10 @@
  */
 #define _GNU_SOURCE
 #include "command.h"
+#include "control.h"
 #include "liveline.h"
+#include "text.h"
+#include "util/safe_dir.h"
 
 #include "tracer/trace_format.h"
 #include <mark/tracer.h>
@@ -139,11 +142,15 @@ static int parse_size(const char *text, size_t *bytes)
 
 /* ---------------- the trace directory ---------------- */
 
-static int dir_holds_trace(const char *dir)
+static int dir_holds_trace(int fd)
 {
-	DIR *d = opendir(dir);
-	if (!d)
+	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = own < 0 ? NULL : fdopendir(own);
+	if (!d) {
+		if (own >= 0)
+			close(own);
 		return 0;
+	}
 	int found = 0;
 	struct dirent *de;
 	while (!found && (de = readdir(d)))
@@ -154,52 +161,60 @@ static int dir_holds_trace(const char *dir)
 	return found;
 }
 
-/*
- * Create the output directory (and missing parents).  The default name has
- * the time to the second; a second run in the same second gets a suffix.
- * Returns a malloc'ed absolute path: MARK_TRACE must stay valid if CMD
- * changes its working directory.  *created says whether the directory is
- * new (an existing empty one given with -o is used as it is).
- */
-static char *make_output_dir(const char *requested, int *created)
+/* The output directory, and what is needed to remove it if this call made it. */
+struct out_dir {
+	char *path;                 /* absolute, links not resolved (MARK_TRACE)   */
+	bool created;               /* made by this call                           */
+	int parent_fd;              /* the directory holding it, or -1             */
+	char leaf[NAME_MAX + 1];    /* its name there                              */
+};
+
+/* Remove the directory if this call created it and it is still empty. */
+static bool out_dir_remove_empty(const struct out_dir *o)
 {
-	*created = 1;
-	char path[PATH_MAX];
+	return o->created && o->parent_fd >= 0 && unlinkat(o->parent_fd, o->leaf, AT_REMOVEDIR) == 0;
+}
+
+static void out_dir_free(struct out_dir *o)
+{
+	if (o->parent_fd >= 0)
+		close(o->parent_fd);
+	free(o->path);
+}
+
+/*
+ * Create the output directory (0700; missing parents 0755), walking the
+ * path with safe_dir.h's rules (no link owned by another user is followed).
+ * The default name has the time to the second; a second run in the same
+ * second gets a suffix.  o->path is absolute without resolving links:
+ * MARK_TRACE must stay valid if CMD changes its working directory, and the
+ * tracer walks it again with the same rules.  An existing empty directory
+ * given with -o is used as it is (the tracer checks it is private).
+ */
+static bool make_output_dir(const char *requested, struct out_dir *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->parent_fd = -1;
+	char path[PATH_MAX], why[512];
+	int fd = -1;
 	if (requested) {
 		if (strlen(requested) >= sizeof(path) - 1) {
 			cli_error("record: output path too long: %s", requested);
-			return NULL;
+			return false;
 		}
 		snprintf(path, sizeof(path), "%s", requested);
-		/* mkdir -p */
-		for (char *p = path + 1; *p; p++) {
-			if (*p != '/')
-				continue;
-			*p = '\0';
-			if (mkdir(path, 0777) != 0 && errno != EEXIST) {
-				cli_error("record: cannot create directory %s: %s (choose another with -o DIR)", path,
-					  strerror(errno));
-				return NULL;
-			}
-			*p = '/';
+		fd = mark_dir_open(path, MARK_DIR_CREATE, 0755, 0700, &o->created, &o->parent_fd, o->leaf, why,
+				   sizeof(why));
+		if (fd < 0) {
+			cli_error("record: cannot create trace directory %s: %s (choose another with -o DIR)", path,
+				  why);
+			return false;
 		}
-		if (mkdir(path, 0777) != 0) {
-			*created = 0;
-			if (errno != EEXIST) {
-				cli_error("record: cannot create trace directory %s: %s (choose another with -o DIR)",
-					  path, strerror(errno));
-				return NULL;
-			}
-			struct stat st;
-			if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-				cli_error("record: %s exists and is not a directory (choose another with -o DIR)", path);
-				return NULL;
-			}
-			if (dir_holds_trace(path)) {
-				cli_error("record: %s already holds a trace; remove it or choose another with -o DIR",
-					  path);
-				return NULL;
-			}
+		if (!o->created && dir_holds_trace(fd)) {
+			cli_error("record: %s already holds a trace; remove it or choose another with -o DIR", path);
+			close(fd);
+			out_dir_free(o);
+			return false;
 		}
 	} else {
 		time_t now = time(NULL);
@@ -207,42 +222,55 @@ static char *make_output_dir(const char *requested, int *created)
 		localtime_r(&now, &tm);
 		char base[64];
 		strftime(base, sizeof(base), "mark-trace-%Y%m%d-%H%M%S", &tm);
-		int made = 0;
-		for (int n = 1; n < 100 && !made; n++) {
+		for (int n = 1; n < 100 && !o->created; n++) {
 			if (n == 1)
 				snprintf(path, sizeof(path), "%s", base);
 			else
 				snprintf(path, sizeof(path), "%s-%d", base, n);
-			if (mkdir(path, 0777) == 0)
-				made = 1;
-			else if (errno != EEXIST) {
+			if (fd >= 0) {
+				close(fd);
+				close(o->parent_fd);
+			}
+			fd = mark_dir_open(path, MARK_DIR_CREATE, 0755, 0700, &o->created, &o->parent_fd, o->leaf,
+					   why, sizeof(why));
+			if (fd < 0) {
 				char cwd[PATH_MAX];
 				cli_error("record: cannot create trace directory %s in %s: %s (choose another with -o DIR)",
-					  path, getcwd(cwd, sizeof(cwd)) ? cwd : ".", strerror(errno));
-				return NULL;
+					  path, getcwd(cwd, sizeof(cwd)) ? cwd : ".", why);
+				return false;
 			}
 		}
-		if (!made) {
+		if (!o->created) {
 			cli_error("record: could not pick a free name %s-N; choose one with -o DIR", base);
-			return NULL;
+			close(fd);
+			out_dir_free(o);
+			return false;
 		}
 	}
 	/* mkdir succeeds for root on read-only-permission dirs but not on a read-only
 	 * file system; check we can really create files there before starting CMD. */
-	char probe[PATH_MAX + 32];
-	snprintf(probe, sizeof(probe), "%s/.mark-write-test", path);
-	int fd = open(probe, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-	if (fd < 0) {
+	static const char probe[] = ".mark-write-test";
+	int pfd = mark_file_create_at(fd, probe, O_WRONLY);
+	if (pfd < 0 && pfd != -EEXIST) {
 		cli_error("record: trace directory %s is not writable: %s (choose another with -o DIR)", path,
-			  strerror(errno));
-		return NULL;
+			  strerror(-pfd));
+		close(fd);
+		out_dir_remove_empty(o);
+		out_dir_free(o);
+		return false;
+	}
+	if (pfd >= 0) {
+		close(pfd);
+		unlinkat(fd, probe, 0);   /* ours: created by the O_EXCL open above */
 	}
 	close(fd);
-	unlink(probe);
-	char *abs = realpath(path, NULL);
-	if (!abs)
-		cli_error("record: cannot resolve %s: %s", path, strerror(errno));
-	return abs;
+	char abs[PATH_MAX];
+	if (!ctl_absolute_path(path, abs, sizeof(abs)) || !(o->path = strdup(abs))) {
+		out_dir_remove_empty(o);
+		out_dir_free(o);
+		return false;
+	}
+	return true;
 }
 
 /* ---------------- running CMD ---------------- */
@@ -365,12 +393,23 @@ static pid_t spawn(char **argv, char **env, int *exec_errno)
 static int64_t complete_one(const char *dir, const char *name, const char *cmd, pid_t cmd_pid, bool quiet_run)
 {
 	struct live_stats s;
-	if (live_stats_read_one(dir, &s) != 0 || s.unfinished == 0)
-		return 0;
+	/* A statistics file that cannot be read is no proof of a complete
+	 * trace: recovery then says what is wrong with it.  Only a directory
+	 * with no statistics file at all holds no trace of its own (DIR,
+	 * whose traces are in DIR/pid-P). */
+	if (live_stats_read_one(dir, &s) == 0) {
+		if (s.unfinished == 0)
+			return 0;
+	} else {
+		char stats[PATH_MAX];
+		snprintf(stats, sizeof(stats), "%s/%s", dir, MARK_TF_STATS);
+		if (lstat(stats, &(struct stat){ 0 }) != 0 && errno == ENOENT)
+			return 0;
+	}
 	int r = mark_trace_recover(dir);
 	if (r < 0) {
 		fprintf(stderr, "%s\nmark: the trace in %s may lack the events that were still in its buffers\n",
-			mark_last_error(), dir);
+			cli_text(mark_last_error()), cli_text(dir));
 		return -1;
 	}
 	if (quiet_run || r == 0)
@@ -380,20 +419,21 @@ static int64_t complete_one(const char *dir, const char *name, const char *cmd, 
 	bool before_exec = name && strchr(name, '.') != NULL;
 	if (before_exec)
 		fprintf(stderr, "mark: process %ld (run by %s) exec'd another program without stopping its "
-			"tracer: recovered %d events from its buffers\n", pid, cmd, r);
+			"tracer: recovered %d events from its buffers\n", pid, cli_text(cmd), r);
 	else if (pid == (long)cmd_pid)
 		fprintf(stderr, "mark: %s ended without stopping the tracer: recovered %d events from its "
-			"buffers\n", cmd, r);
+			"buffers\n", cli_text(cmd), r);
 	else
 		fprintf(stderr, "mark: process %ld (forked by %s) ended without stopping its tracer: recovered "
-			"%d events from its buffers\n", pid, cmd, r);
+			"%d events from its buffers\n", pid, cli_text(cmd), r);
 	return r;
 }
 
 static int64_t complete_trace(const char *dir, const char *cmd, pid_t cmd_pid, bool quiet_run)
 {
 	struct live_stats s;
-	if (live_stats_read(dir, &s) != 0 || s.unfinished == 0)
+	/* As in complete_one: unreadable statistics are no proof of a complete trace. */
+	if (live_stats_read(dir, &s) == 0 && s.unfinished == 0)
 		return 0;
 	int64_t total = 0, r = complete_one(dir, NULL, cmd, cmd_pid, quiet_run);
 	bool failed = r < 0;
@@ -401,7 +441,15 @@ static int64_t complete_trace(const char *dir, const char *cmd, pid_t cmd_pid, b
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
+		/* pid-P or pid-P.K, a directory (never a link: recovery follows
+		 * a link it is given by name, and the tracer makes none). */
 		if (strncmp(de->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) != 0)
+			continue;
+		const char *p = de->d_name + strlen(MARK_TF_CHILD_PREFIX);
+		if (!(*p >= '0' && *p <= '9') || strspn(p, "0123456789.") != strlen(p))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
 			continue;
 		char sub[PATH_MAX];
 		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
@@ -414,21 +462,22 @@ static int64_t complete_trace(const char *dir, const char *cmd, pid_t cmd_pid, b
 	return failed ? -1 : total;
 }
 
-static void print_summary(const char *dir, const char *cmd, int wstatus, int created_dir)
+static void print_summary(const struct out_dir *o, const char *cmd, int wstatus)
 {
+	const char *dir = o->path;
 	struct live_stats s;
 	struct live_marker_count *markers = NULL;
 	size_t n = 0;
 	if (live_stats_read(dir, &s) != 0) {
 		/* rmdir only removes it if nothing at all was written there. */
-		int removed = created_dir && rmdir(dir) == 0;
+		int removed = out_dir_remove_empty(o);
 		fprintf(stderr,
 			"mark: no trace: %s never started the tracer (is it linked with libmark?)%s%s\n",
-			cmd, removed ? "; removed the empty directory " : "; see ", dir);
+			cli_text(cmd), removed ? "; removed the empty directory " : "; see ", cli_text(dir));
 		return;
 	}
 	live_stats_markers(dir, &markers, &n);
-	fprintf(stderr, "mark: %s ", cmd);
+	fprintf(stderr, "mark: %s ", cli_text(cmd));
 	if (WIFEXITED(wstatus))
 		fprintf(stderr, "exited with status %d\n", WEXITSTATUS(wstatus));
 	else
@@ -439,12 +488,12 @@ static void print_summary(const char *dir, const char *cmd, int wstatus, int cre
 		s.events_written, s.lost, (double)s.bytes_written / 1e6);
 	if (s.processes > 1)
 		fprintf(stderr, " (%u processes)", s.processes);
-	fprintf(stderr, "\nmark: trace written to %s\n", dir);
+	fprintf(stderr, "\nmark: trace written to %s\n", cli_text(dir));
 	if (s.lost)
 		fprintf(stderr, "mark: events were lost: use a larger --buffer, or --mode block to lose none\n");
 	if (s.events == 0 && s.lost == 0)
 		fprintf(stderr, "mark: no event was recorded: no armed marker fired (check the -e globs; "
-				"`mark list %s` shows its markers)\n", cmd);
+				"`mark list %s` shows its markers)\n", cli_text(cmd));
 	if (s.unfinished)
 		fprintf(stderr, "mark: %u traced process(es) still running or not finished; the trace may be "
 				"incomplete\n", s.unfinished);
@@ -514,6 +563,10 @@ static int record_run(int argc, char **argv)
 				return cli_error("record: bad -e \"%s\": give one non-empty glob per -e "
 						 "(commas are not allowed in a glob)", optarg), 2;
 			}
+			if (cli_glob_check("record", "-e", optarg) != 0) {
+				free(enable);
+				return 2;
+			}
 			size_t l = strlen(optarg);
 			char *grown = realloc(enable, enable_len + l + 2);
 			if (!grown) {
@@ -552,21 +605,22 @@ static int record_run(int argc, char **argv)
 	}
 	char **cmd = argv + optind;
 
-	int created_dir;
-	char *dir = make_output_dir(output, &created_dir);
-	if (!dir) {
+	struct out_dir out;
+	if (!make_output_dir(output, &out)) {
 		free(enable);
 		return 1;
 	}
+	const char *dir = out.path;
 	size_t inherited = 0;
 	char **env = child_environment(enable ? enable : "*", dir, mode, buffer, &inherited);
 	if (!env) {
 		free(enable);
-		free(dir);
+		out_dir_remove_empty(&out);
+		out_dir_free(&out);
 		return cli_error("record: out of memory");
 	}
 	if (!quiet)
-		fprintf(stderr, "mark: recording %s into %s\n", enable ? enable : "every marker", dir);
+		fprintf(stderr, "mark: recording %s into %s\n", enable ? cli_text(enable) : "every marker", cli_text(dir));
 
 	/* Blocked before fork(), so no forwarded signal can be missed (see
 	 * wait_forwarding); spawn() unblocks them in the child before exec. */
@@ -589,8 +643,8 @@ static int record_run(int argc, char **argv)
 			  exec_errno == ENOENT ? (strchr(cmd[0], '/') ? "" : " (not found in PATH)") : "");
 		status = exec_errno == ENOENT ? 127 : 126;
 		/* Leave no empty trace directory of ours behind for a command that never ran. */
-		if (created_dir && rmdir(dir) == 0 && !quiet)
-			fprintf(stderr, "mark: removed the empty trace directory %s\n", dir);
+		if (out_dir_remove_empty(&out) && !quiet)
+			fprintf(stderr, "mark: removed the empty trace directory %s\n", cli_text(dir));
 	} else {
 		struct liveline *line = quiet ? NULL : liveline_start(dir);
 		int wstatus = wait_forwarding(pid, &waited);
@@ -602,12 +656,12 @@ static int record_run(int argc, char **argv)
 		 * the .mark-ring files: finish the trace from them. */
 		complete_trace(dir, cmd[0], pid, quiet);
 		if (!quiet)
-			print_summary(dir, cmd[0], wstatus, created_dir);
+			print_summary(&out, cmd[0], wstatus);
 	}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	sigaction(SIGCHLD, &old_chld, NULL);
 	free(enable);
-	free(dir);
+	out_dir_free(&out);
 	free_child_environment(env, inherited);
 	return status;
 }

@@ -18,12 +18,14 @@
 #include "command.h"
 #include "control.h"
 #include "liveline.h"
+#include "util/safe_dir.h"
 
 #include <mark/tracer.h>
 
 #include <mark/mark.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -106,9 +108,18 @@ static int parse_size(const char *text, uint64_t *bytes)
 	return -1;
 }
 
-/* Create DIR (or accept an empty/trace-less existing one); return its absolute path. */
+/*
+ * Create DIR (or accept an existing one without a trace); put its absolute
+ * path in abs.  The process writes the trace with its own uid, so when root
+ * records another user's process the directory must become that user's:
+ * only a directory this call creates is handed over (fchown on the
+ * descriptor of what mkdirat made), never an existing one, and the path is
+ * walked without following links that anyone but root (or us) owns, so a
+ * planted ~/traces -> /etc is refused, not given away.  *parent_fd and leaf
+ * let the caller remove what it created, by descriptor.
+ */
 static bool prepare_dir(const char *output, pid_t pid, uid_t owner, gid_t group, char *abs, size_t len,
-			bool *created)
+			bool *created, int *parent_fd, char *leaf)
 {
 	char name[PATH_MAX];
 	if (!output) {
@@ -120,31 +131,46 @@ static bool prepare_dir(const char *output, pid_t pid, uid_t owner, gid_t group,
 		snprintf(name, sizeof(name), "mark-trace-%d-%s", (int)pid, stamp);
 		output = name;
 	}
-	*created = mkdir(output, 0755) == 0;
-	if (!*created && errno != EEXIST) {
+	if (!ctl_absolute_path(output, abs, len))
+		return false;
+	const bool give = geteuid() == 0 && owner != 0;
+	char why[512];
+	/* Parents root creates for another user must be traversable by that user. */
+	int fd = mark_dir_open(output, MARK_DIR_CREATE, give ? 0755 : 0700, 0700, created, parent_fd, leaf, why,
+			       sizeof(why));
+	if (fd < 0) {
 		cli_error("record: cannot create the trace directory %s: %s (choose another with -o DIR)", output,
-			  strerror(errno));
+			  why);
 		return false;
 	}
 	struct stat st;
-	char meta[PATH_MAX + 16];
-	snprintf(meta, sizeof(meta), "%s/metadata", output);
-	if (stat(meta, &st) == 0) {
+	bool ok = fstat(fd, &st) == 0;
+	if (ok && give && *created) {
+		/* Ours, just made: hand it to the process's user. */
+		ok = fchown(fd, owner, group) == 0;
+		if (!ok)
+			cli_error("record: cannot give %s to uid %u: %s", abs, (unsigned)owner, strerror(errno));
+	} else if (ok && give && (st.st_uid != owner || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+		cli_error("record: %s is owned by uid %u (mode %04o) and was not created by this command, so it "
+			  "is not given to uid %u, as which process %d runs and writes the trace; give with -o a "
+			  "path that does not exist yet (mark creates it for uid %u), or a directory that only "
+			  "uid %u can write", abs, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+			  (unsigned)owner, (int)pid, (unsigned)owner, (unsigned)owner);
+		ok = false;
+	}
+	if (ok && !*created && fstatat(fd, "metadata", &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		cli_error("record: %s already holds a trace; choose another directory with -o DIR", output);
-		return false;
+		ok = false;
 	}
-	if (!realpath(output, abs)) {
-		cli_error("record: cannot resolve %s: %s", output, strerror(errno));
-		return false;
+	close(fd);
+	if (!ok) {
+		if (*created)
+			unlinkat(*parent_fd, leaf, AT_REMOVEDIR);
+		if (*parent_fd >= 0)
+			close(*parent_fd);
+		*parent_fd = -1;
 	}
-	(void)len;
-	/* As root recording another user's process: that process writes here. */
-	if (geteuid() == 0 && owner != 0 && stat(abs, &st) == 0 && st.st_uid == 0 &&
-	    chown(abs, owner, group) != 0) {
-		cli_error("record: cannot give %s to uid %u: %s", abs, (unsigned)owner, strerror(errno));
-		return false;
-	}
-	return true;
+	return ok;
 }
 
 /* Does each glob match at least one marker of the process? */
@@ -307,13 +333,17 @@ int cli_record_pid(int argc, char **argv)
 		ctl_close(&c);
 		return cli_error("process %d exited", (int)pid);
 	}
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], leaf[NAME_MAX + 1];
 	bool created = false;
-	if (!prepare_dir(output, pid, pst.st_uid, pst.st_gid, dir, sizeof(dir), &created)) {
+	int parent_fd = -1;
+	if (!prepare_dir(output, pid, pst.st_uid, pst.st_gid, dir, sizeof(dir), &created, &parent_fd, leaf)) {
 		ctl_close(&c);
 		return 1;
 	}
 	if (strlen(dir) >= MARK_PROTO_MAX_STRING) {
+		if (created)
+			unlinkat(parent_fd, leaf, AT_REMOVEDIR);
+		close(parent_fd);
 		ctl_close(&c);
 		return cli_error("record: the trace directory path is longer than %d bytes", MARK_PROTO_MAX_STRING - 1);
 	}
@@ -335,10 +365,12 @@ int cli_record_pid(int argc, char **argv)
 	if (r) {
 		/* Leave no empty directory of ours behind for a recording that never started. */
 		if (created)
-			rmdir(dir);
+			unlinkat(parent_fd, leaf, AT_REMOVEDIR);   /* only if still empty */
+		close(parent_fd);
 		ctl_close(&c);
 		return 1;
 	}
+	close(parent_fd);
 
 	struct sigaction sa = { .sa_handler = on_stop_signal }, old[3];
 	sigemptyset(&sa.sa_mask);

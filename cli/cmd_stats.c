@@ -132,12 +132,11 @@ static int stats_event(const struct trace_event *ev, void *arg)
 	return 0;
 }
 
-static void stats_discarded(uint64_t count, uint64_t stream_index, void *arg)
+static void stats_discarded(const struct trace_loss *loss, void *arg)
 {
-	(void)stream_index;
 	struct stats_state *st = arg;
-	st->lost += count;
-	if (count == 0)
+	st->lost += loss->count;
+	if (loss->count == 0)
 		st->lost_unknown++;
 }
 
@@ -210,7 +209,7 @@ static int stats_run(int argc, char **argv)
 		trace_time_append_seconds(&sb, (int64_t)span);
 		printf("trace %s: %" PRIu64 " events, %" PRIu64 " lost, %zu markers, %" PRIu64
 		       " streams, %s s from first to last event\n",
-		       dir, st->events, st->lost, st->nall, st->streams, sb.data ? sb.data : "?");
+		       cli_text(dir), st->events, st->lost, st->nall, st->streams, sb.data ? sb.data : "?");
 		strbuf_release(&sb);
 		if (st->lost_unknown)
 			printf("(and events may have been lost %" PRIu64 " more time(s): babeltrace2 gives no count "
@@ -221,13 +220,13 @@ static int stats_run(int argc, char **argv)
 		qsort(st->all, st->nall, sizeof(*st->all), cmp_marker);
 		size_t width = 6;
 		for (size_t i = 0; i < st->nall; i++)
-			if (strlen(st->all[i]->name) > width)
-				width = strlen(st->all[i]->name);
+			if (strlen(cli_text(st->all[i]->name)) > width)
+				width = strlen(cli_text(st->all[i]->name));
 		printf("\n%-*s %12s %14s %12s %12s %12s %12s %12s\n", (int)width, "marker", "count", "rate/s", "min",
 		       "p50", "p90", "p99", "max");
 		for (size_t i = 0; i < st->nall; i++) {
 			struct marker_stats *m = st->all[i];
-			printf("%-*s %12" PRIu64, (int)width, m->name, m->count);
+			printf("%-*s %12" PRIu64, (int)width, cli_text(m->name), m->count);
 			if (span > 0)
 				printf(" %14.3f", (double)m->count * 1e9 / (double)span);
 			else

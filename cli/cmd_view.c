@@ -4,10 +4,10 @@
 #include "trace_value.h"
 #include "trace_time.h"
 
-#include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char view_usage[] =
@@ -26,7 +26,11 @@ static const char view_usage[] =
 	"  -u, --utc          clock times in UTC instead of the local time zone\n"
 	"  -h, --help         this help\n"
 	"\n"
-	"Exit status: 0 on success, 1 if DIR cannot be read as a trace, 2 on bad usage.\n";
+	"GLOB also matches the name without its provider (net_* finds app:net_rx), and\n"
+	"\"__\" in it also matches \"-\" (request__start finds the marker request-start).\n"
+	"\n"
+	"Exit status: 0 on success, 1 if DIR cannot be read as a trace or no event\n"
+	"matches -e, 2 on bad usage (an invalid glob).\n";
 
 struct view_state {
 	char **globs;
@@ -36,6 +40,9 @@ struct view_state {
 	int have_first;
 	struct strbuf line;
 	uint64_t lost;
+	uint64_t shown;      /* events printed                                    */
+	char *names[16];     /* marker names seen while nothing matched -e        */
+	size_t nnames;
 };
 
 static int matches(const struct view_state *v, const char *name)
@@ -43,9 +50,34 @@ static int matches(const struct view_state *v, const char *name)
 	if (v->nglobs == 0)
 		return 1;
 	for (int i = 0; i < v->nglobs; i++)
-		if (fnmatch(v->globs[i], name, 0) == 0)
+		if (cli_glob_match(v->globs[i], name))
 			return 1;
 	return 0;
+}
+
+/* Remember the marker names of the trace, for "-e matches nothing". */
+static void note_name(struct view_state *v, const char *name)
+{
+	for (size_t i = 0; i < v->nnames; i++)
+		if (strcmp(v->names[i], name) == 0)
+			return;
+	if (v->nnames == sizeof(v->names) / sizeof(v->names[0]))
+		return;
+	v->names[v->nnames] = strdup(name);
+	if (v->names[v->nnames])
+		v->nnames++;
+}
+
+/* " pid P \"name\"" (the name escaped: it comes from the trace). */
+static void append_process(struct strbuf *sb, int64_t pid, const bt_trace *trace)
+{
+	if (pid >= 0)
+		strbuf_addf(sb, " pid %" PRId64, pid);
+	const char *name = trace_process_name(trace);
+	if (name) {
+		strbuf_add(sb, " ", 1);
+		strbuf_add_c_string(sb, name);
+	}
 }
 
 static int view_event(const struct trace_event *ev, void *arg)
@@ -55,8 +87,12 @@ static int view_event(const struct trace_event *ev, void *arg)
 		v->first_ns = ev->ns;
 		v->have_first = 1;
 	}
-	if (!matches(v, ev->name))
+	if (!matches(v, ev->name)) {
+		if (v->shown == 0)
+			note_name(v, ev->name);
 		return 0;
+	}
+	v->shown++;
 	struct strbuf *sb = &v->line;
 	strbuf_reset(sb);
 	strbuf_add(sb, "[", 1);
@@ -71,9 +107,11 @@ static int view_event(const struct trace_event *ev, void *arg)
 	strbuf_add(sb, "]", 1);
 	if (ev->cpu >= 0)
 		strbuf_addf(sb, " cpu %" PRId64, ev->cpu);
+	if (ev->ntraces > 1)
+		append_process(sb, ev->pid, bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev->event)));
 	if (ev->tid >= 0)
 		strbuf_addf(sb, " tid %" PRId64, ev->tid);
-	strbuf_addf(sb, " %s:", ev->name);
+	strbuf_addf(sb, " %s:", cli_text(ev->name));
 	if (ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE &&
 	    bt_field_class_structure_get_member_count(bt_field_borrow_class_const(ev->payload)) > 0) {
 		strbuf_add(sb, " ", 1);
@@ -89,14 +127,26 @@ static int view_event(const struct trace_event *ev, void *arg)
 	return 0;
 }
 
-static void view_discarded(uint64_t count, uint64_t stream_index, void *arg)
+static void view_discarded(const struct trace_loss *loss, void *arg)
 {
 	struct view_state *v = arg;
-	v->lost += count;
-	if (count)
-		printf("# lost %" PRIu64 " events in stream %" PRIu64 " (tracer buffer full)\n", count, stream_index);
+	v->lost += loss->count;
+	struct strbuf *sb = &v->line;
+	strbuf_reset(sb);
+	if (loss->count)
+		strbuf_addf(sb, "# lost %" PRIu64 " events in stream %" PRIu64, loss->count, loss->stream_index);
 	else
-		printf("# lost events in stream %" PRIu64 " (babeltrace2 gives no count)\n", stream_index);
+		strbuf_addf(sb, "# lost events in stream %" PRIu64, loss->stream_index);
+	/* whose: the thread (and the process when the trace has several) */
+	if (loss->tid >= 0 || loss->ntraces > 1)
+		strbuf_add(sb, " of", 3);
+	if (loss->ntraces > 1)
+		append_process(sb, loss->pid, loss->trace);
+	if (loss->tid >= 0)
+		strbuf_addf(sb, " tid %" PRId64, loss->tid);
+	strbuf_addf(sb, " (%s)\n", loss->count ? "tracer buffer full" : "babeltrace2 gives no count");
+	if (!sb->failed)
+		fwrite(sb->data, 1, sb->len, stdout);
 }
 
 static int view_run(int argc, char **argv)
@@ -116,7 +166,11 @@ static int view_run(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+e:ruh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'e': globs[v.nglobs++] = optarg; break;
+		case 'e':
+			if (cli_glob_check("view", "-e", optarg) != 0)
+				return 2;
+			globs[v.nglobs++] = optarg;
+			break;
 		case 'r': v.relative = 1; break;
 		case 'u': v.utc = 1; break;
 		case 'h': fputs(view_usage, stdout); return 0;
@@ -137,7 +191,29 @@ static int view_run(int argc, char **argv)
 	int r = trace_read(argv[optind], &ops, &v);
 	fflush(stdout);
 	strbuf_release(&v.line);
-	return r == 0 || r == 2 ? 0 : 1;
+	int status = r == 0 || r == 2 ? 0 : 1;
+	if (r == 0 && v.nglobs > 0 && v.shown == 0) {
+		/* Say so, with the names the trace does have (quoted; names
+		 * come from the trace, so control bytes are escaped). */
+		struct strbuf msg = { 0 };
+		for (int i = 0; i < v.nglobs; i++) {
+			strbuf_add(&msg, i ? ", " : "", i ? 2 : 0);
+			strbuf_add_json_string(&msg, v.globs[i]);
+		}
+		strbuf_addf(&msg, "%s", v.nnames ? "; the trace has " : "; the trace has no events");
+		for (size_t i = 0; i < v.nnames; i++) {
+			strbuf_add(&msg, i ? ", " : "", i ? 2 : 0);
+			strbuf_add_json_string(&msg, v.names[i]);
+		}
+		if (v.nnames == sizeof(v.names) / sizeof(v.names[0]))
+			strbuf_add(&msg, ", ...", 5);
+		cli_error("view: no event matches -e %s", msg.failed ? "(out of memory)" : msg.data);
+		strbuf_release(&msg);
+		status = 1;
+	}
+	for (size_t i = 0; i < v.nnames; i++)
+		free(v.names[i]);
+	return status;
 }
 
 MARK_CLI_COMMAND(view, "view", "print the events of a trace as text", view_run);

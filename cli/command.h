@@ -20,4 +20,13 @@ struct mark_cli_command {
 /* Print "mark: <message>" to stderr; returns 1 (the usage/error exit status). */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* 0 if glob (given to `cmd` as `option`) is a valid marker glob; else prints
+ * why ("mark: view: bad -e \"req[\": ...") and returns 2 (bad usage). */
+int cli_glob_check(const char *cmd, const char *option, const char *glob);
+
+/* Does glob match the marker shown as `name` ("name" or "provider:name")?
+ * The core's rules (src/core/glob.c): without ':' it also matches the name
+ * without provider, and "__" also matches "-". */
+int cli_glob_match(const char *glob, const char *name);
+
 #endif

@@ -8,12 +8,14 @@
 #include <mark/tracer.h>
 #include "command.h"
 #include "agent/agent.h"
+#include "text.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,9 @@ static void read_comm(pid_t pid, char *buf, size_t len)
 	if (fgets(buf, (int)len, f))
 		buf[strcspn(buf, "\n")] = '\0';
 	fclose(f);
+	/* The process names itself (prctl, its argv[0]): escaped here once for
+	 * every message that shows it (escaping is idempotent, see text.h). */
+	snprintf(buf, len, "%s", cli_text(buf));
 }
 
 /* XDG_RUNTIME_DIR of the target, when its environment is readable (same user or root). */
@@ -86,7 +91,7 @@ size_t ctl_socket_dirs(uid_t uid, pid_t pid, char dirs[][108], size_t max)
 {
 	char dir[108], xdg[PATH_MAX], run[64];
 	size_t n = 0;
-	const char *own = getenv("XDG_RUNTIME_DIR");
+	const char *own = secure_getenv("XDG_RUNTIME_DIR");
 	if (own && mark_agent_dir(dir, sizeof(dir), uid, own) == 0)
 		n = add_dir(dirs, n, max, dir);
 	if (pid > 0 && target_xdg(pid, xdg, sizeof(xdg)) && mark_agent_dir(dir, sizeof(dir), uid, xdg) == 0)
@@ -97,6 +102,101 @@ size_t ctl_socket_dirs(uid_t uid, pid_t pid, char dirs[][108], size_t max)
 	if (mark_agent_dir(dir, sizeof(dir), uid, NULL) == 0)
 		n = add_dir(dirs, n, max, dir);
 	return n;
+}
+
+/* The effective uid of `pid` (the uid its agent runs and creates its socket
+ * with), from /proc/PID/status; false if it cannot be read. */
+static bool target_euid(pid_t pid, uid_t *uid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	bool found = false;
+	unsigned r, e;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %u %u", &r, &e) == 2) {
+			*uid = (uid_t)e;
+			found = true;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* snprintf for the refusal messages below, which may be cut (they quote paths). */
+static __attribute__((format(printf, 3, 4))) void say(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * May the socket at `path` (in `dir`) speak for process `pid` of uid `uid`?
+ * Both must be the target user's alone: the directory a real directory
+ * (not a link) owned by uid and writable by nobody else, the socket owned
+ * by uid.  Anyone else who could write there could have planted it, and
+ * whatever answers on it would be trusted with the controller's requests
+ * and believed in its replies.  Root's are trusted too: a process that
+ * started as root and dropped privileges keeps its socket in root's
+ * directory (only root can reach it, and check_peer() still requires the
+ * pid).  Returns NULL or why not (in `why`).
+ */
+static const char *check_socket_owner(const char *dir, const char *path, const struct stat *st, uid_t uid,
+				      pid_t pid, char *why, size_t len)
+{
+	struct stat dst;
+	if (lstat(dir, &dst) != 0)
+		say(why, len, "refusing %s: cannot inspect its directory: %s", path, strerror(errno));
+	else if (!S_ISDIR(dst.st_mode))
+		say(why, len, "refusing %s: %s is not a directory (a symbolic link?); remove it and restart "
+			 "process %d", path, dir, (int)pid);
+	else if (dst.st_uid != uid && dst.st_uid != 0)
+		say(why, len, "refusing %s: its directory %s is owned by uid %u, not by uid %u of process %d, "
+			 "so someone else may have planted it; remove %s (as root) and restart process %d",
+			 path, dir, (unsigned)dst.st_uid, (unsigned)uid, (int)pid, dir, (int)pid);
+	else if (dst.st_mode & 022)
+		say(why, len, "refusing %s: its directory %s is writable by others (mode %04o), so anyone "
+			 "could have put it there; make it private (chmod 0700 %s) and restart process %d",
+			 path, dir, (unsigned)(dst.st_mode & 07777), dir, (int)pid);
+	else if (st->st_uid != uid && st->st_uid != 0)
+		say(why, len, "refusing %s: it is owned by uid %u, not by uid %u of process %d; remove it "
+			 "and restart process %d", path, (unsigned)st->st_uid, (unsigned)uid, (int)pid, (int)pid);
+	else
+		return NULL;
+	return why;
+}
+
+/*
+ * After connect: the process listening must be the one asked for.  The
+ * kernel records the listener's pid (translated into our pid namespace; 0
+ * when it is outside it) and euid at listen() time (root's is accepted, as
+ * above), so a socket that
+ * answers for another process, e.g. one with the same pid number in
+ * another pid namespace sharing this directory, is caught here.
+ */
+static const char *check_peer(int fd, const char *path, uid_t uid, pid_t pid, char *why, size_t len)
+{
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 || cl != sizeof(cred))
+		say(why, len, "refusing %s: cannot read its peer credentials: %s", path, strerror(errno));
+	else if (cred.pid != pid)
+		say(why, len, "refusing %s: it is answered by %s %d, not by process %d (a process of "
+			 "another pid namespace that shares this directory, or a planted socket); give the "
+			 "processes different XDG_RUNTIME_DIRs, or run mark in the target's pid namespace",
+			 path, cred.pid ? "process" : "a process outside this pid namespace, pid", (int)cred.pid,
+			 (int)pid);
+	else if (cred.uid != uid && cred.uid != 0)
+		say(why, len, "refusing %s: it is answered by uid %u, not by uid %u of process %d", path,
+			 (unsigned)cred.uid, (unsigned)uid, (int)pid);
+	else
+		return NULL;
+	return why;
 }
 
 int ctl_connect(struct ctl_conn *c, pid_t pid)
@@ -113,33 +213,52 @@ int ctl_connect(struct ctl_conn *c, pid_t pid)
 	if (stat(proc, &pst) != 0)
 		return cli_error("no process with PID %d (or /proc is not mounted)", (int)pid);
 	read_comm(pid, c->comm, sizeof(c->comm));
+	/* The agent runs (and owns its socket) with the process's euid. */
+	uid_t uid = pst.st_uid;
+	if (!target_euid(pid, &uid) && ctl_process_gone(pid))
+		return cli_error("process %d exited", (int)pid);
+	c->uid = uid;
 	/* The agent serves only its own user and root: say so before looking
 	 * for a socket we could not reach anyway. */
-	if (geteuid() != 0 && pst.st_uid != geteuid())
+	if (geteuid() != 0 && uid != geteuid())
 		return cli_error("permission denied: process %d (%s) runs as uid %u; control it as that user or "
-				 "as root", (int)pid, c->comm, (unsigned)pst.st_uid);
+				 "as root", (int)pid, c->comm, (unsigned)uid);
 
 	char dirs[6][108];
-	size_t nd = ctl_socket_dirs(pst.st_uid, pid, dirs, 6);
+	size_t nd = ctl_socket_dirs(uid, pid, dirs, 6);
 	bool denied = false;
 	int last_err = 0;
+	/* The first refusal, reported if no directory has a socket we trust. */
+	char why[1024], refused[1024] = "";
 	for (size_t i = 0; i < nd; i++) {
 		char path[108];
 		if (snprintf(path, sizeof(path), "%s/%d.sock", dirs[i], (int)pid) >= (int)sizeof(path))
 			continue;
 		struct stat st;
-		if (stat(path, &st) != 0) {
+		if (lstat(path, &st) != 0) {
 			denied |= errno == EACCES;
 			continue;
 		}
 		if (!S_ISSOCK(st.st_mode))
 			continue;
+		if (check_socket_owner(dirs[i], path, &st, uid, pid, why, sizeof(why))) {
+			if (!refused[0])
+				snprintf(refused, sizeof(refused), "%s", why);
+			continue;
+		}
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0)
 			return cli_error("socket: %s", strerror(errno));
 		struct sockaddr_un addr = { .sun_family = AF_UNIX };
 		snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
 		if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0) {
+			/* Nothing is sent before the peer is known to be the target. */
+			if (check_peer(fd, path, uid, pid, why, sizeof(why))) {
+				close(fd);
+				if (!refused[0])
+					snprintf(refused, sizeof(refused), "%s", why);
+				continue;
+			}
 			c->fd = fd;
 			snprintf(c->path, sizeof(c->path), "%s", path);
 			return 0;
@@ -148,9 +267,11 @@ int ctl_connect(struct ctl_conn *c, pid_t pid)
 		close(fd);
 		denied |= last_err == EACCES || last_err == EPERM;
 	}
+	if (refused[0])
+		return cli_error("%s", refused);
 	if (denied)
 		return cli_error("permission denied: process %d (%s) runs as uid %u; control it as that user or "
-				 "as root", (int)pid, c->comm, (unsigned)pst.st_uid);
+				 "as root", (int)pid, c->comm, (unsigned)uid);
 	if (last_err == ECONNREFUSED)
 		return cli_error("process %d (%s) has a stale mark socket but no agent listening (it exec'd a "
 				 "program without markers, or its agent stopped); `mark ps` removes stale sockets",

@@ -29,6 +29,7 @@ extern const char cli_record_pid_usage[];
 struct ctl_conn {
 	int fd;
 	pid_t pid;
+	uid_t uid;                     /* the process's euid: its agent's  */
 	char comm[64];                 /* the process's name, for messages */
 	char path[108];                /* the socket                       */
 	struct mark_proto_reader reader;

@@ -162,7 +162,7 @@ static int write_object_source(FILE *out, const struct dt_file *f, const char *s
 	fprintf(out,
 		").\n"
 		" * Connects the program's markers to libmark at run time; see dtrace_gen.c. */\n"
-		"#define _GNU_SOURCE /* RTLD_NOLOAD */\n"
+		"#define _GNU_SOURCE /* RTLD_NOLOAD, secure_getenv */\n"
 		"#include <dlfcn.h>\n"
 		"#include <stdint.h>\n"
 		"#include <stdio.h>\n"
@@ -211,7 +211,7 @@ static int write_object_source(FILE *out, const struct dt_file *f, const char *s
 		"\t\t__atomic_store_n(&fire_ptr, (fire_fn)dlsym(h, \"mark__fire\"), __ATOMIC_RELEASE);\n"
 		"\t}\n"
 		"\tload_state = h && register_ptr ? 1 : -1;\n"
-		"\tif (load_state < 0 && (getenv(\"MARK_ENABLE\") || getenv(\"MARK_TRACE\")))\n"
+		"\tif (load_state < 0 && (secure_getenv(\"MARK_ENABLE\") || secure_getenv(\"MARK_TRACE\")))\n"
 		"\t\tfprintf(stderr, \"mark: cannot load libmark (%s): the markers of this program \"\n"
 		"\t\t\t\"stay off; install libmark or add its directory to LD_LIBRARY_PATH\\n\",\n"
 		"\t\t\tdlerror());\n"

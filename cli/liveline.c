@@ -2,15 +2,19 @@
  * Live statistics and the terminal status line: see liveline.h.
  *
  * Concurrency: the .mark-stats file is written by the traced process's
- * consumer thread as a seqlock (trace_format.h).  We map it read-only and
- * copy header + entries between two loads of `seq`: acquire on the first
- * load orders the copies after it; the copies are themselves 64-bit
- * acquire loads, which orders the second load of `seq` after them (the
- * same effect as the reader's acquire fence in trace_format.h, which gcc
- * refuses to compile under -fsanitize=thread).  A copy is kept only if
- * `seq` was even and unchanged.  The writer may be dead (SIGKILL): then `seq` may
- * stay odd forever, and after a bounded number of retries we use the last
- * copy anyway (its counters are then at worst one update old).
+ * consumer thread as a seqlock (trace_format.h).  We read it with pread()
+ * (never mapped: the traced user owns the file and could cut it short
+ * under a mapping, which would kill us with SIGBUS): the header, whose
+ * `seq` is read before the counters after it, then the entries, then
+ * `seq` again.  Each pread() is a separate system call, so the reads are
+ * done in that order (on x86-64 loads are not reordered with loads; on
+ * weaker machines a copy may at worst mix two updates, which a status
+ * display tolerates).  A copy is kept only if `seq` was even and
+ * unchanged.  The writer may be dead (SIGKILL), or hostile: then `seq`
+ * may stay odd forever, and after a bounded number of retries we use the
+ * last copy anyway (its counters are then at worst one update old).
+ * Every layout field is checked on each copy, not once: the file may
+ * change between two reads.
  *
  * The status line is drawn by one thread of its own; the only state shared
  * with the caller is `stop`, set (release) by liveline_stop() and read
@@ -18,17 +22,19 @@
  * thread's last write to stderr before the caller's erasing of the line.
  */
 #include "liveline.h"
+#include "text.h"
 
 #include "tracer/trace_format.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,62 +46,68 @@ struct stats_copy {
 	uint32_t nentries;
 };
 
-/* Both sizes are multiples of 8 and the mapping is page aligned: copy by 64-bit words. */
-_Static_assert(sizeof(struct mark_tf_stats) % 8 == 0, "stats header is whole words");
-_Static_assert(sizeof(struct mark_tf_stats_entry) % 8 == 0, "stats entry is whole words");
-
-static void copy_words_acquire(void *dst, const void *src, size_t bytes)
+/* pread exactly len bytes at off: 0, or -1 (error, or the file is shorter now). */
+static int pread_full(int fd, void *buf, size_t len, off_t off)
 {
-	const uint64_t *from = src;
-	uint64_t *to = dst;
-	for (size_t i = 0; i < bytes / 8; i++)
-		to[i] = __atomic_load_n(&from[i], __ATOMIC_ACQUIRE);
+	char *p = buf;
+	while (len) {
+		ssize_t n = pread(fd, p, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += (size_t)n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
 }
 
 static int copy_stats_file(const char *path, struct stats_copy *out, int want_entries)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Read with pread, never mapped: the traced user owns the file and
+	 * could cut it short under a mapping (SIGBUS in mark record).  Not
+	 * O_NOFOLLOW: this only reads. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -1;
 	struct stat st;
-	if (fstat(fd, &st) != 0 || (size_t)st.st_size < sizeof(struct mark_tf_stats)) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return -1;
 	}
-	size_t size = (size_t)st.st_size;
-	const unsigned char *map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return -1;
-	const struct mark_tf_stats *live = (const struct mark_tf_stats *)map;
 	int ret = -1;
 	out->entries = NULL;
 	out->nentries = 0;
-	if (memcmp(live->magic, MARK_TF_STATS_MAGIC, 8) != 0 || live->version != MARK_TF_STATS_VERSION ||
-	    live->header_size < sizeof(struct mark_tf_stats) ||
-	    live->entry_size < sizeof(struct mark_tf_stats_entry))
-		goto out;
 	for (int attempt = 0; attempt < 1000; attempt++) {
-		uint64_t s1 = __atomic_load_n(&live->seq, __ATOMIC_ACQUIRE);
-		copy_words_acquire(&out->hdr, live, sizeof(out->hdr));
+		uint64_t s1, s2;
+		if (pread_full(fd, &out->hdr, sizeof(out->hdr), 0) != 0)
+			goto out;
+		s1 = out->hdr.seq;
+		const struct mark_tf_stats *h = &out->hdr;
+		if (memcmp(h->magic, MARK_TF_STATS_MAGIC, 8) != 0 || h->version != MARK_TF_STATS_VERSION ||
+		    h->header_size < sizeof(struct mark_tf_stats) ||
+		    h->entry_size < sizeof(struct mark_tf_stats_entry))
+			goto out;
 		uint32_t n = 0;
 		if (want_entries) {
-			n = out->hdr.nentries;
-			size_t hs = out->hdr.header_size, es = out->hdr.entry_size;
-			/* Never trust a count that would read past the file, or an
-			 * unaligned layout (the words below must be aligned). */
-			if (hs % 8 || es % 8)
+			n = h->nentries;
+			/* Never more entries than the file's layout allows. */
+			uint64_t hs = h->header_size, es = h->entry_size, size = (uint64_t)st.st_size;
+			if (hs > size)
 				n = 0;
-			else if (hs > size || n > (size - hs) / es)
-				n = (uint32_t)((size - (hs > size ? size : hs)) / es);
+			else if (n > (size - hs) / es)
+				n = (uint32_t)((size - hs) / es);
 			struct mark_tf_stats_entry *e = realloc(out->entries, (n ? n : 1) * sizeof(*e));
 			if (!e)
 				goto out;
 			out->entries = e;
 			for (uint32_t i = 0; i < n; i++)
-				copy_words_acquire(&e[i], map + hs + (size_t)i * es, sizeof(*e));
+				if (pread_full(fd, &e[i], sizeof(*e), (off_t)(hs + (uint64_t)i * es)) != 0)
+					n = i;   /* the file shrank meanwhile: what was read */
 		}
-		uint64_t s2 = __atomic_load_n(&live->seq, __ATOMIC_RELAXED);
+		if (pread_full(fd, &s2, sizeof(s2), offsetof(struct mark_tf_stats, seq)) != 0)
+			goto out;
 		out->nentries = n;
 		ret = 0;
 		if (!(s1 & 1) && s1 == s2)
@@ -110,8 +122,9 @@ out:
 	if (ret != 0) {
 		free(out->entries);
 		out->entries = NULL;
+		out->nentries = 0;
 	}
-	munmap((void *)map, size);
+	close(fd);
 	return ret;
 }
 
@@ -318,11 +331,11 @@ void live_print_marker_counts(FILE *out, const struct live_marker_count *markers
 	while (fired < n && markers[fired].events > 0)
 		fired++;
 	for (size_t i = 0; i < fired; i++)
-		if (strlen(markers[i].name) > width)
-			width = strlen(markers[i].name);
+		if (strlen(cli_text(markers[i].name)) > width)
+			width = strlen(cli_text(markers[i].name));
 	if (!fired)
 		return;
 	fprintf(out, "  %-*s %14s\n", (int)width, "marker", "events");
 	for (size_t i = 0; i < fired; i++)
-		fprintf(out, "  %-*s %14" PRIu64 "\n", (int)width, markers[i].name, markers[i].events);
+		fprintf(out, "  %-*s %14" PRIu64 "\n", (int)width, cli_text(markers[i].name), markers[i].events);
 }

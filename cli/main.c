@@ -1,22 +1,56 @@
 /* The `mark` command: dispatches to the subcommands in cli/cmd_*.c. */
+#define _GNU_SOURCE /* vasprintf */
 #include "command.h"
+#include "text.h"
+#include "core/internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern const struct mark_cli_command __start_mark_cli_commands[] __attribute__((weak));
 extern const struct mark_cli_command __stop_mark_cli_commands[] __attribute__((weak));
 
+/*
+ * Messages quote names, paths and globs, often from the traced process (its
+ * name, its markers, its agent's error text): the whole message is escaped
+ * for the terminal (text.h), so no caller can forget to.
+ */
 int cli_error(const char *fmt, ...)
 {
 	va_list ap;
-	fputs("mark: ", stderr);
+	struct strbuf msg = { 0 };
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	char *raw = NULL;
+	int n = vasprintf(&raw, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	strbuf_add_terminal(&msg, n >= 0 ? raw : fmt);
+	fprintf(stderr, "mark: %s\n", msg.failed ? "(out of memory)" : msg.data ? msg.data : "");
+	free(raw);
+	strbuf_release(&msg);
 	return 1;
+}
+
+int cli_glob_check(const char *cmd, const char *option, const char *glob)
+{
+	char why[200];
+	if (mark_glob_check(glob, why, sizeof(why)) == 0)
+		return 0;
+	/* The glob is shown with control bytes as '?' (the reason names them). */
+	char shown[128];
+	size_t n = 0;
+	for (const char *p = glob ? glob : ""; *p && n + 1 < sizeof(shown); p++)
+		shown[n++] = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
+	shown[n] = '\0';
+	cli_error("%s: bad %s \"%s\": %s", cmd, option, shown, why);
+	return 2;
+}
+
+int cli_glob_match(const char *glob, const char *name)
+{
+	const char *colon = strchr(name, ':');
+	return mark_name_glob_match(glob, name, colon ? colon + 1 : NULL);
 }
 
 static void usage(FILE *out)
@@ -26,7 +60,17 @@ static void usage(FILE *out)
 		     "Commands:\n");
 	for (const struct mark_cli_command *c = __start_mark_cli_commands; c < __stop_mark_cli_commands; c++)
 		fprintf(out, "  %-10s %s\n", c->name, c->summary);
-	fprintf(out, "\nRun `mark COMMAND --help` for the options of a command.\n");
+	fprintf(out, "\nRun `mark help COMMAND` (or `mark COMMAND --help`) for the options of a command,\n"
+		     "`mark -V` (or --version) for the version.\n");
+}
+
+/* The command called `name`, or NULL. */
+static const struct mark_cli_command *find_command(const char *name)
+{
+	for (const struct mark_cli_command *c = __start_mark_cli_commands; c < __stop_mark_cli_commands; c++)
+		if (strcmp(name, c->name) == 0)
+			return c;
+	return NULL;
 }
 
 int main(int argc, char **argv)
@@ -35,18 +79,31 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+	const char *name = argv[1];
+	if (strcmp(name, "help") == 0 && argc > 2) {
+		/* `mark help CMD` is `mark CMD --help` */
+		const struct mark_cli_command *c = find_command(argv[2]);
+		if (c) {
+			char *help_argv[] = { argv[2], (char *)"--help", NULL };
+			return c->run(2, help_argv);
+		}
+		name = argv[2];
+	} else if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
 		usage(stdout);
 		return 0;
-	}
-	if (strcmp(argv[1], "--version") == 0) {
-		printf("mark 0.1.0\n");
+	} else if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+		printf("mark %s\n", MARK_CLI_VERSION);
 		return 0;
-	}
-	for (const struct mark_cli_command *c = __start_mark_cli_commands; c < __stop_mark_cli_commands; c++)
-		if (strcmp(argv[1], c->name) == 0)
+	} else {
+		const struct mark_cli_command *c = find_command(name);
+		if (c)
 			return c->run(argc - 1, argv + 1);
-	fprintf(stderr, "mark: unknown command \"%s\"\n\n", argv[1]);
+	}
+	/* The name comes from the command line: shown with control bytes as '?'. */
+	fputs("mark: unknown command \"", stderr);
+	for (const char *p = name; *p; p++)
+		fputc((unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p, stderr);
+	fputs("\"\n\n", stderr);
 	usage(stderr);
 	return 2;
 }

@@ -12,6 +12,7 @@
 #include "trace_reader.h"
 
 #include "command.h"
+#include "text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +26,9 @@
 struct stream_slot {
 	const bt_stream *stream;   /* borrowed; compared by address only */
 	uint64_t index;
+	int64_t pid, tid;          /* of the stream's current packet (-1: unknown)   */
+	bool loss_pending;         /* a loss waits for the next packet's thread      */
+	uint64_t loss_count;
 };
 
 struct reader {
@@ -33,23 +37,31 @@ struct reader {
 	int stop_value;            /* the callback's non-zero return, if it stopped */
 	struct stream_slot *streams;
 	size_t nstreams, streams_cap;
+	size_t ntraces;
 };
 
-static uint64_t stream_index(struct reader *r, const bt_stream *stream)
+/* The slot of a stream (added on first sight); NULL when out of memory. */
+static struct stream_slot *stream_slot(struct reader *r, const bt_stream *stream)
 {
 	for (size_t i = 0; i < r->nstreams; i++)
 		if (r->streams[i].stream == stream)
-			return r->streams[i].index;
+			return &r->streams[i];
 	if (r->nstreams == r->streams_cap) {
 		size_t cap = r->streams_cap ? 2 * r->streams_cap : 16;
 		struct stream_slot *grown = realloc(r->streams, cap * sizeof(*grown));
 		if (!grown)
-			return UINT64_MAX;
+			return NULL;
 		r->streams = grown;
 		r->streams_cap = cap;
 	}
-	r->streams[r->nstreams] = (struct stream_slot){ stream, r->nstreams };
-	return r->nstreams++;
+	r->streams[r->nstreams] = (struct stream_slot){ .stream = stream, .index = r->nstreams, .pid = -1, .tid = -1 };
+	return &r->streams[r->nstreams++];
+}
+
+static uint64_t stream_index(struct reader *r, const bt_stream *stream)
+{
+	struct stream_slot *s = stream_slot(r, stream);
+	return s ? s->index : UINT64_MAX;
 }
 
 /*
@@ -190,6 +202,7 @@ static int handle_event(struct reader *r, const bt_message *msg)
 		.stream_index = stream_index(r, stream),
 		.payload = bt_event_borrow_payload_field_const(event),
 		.event = event,
+		.ntraces = r->ntraces,
 	};
 	if (!ev.name)
 		ev.name = "(unnamed)";
@@ -208,14 +221,66 @@ static int handle_event(struct reader *r, const bt_message *msg)
 	return r->ops->event ? r->ops->event(&ev, r->arg) : 0;
 }
 
+/* Report the stream's pending loss with its current packet's process and thread. */
+static void flush_loss(struct reader *r, struct stream_slot *s)
+{
+	if (!s->loss_pending)
+		return;
+	s->loss_pending = false;
+	struct trace_loss loss = {
+		.count = s->loss_count,
+		.stream_index = s->index,
+		.pid = s->pid > 0 ? s->pid : -1,
+		.tid = s->tid > 0 ? s->tid : -1,
+		.trace = bt_stream_borrow_trace_const(s->stream),
+		.ntraces = r->ntraces,
+	};
+	s->loss_count = 0;
+	if (r->ops->discarded)
+		r->ops->discarded(&loss, r->arg);
+}
+
 static void handle_discarded(struct reader *r, const bt_message *msg)
 {
 	uint64_t count = 0;
 	if (bt_message_discarded_events_get_count(msg, &count) != BT_PROPERTY_AVAILABILITY_AVAILABLE)
 		count = 0;
-	const bt_stream *stream = bt_message_discarded_events_borrow_stream_const(msg);
-	if (r->ops->discarded)
-		r->ops->discarded(count, stream_index(r, stream), r->arg);
+	struct stream_slot *s = stream_slot(r, bt_message_discarded_events_borrow_stream_const(msg));
+	if (!s) {   /* out of memory: report it now, without the thread */
+		struct trace_loss loss = { .count = count, .stream_index = UINT64_MAX, .pid = -1, .tid = -1,
+					   .ntraces = r->ntraces };
+		if (r->ops->discarded)
+			r->ops->discarded(&loss, r->arg);
+		return;
+	}
+	/* Two reports before the next packet: one line, unless one has no count. */
+	if (s->loss_pending && (count == 0 || s->loss_count == 0))
+		flush_loss(r, s);
+	s->loss_pending = true;
+	s->loss_count += count;
+}
+
+/* A packet begins: its context names the stream's thread from now on. */
+static void handle_packet_beginning(struct reader *r, const bt_message *msg)
+{
+	const bt_packet *packet = bt_message_packet_beginning_borrow_packet_const(msg);
+	const bt_stream *stream = bt_packet_borrow_stream_const(packet);
+	struct stream_slot *s = stream_slot(r, stream);
+	if (!s)
+		return;
+	const bt_field *ctx = bt_packet_borrow_context_field_const(packet);
+	int64_t v;
+	if (struct_int_member(ctx, tid_names, &v))
+		s->tid = v;
+	if (struct_int_member(ctx, pid_names, &v) || env_int(bt_stream_borrow_trace_const(stream), pid_names, &v))
+		s->pid = v;
+	flush_loss(r, s);
+}
+
+const char *trace_process_name(const bt_trace *trace)
+{
+	const bt_value *v = trace ? bt_trace_borrow_environment_entry_value_by_name_const(trace, "procname") : NULL;
+	return v && bt_value_is_string(v) ? bt_value_string_get(v) : NULL;
 }
 
 static bt_graph_simple_sink_component_consume_func_status consume(bt_message_iterator *it, void *user)
@@ -249,6 +314,16 @@ static bt_graph_simple_sink_component_consume_func_status consume(bt_message_ite
 			case BT_MESSAGE_TYPE_DISCARDED_EVENTS:
 				handle_discarded(r, msg);
 				break;
+			case BT_MESSAGE_TYPE_PACKET_BEGINNING:
+				handle_packet_beginning(r, msg);
+				break;
+			case BT_MESSAGE_TYPE_STREAM_END: {
+				struct stream_slot *s =
+					stream_slot(r, bt_message_stream_end_borrow_stream_const(msg));
+				if (s)
+					flush_loss(r, s);
+				break;
+			}
 			default:
 				break;
 			}
@@ -262,7 +337,8 @@ static bt_graph_simple_sink_component_consume_func_status consume(bt_message_ite
 /* Print babeltrace2's error causes (most specific last), then clear them. */
 static void print_bt_error(const char *directory, const char *what)
 {
-	fprintf(stderr, "mark: cannot read trace %s: %s\n", directory, what);
+	/* The causes quote the trace's metadata: escaped like the rest. */
+	fprintf(stderr, "mark: cannot read trace %s: %s\n", cli_text(directory), cli_text(what));
 	const bt_error *err = bt_current_thread_take_error();
 	if (!err)
 		return;
@@ -275,7 +351,7 @@ static void print_bt_error(const char *directory, const char *what)
 		if (!msg || strncmp(msg, "Component initialization method failed", 38) == 0 ||
 		    strncmp(msg, "Graph object's", 14) == 0)
 			continue;
-		fprintf(stderr, "  %s\n", msg);
+		fprintf(stderr, "  %s\n", cli_text(msg));
 		shown++;
 	}
 	bt_error_release(err);
@@ -373,12 +449,12 @@ int trace_check_directory(const char *directory)
 {
 	struct stat st;
 	if (stat(directory, &st) != 0) {
-		fprintf(stderr, "mark: cannot open trace %s: %s\n", directory, strerror(errno));
+		fprintf(stderr, "mark: cannot open trace %s: %s\n", cli_text(directory), strerror(errno));
 		return -1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "mark: %s is not a directory: give the trace directory "
-				"(the one holding the CTF `metadata` file)\n", directory);
+				"(the one holding the CTF `metadata` file)\n", cli_text(directory));
 		return -1;
 	}
 	struct trace_dirs t = { 0 };
@@ -388,7 +464,7 @@ int trace_check_directory(const char *directory)
 	if (n > 0)
 		return 0;
 	fprintf(stderr, "mark: %s is not a CTF trace: it has no `metadata` file "
-			"(give the directory `mark record -o` wrote)\n", directory);
+			"(give the directory `mark record -o` wrote)\n", cli_text(directory));
 	return -1;
 }
 
@@ -446,7 +522,7 @@ int trace_read(const char *directory, const struct trace_reader_ops *ops, void *
 	member_cache_next = 0;
 	find_traces(&traces, directory, 0);
 	if (traces.oom) {
-		fprintf(stderr, "mark: out of memory listing the traces in %s\n", directory);
+		fprintf(stderr, "mark: out of memory listing the traces in %s\n", cli_text(directory));
 		goto out;
 	}
 	if (!(ctf = load_plugin("ctf", directory)) || !(utils = load_plugin("utils", directory)))
@@ -468,6 +544,7 @@ int trace_read(const char *directory, const struct trace_reader_ops *ops, void *
 		print_bt_error(directory, "cannot build the babeltrace2 graph");
 		goto out;
 	}
+	r.ntraces = traces.n;
 	for (size_t i = 0; i < traces.n; i++)
 		if (add_source(graph, fs_class, mux, traces.paths[i], i, directory) != 0)
 			goto out;
@@ -482,8 +559,11 @@ int trace_read(const char *directory, const struct trace_reader_ops *ops, void *
 	do {
 		st = bt_graph_run(graph);
 	} while (st == BT_GRAPH_RUN_STATUS_AGAIN);
-	if (st == BT_GRAPH_RUN_STATUS_OK)
+	if (st == BT_GRAPH_RUN_STATUS_OK) {
 		ret = r.stop_value;
+		for (size_t i = 0; ret == 0 && i < r.nstreams; i++)   /* a stream cut short */
+			flush_loss(&r, &r.streams[i]);
+	}
 	else
 		print_bt_error(directory, "babeltrace2 failed while decoding it (truncated or corrupt stream file?)");
 out:

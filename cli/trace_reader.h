@@ -28,14 +28,32 @@ struct trace_event {
 	uint64_t stream_index;     /* dense index of the event's stream, in order first seen  */
 	const bt_field *payload;   /* structure of the marker's arguments, or NULL            */
 	const bt_event *event;     /* the babeltrace2 event, for anything else (borrowed)     */
+	size_t ntraces;            /* traces (processes) being read: > 1 for a forked child  */
+};
+
+/* The traced process's name (the trace's env.procname), or NULL; borrowed
+ * from the trace, untrusted (escape it to print it). */
+const char *trace_process_name(const bt_trace *trace);
+
+/*
+ * Events lost by the tracer in one stream.  A loss is reported when the
+ * stream's next packet begins (or the stream ends), with that packet's
+ * thread: mark's buffers are per thread, and the packet after a loss holds
+ * the events of the thread that lost them.
+ */
+struct trace_loss {
+	uint64_t count;            /* 0: the trace says events were lost, not how many  */
+	uint64_t stream_index;     /* as in struct trace_event                            */
+	int64_t pid, tid;          /* -1 if unknown                                       */
+	const bt_trace *trace;     /* for trace_process_name() (borrowed)                 */
+	size_t ntraces;            /* as in struct trace_event                            */
 };
 
 struct trace_reader_ops {
 	/* Each event in time order.  Return non-zero to stop reading (trace_read returns it). */
 	int (*event)(const struct trace_event *event, void *arg);
-	/* Events the tracer lost (CTF packet events_discarded), as babeltrace2 reports them.
-	 * `count` is 0 when the trace says events were lost without saying how many. */
-	void (*discarded)(uint64_t count, uint64_t stream_index, void *arg);
+	/* Events the tracer lost (CTF packet events_discarded), as babeltrace2 reports them. */
+	void (*discarded)(const struct trace_loss *loss, void *arg);
 };
 
 /*

@@ -9,106 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int strbuf_reserve(struct strbuf *sb, size_t extra)
-{
-	if (sb->failed)
-		return -1;
-	if (sb->len + extra + 1 <= sb->cap)
-		return 0;
-	size_t cap = sb->cap ? sb->cap : 256;
-	while (cap < sb->len + extra + 1)
-		cap *= 2;
-	char *grown = realloc(sb->data, cap);
-	if (!grown) {
-		sb->failed = 1;
-		return -1;
-	}
-	sb->data = grown;
-	sb->cap = cap;
-	return 0;
-}
-
-void strbuf_add(struct strbuf *sb, const char *text, size_t len)
-{
-	if (strbuf_reserve(sb, len) != 0)
-		return;
-	memcpy(sb->data + sb->len, text, len);
-	sb->len += len;
-	sb->data[sb->len] = '\0';
-}
-
-void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char small[128];
-	int n = vsnprintf(small, sizeof(small), fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n < sizeof(small)) {
-		strbuf_add(sb, small, (size_t)n);
-		return;
-	}
-	if (strbuf_reserve(sb, (size_t)n) != 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	sb->len += (size_t)n;
-}
-
-void strbuf_reset(struct strbuf *sb)
-{
-	sb->len = 0;
-	if (sb->data)
-		sb->data[0] = '\0';
-}
-
-void strbuf_release(struct strbuf *sb)
-{
-	free(sb->data);
-	*sb = (struct strbuf){ 0 };
-}
-
-/*
- * A quoted string: `"`, `\\`, newline and tab as two-character escapes in
- * both forms.  JSON also escapes carriage return the same way, and every other
- * control byte or byte >= 0x80 (a %s argument is any bytes, not
- * necessarily UTF-8) as \u00XX, so the file is always valid JSON; the
- * text view (C style) escapes every byte outside printable ASCII as \xXX.
- */
-static void add_quoted(struct strbuf *sb, const char *text, bool json)
-{
-	strbuf_add(sb, "\"", 1);
-	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-		switch (*p) {
-		case '"': strbuf_add(sb, "\\\"", 2); continue;
-		case '\\': strbuf_add(sb, "\\\\", 2); continue;
-		case '\n': strbuf_add(sb, "\\n", 2); continue;
-		case '\t': strbuf_add(sb, "\\t", 2); continue;
-		case '\r':
-			if (json) {
-				strbuf_add(sb, "\\r", 2);
-				continue;
-			}
-			break;
-		default:
-			break;
-		}
-		if (*p < 0x20 || *p >= (json ? 0x80 : 0x7f))
-			strbuf_addf(sb, json ? "\\u%04x" : "\\x%02x", *p);
-		else
-			strbuf_add(sb, (const char *)p, 1);
-	}
-	strbuf_add(sb, "\"", 1);
-}
-
-void strbuf_add_json_string(struct strbuf *sb, const char *text)
-{
-	add_quoted(sb, text, true);
-}
-
 static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_preferred_display_base base,
 			 enum trace_value_style style)
 {
@@ -138,17 +38,38 @@ static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_p
 	}
 }
 
-static void add_double(struct strbuf *sb, double d, enum trace_value_style style)
+static void add_double(struct strbuf *sb, double d, bool single, enum trace_value_style style)
 {
 	if (!isfinite(d)) {
 		strbuf_addf(sb, style == TRACE_VALUE_JSON ? "\"%g\"" : "%g", d);
 		return;
 	}
-	/* The shortest of %g and %.17g that reads back as the same double. */
-	char text[40];
-	snprintf(text, sizeof(text), "%g", d);
-	if (strtod(text, NULL) != d)
-		snprintf(text, sizeof(text), "%.17g", d);
+	/*
+	 * The shortest decimal that reads back as the same value: the first
+	 * precision (significant digits) whose %g text strtod (strtof for a
+	 * single-precision field, so 0.1f prints 0.1) turns back into d.  17
+	 * always does for a double, 9 for a float.  -0.0 prints as "-0"
+	 * (strtod keeps the sign, and == does not tell the two zeros apart,
+	 * so check the sign too).
+	 */
+	char text[512];   /* %.17g needs 25; room for what the compiler cannot bound */
+	int prec = 1;
+	for (; prec < (single ? 9 : 17); prec++) {
+		snprintf(text, sizeof(text), "%.*g", prec, d);
+		double back = single ? (double)strtof(text, NULL) : strtod(text, NULL);
+		if (back == d && signbit(back) == signbit(d))
+			break;
+	}
+	snprintf(text, sizeof(text), "%.*e", prec - 1, d);
+	/* Those digits in plain notation where that is how people write the
+	 * number (100, not 1e+02), in exponent notation for very large or
+	 * small magnitudes (the rule of Python's repr). */
+	int exp10 = atoi(strchr(text, 'e') + 1);
+	if (exp10 >= -4 && exp10 < 16)
+		snprintf(text, sizeof(text), "%.*f", prec - 1 - exp10 > 0 ? prec - 1 - exp10 : 0, d);
+	/* JSON readers take "-0" for the integer 0: keep the sign as -0.0 */
+	if (style == TRACE_VALUE_JSON && d == 0 && signbit(d))
+		snprintf(text, sizeof(text), "-0.0");
 	strbuf_addf(sb, "%s", text);
 }
 
@@ -169,6 +90,41 @@ static void add_enum_labels(struct strbuf *sb, const bt_field *field, bool is_si
 	}
 }
 
+/*
+ * The type the tracer gives a %c (mark_char_t in its metadata): an 8-bit
+ * unsigned enumeration with a label for each of the 256 values.
+ */
+static bool is_char_class(const bt_field_class *fc)
+{
+	return bt_field_class_get_type(fc) == BT_FIELD_CLASS_TYPE_UNSIGNED_ENUMERATION &&
+	       bt_field_class_integer_get_field_value_range(fc) == 8 &&
+	       bt_field_class_enumeration_get_mapping_count(fc) == 256;
+}
+
+/*
+ * A %c: in the text view a C character literal ('a', '\n', '\'',
+ * '\x01'), in JSON a string of that one byte (add_quoted's escapes; the
+ * NUL byte, which ends a C string, as "\u0000").
+ */
+static void add_char(struct strbuf *sb, unsigned char c, bool json)
+{
+	if (json) {
+		char one[2] = { (char)c, '\0' };
+		if (c == 0)
+			strbuf_add(sb, "\"\\u0000\"", 8);
+		else
+			strbuf_add_json_string(sb, one);
+	} else if (c == '\'' || c == '\\') {
+		strbuf_addf(sb, "'\\%c'", c);
+	} else if (c == '\n' || c == '\t') {
+		strbuf_addf(sb, "'\\%c'", c == '\n' ? 'n' : 't');
+	} else if (c >= 0x20 && c < 0x7f) {
+		strbuf_addf(sb, "'%c'", c);
+	} else {
+		strbuf_addf(sb, "'\\x%02x'", c);
+	}
+}
+
 void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_value_style style)
 {
 	bt_field_class_type t = bt_field_get_class_type(field);
@@ -179,6 +135,8 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		strbuf_addf(sb, "%s", bt_field_bool_get_value(field) ? "true" : "false");
 	} else if (t == BT_FIELD_CLASS_TYPE_BIT_ARRAY) {
 		strbuf_addf(sb, json ? "\"0x%" PRIx64 "\"" : "0x%" PRIx64, bt_field_bit_array_get_value_as_integer(field));
+	} else if (is_char_class(fc)) {
+		add_char(sb, (unsigned char)bt_field_integer_unsigned_get_value(field), json);
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER)) {
 		uint64_t v = bt_field_integer_unsigned_get_value(field);
 		add_unsigned(sb, v, bt_field_class_integer_get_preferred_display_base(fc), style);
@@ -195,15 +153,21 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		if (t == BT_FIELD_CLASS_TYPE_SIGNED_ENUMERATION)
 			add_enum_labels(sb, field, true, style);
 	} else if (t == BT_FIELD_CLASS_TYPE_SINGLE_PRECISION_REAL) {
-		add_double(sb, bt_field_real_single_precision_get_value(field), style);
+		add_double(sb, bt_field_real_single_precision_get_value(field), true, style);
 	} else if (t == BT_FIELD_CLASS_TYPE_DOUBLE_PRECISION_REAL) {
-		add_double(sb, bt_field_real_double_precision_get_value(field), style);
+		add_double(sb, bt_field_real_double_precision_get_value(field), false, style);
 	} else if (t == BT_FIELD_CLASS_TYPE_STRING) {
+		/*
+		 * The length, not the NUL: babeltrace2 2.0.4 empties a reused
+		 * string field by setting its length to 0 and leaves the old
+		 * text in place (an empty string would show an earlier event's).
+		 */
 		const char *s = bt_field_string_get_value(field);
+		const char *text = s && bt_field_string_get_length(field) > 0 ? s : "";
 		if (json)
-			strbuf_add_json_string(sb, s ? s : "");
+			strbuf_add_json_string(sb, text);
 		else
-			add_quoted(sb, s ? s : "", false);
+			strbuf_add_c_string(sb, text);
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY)) {
 		uint64_t n = bt_field_array_get_length(field);
 		strbuf_add(sb, "[", 1);
@@ -226,7 +190,7 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 				strbuf_add_json_string(sb, name);
 				strbuf_add(sb, ": ", 2);
 			} else {
-				strbuf_addf(sb, "%s = ", name);
+				strbuf_addf(sb, "%s = ", cli_text(name));
 			}
 			trace_value_append(sb, bt_field_structure_borrow_member_field_by_index_const(field, i), style);
 		}
@@ -244,6 +208,33 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 	}
 }
 
+/*
+ * Whether member i of the payload structure class fc only selects the
+ * option of a variant member of the same payload.  The tracer stores each
+ * %s as a length byte selecting a variant (docs/tracer.md): the string is
+ * the value, its selector is not shown.
+ */
+static bool is_payload_selector(const bt_field_class *fc, uint64_t i)
+{
+	uint64_t n = bt_field_class_structure_get_member_count(fc);
+	for (uint64_t j = 0; j < n; j++) {
+		const bt_field_class *m = bt_field_class_structure_member_borrow_field_class_const(
+			bt_field_class_structure_borrow_member_by_index_const(fc, j));
+		bt_field_class_type t = bt_field_class_get_type(m);
+		if (!bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT_WITH_SELECTOR_FIELD))
+			continue;
+		const bt_field_path *path = bt_field_class_variant_with_selector_field_borrow_selector_field_path_const(m);
+		if (path && bt_field_path_get_root_scope(path) == BT_FIELD_PATH_SCOPE_EVENT_PAYLOAD &&
+		    bt_field_path_get_item_count(path) == 1) {
+			const bt_field_path_item *item = bt_field_path_borrow_item_by_index_const(path, 0);
+			if (bt_field_path_item_get_type(item) == BT_FIELD_PATH_ITEM_TYPE_INDEX &&
+			    bt_field_path_item_index_get_index(item) == i)
+				return true;
+		}
+	}
+	return false;
+}
+
 void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace_value_style style)
 {
 	if (!payload || bt_field_get_class_type(payload) != BT_FIELD_CLASS_TYPE_STRUCTURE) {
@@ -255,18 +246,22 @@ void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace
 	uint64_t n = bt_field_class_structure_get_member_count(fc);
 	if (style == TRACE_VALUE_JSON)
 		strbuf_add(sb, "{", 1);
+	bool first = true;
 	for (uint64_t i = 0; i < n; i++) {
+		if (is_payload_selector(fc, i))
+			continue;
 		const char *name = bt_field_class_structure_member_get_name(
 			bt_field_class_structure_borrow_member_by_index_const(fc, i));
 		const bt_field *f = bt_field_structure_borrow_member_field_by_index_const(payload, i);
 		if (style == TRACE_VALUE_JSON) {
-			if (i)
+			if (!first)
 				strbuf_add(sb, ", ", 2);
 			strbuf_add_json_string(sb, name);
 			strbuf_add(sb, ": ", 2);
 		} else {
-			strbuf_addf(sb, "%s%s=", i ? " " : "", name);
+			strbuf_addf(sb, "%s%s=", first ? "" : " ", cli_text(name));
 		}
+		first = false;
 		trace_value_append(sb, f, style);
 	}
 	if (style == TRACE_VALUE_JSON)

@@ -1,6 +1,6 @@
 /*
  * Turning babeltrace2 field values into text (`mark view`) and JSON
- * (`mark export`), and the growable string buffer both use.
+ * (`mark export`); the string buffer and escaping are in text.h.
  */
 #ifndef MARK_CLI_TRACE_VALUE_H
 #define MARK_CLI_TRACE_VALUE_H
@@ -8,21 +8,7 @@
 #include <babeltrace2/babeltrace.h>
 #include <stddef.h>
 
-/* A NUL-terminated string that grows; on allocation failure it stays as it was
- * and `failed` is set (callers check it once, at the end). */
-struct strbuf {
-	char *data;
-	size_t len, cap;
-	int failed;
-};
-
-void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void strbuf_add(struct strbuf *sb, const char *text, size_t len);
-void strbuf_reset(struct strbuf *sb);        /* empty it, keep the memory */
-void strbuf_release(struct strbuf *sb);      /* free the memory */
-
-/* A JSON string literal, quotes included, with every control/non-ASCII-safe escape. */
-void strbuf_add_json_string(struct strbuf *sb, const char *text);
+#include "text.h"
 
 /*
  * Append one field value.

@@ -23,10 +23,14 @@ set_tests_properties(agent_peercred PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 30)
 
 add_executable(agent_target agent/agent_target.c)
 target_link_libraries(agent_target PRIVATE mark Threads::Threads)
+# Marker name, format, source path and process name full of terminal escapes.
+add_executable(evil_target agent/evil_target.c)
+target_link_libraries(evil_target PRIVATE mark)
 
 if(TARGET mark_cli)
   foreach(case list_enable_disable errors record record_exit record_fork_stop record_target_killed record_kill_controller
-               second_controller fork other_user snapshot ps_stale bad_dir closed_fds short_lived)
+               second_controller fork other_user snapshot ps_stale bad_dir closed_fds short_lived
+               setuid_env peer_pid planted_socket pidns_socket escape)
     add_test(NAME agent_cli_${case}
       COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_control.sh ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:agent_target>

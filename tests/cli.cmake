@@ -5,7 +5,7 @@
 if(TARGET mark_cli)
   add_executable(cli_record_target cli/record_target.c)
   target_link_libraries(cli_record_target PRIVATE mark Threads::Threads)
-  foreach(case view stats export errors help record_exit record_filter record_fork record_fork_kill record_kill record_signal record_interrupt record_liveline)
+  foreach(case view stats export errors glob help hostile record_exit record_filter record_fork record_fork_kill record_kill record_signal record_interrupt record_liveline)
     add_test(NAME cli_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.py ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>

@@ -81,3 +81,9 @@ endforeach()
 
 # Compile time: format mismatch is a -Werror failure; -DMARK_DISABLE leaves nothing.
 add_test(NAME test_compile COMMAND ${MARK_TEST_DIR}/test_compile.sh ${CMAKE_SOURCE_DIR}/include)
+
+# Patching safety (issue 17): threads with SIGTRAP blocked, failed core syncs, page protection.
+mark_kind_test(test_blocked_signals SOURCES test_blocked_signals.c)
+mark_kind_test(test_patch_failure SOURCES test_patch_failure.c)
+mark_kind_test(test_page_protection SOURCES test_page_protection.c)
+mark_kind_test(test_patch_rollback SOURCES test_patch_rollback.c KINDS jump immediate)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Patching does not break gdb: a program whose threads execute sites while
 # they are armed and disarmed 3,000 times runs to completion under gdb, and
-# a gdb breakpoint still stops it (mark's SIGTRAP handler does not eat it).
+# a gdb breakpoint still stops it (mark raises no SIGTRAP and installs no
+# handler for it, so nothing can eat it or reach gdb).
 set -u
 target=$1
 if ! command -v gdb >/dev/null; then echo "SKIP: gdb is not installed"; exit 77; fi

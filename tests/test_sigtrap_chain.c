@@ -1,7 +1,9 @@
 /*
- * The application's own SIGTRAP handler keeps working: traps that are not
- * ours (raise(SIGTRAP), an int3 in the program) reach it, before and after
- * mark installs its handler, and after the application replaces ours.
+ * The application's own SIGTRAP handler keeps working: its traps
+ * (raise(SIGTRAP), an int3 in the program) reach it while a thread runs a
+ * site through arming and disarming, and after it re-installs its handler.
+ * (mark installs no SIGTRAP handler any more; this guards against one
+ * coming back.)
  */
 #include <mark/mark.h>
 #include "testutil.h"
@@ -48,7 +50,7 @@ int main(void)
 	program_int3();
 	CHECK_EQ(app_traps, 2);
 
-	/* The application replaces our handler; the next batch reinstalls ours, chaining to it. */
+	/* The application installs its handler again; more batches follow. */
 	signal(SIGTRAP, app_handler);
 	for (int i = 0; i < 200; i++) {
 		CHECK(mark_arm("chain_site") >= 0);

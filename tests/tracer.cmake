@@ -19,6 +19,19 @@ foreach(s ${MARK_TRACER_SCENARIOS})
             ${CMAKE_CURRENT_BINARY_DIR}/tracer-traces)
   set_tests_properties(tracer_${s} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endforeach()
+# Strings read back exactly in babeltrace2, bt2, mark view and mark export.
+# Strings, field names, doubles, %c and Chrome slices as the tracer writes
+# them and mark view/export show them.
+if(TARGET mark_cli)
+  foreach(s strings values chrome)
+    add_test(NAME tracer_${s}
+      COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/run_tracer_test.py ${s}
+              $<TARGET_FILE:tracer_prog> $<TARGET_FILE:tracer_api> $<TARGET_FILE:tracer_dso>
+              ${CMAKE_CURRENT_BINARY_DIR}/tracer-traces)
+    set_tests_properties(tracer_${s} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                         ENVIRONMENT MARK_CLI=$<TARGET_FILE:mark_cli>)
+  endforeach()
+endif()
 
 # Not a test: `tracer_speed DIR [N]` prints the probe cost and block-mode
 # throughput (the numbers of the tracer's report; the bench suite has the
@@ -28,3 +41,51 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   target_include_directories(tracer_speed PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/../src)
   target_link_libraries(tracer_speed PRIVATE mark_static Threads::Threads)
 endif()
+
+# Trace directories under attack (tests/tracer/test_trace_dirs.sh CASE):
+# planted links, foreign and writable directories, root recording another
+# user's process, snapshots into directories that hold user files.
+if(TARGET mark_cli)
+  foreach(case record_pid_root tracer_owner tracer_writable tracer_symlinks tracer_modes snapshot_nonempty)
+    add_test(NAME tracer_dirs_${case}
+      COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/tracer/test_trace_dirs.sh ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:agent_target> $<TARGET_FILE:tracer_prog>
+              ${CMAKE_CURRENT_BINARY_DIR}/trace-dirs/${case})
+    set_tests_properties(tracer_dirs_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
+# Crash recovery against hostile trace directories (issue 10, defects 2 and
+# 3): the real `mark record` path that recovers, with planted symlinks, a
+# pid-0 statistics file and crafted .mark-stats / .mark-ring-N fields.  The
+# symlink case needs root (it is root's recovery that is attacked) and skips
+# otherwise; `ok` is the positive case (every event of a SIGKILLed process).
+if(TARGET mark_cli)
+  foreach(case ok ok_wrapped nobody_ok symlink pid0 stats_header_size stats_entry_size stats_max_entries stats_markers_described
+          stats_short stats_race stats_truncate ring_capacity ring_head ring_tail ring_stream_index ring_header_size ring_short)
+    add_test(NAME recover_${case}
+      COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/test_recover_attack.py ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:tracer_prog> ${CMAKE_CURRENT_BINARY_DIR}/recover-work)
+    set_tests_properties(recover_${case} PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
+
+# The traced program's own statistics writer must not trust max_entries from
+# the shared file (a program with more markers than the file's 4096 entries).
+add_executable(tracer_many_markers tracer/many_markers.c)
+target_compile_options(tracer_many_markers PRIVATE -O0)
+target_link_libraries(tracer_many_markers PRIVATE mark)
+if(TARGET mark_cli)
+  add_test(NAME tracer_stats_max_entries
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/test_recover_attack.py live_max_entries
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:tracer_many_markers> ${CMAKE_CURRENT_BINARY_DIR}/recover-work)
+  set_tests_properties(tracer_stats_max_entries PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
+endif()
+
+# 15 s of afl++ on crash recovery and the .mark-stats
+# reader, seeded with real traces (`make fuzz` runs it for 300 s).  The target
+# is built by run_recover.sh with its own sanitizers (first run: ~15 s more);
+# a sanitizer build of the suite skips it.
+add_test(NAME recover_fuzz_short
+  COMMAND /bin/bash -c "if [ -n \"$MARK_TEST_SANITIZER\" ]; then echo 'SKIP: the fuzz run is part of the default build; this is a sanitizer build'; exit 77; fi; exec /bin/bash \"$0\" 15 \"$1\""
+          ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_recover.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-recover)
+set_tests_properties(recover_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)

@@ -54,8 +54,18 @@ int mark_tracer_start(const struct mark_trace_config *config);
 /* Stop: disarm what the session armed, disconnect, flush every buffer, finish
  * the trace; the sessions of processes forked meanwhile stop too. */
 int mark_tracer_stop(void);
-/* Overwrite mode: write the current buffer contents as a CTF trace into `directory`. */
+/*
+ * Overwrite mode: write the current buffer contents as a CTF trace into
+ * `directory` (created 0700 if missing; it must be owned by this euid and
+ * writable by nobody else).  A directory that holds anything is refused
+ * (-ENOTEMPTY) unless flags has MARK_SNAPSHOT_FORCE; even then only the
+ * files the tracer writes (metadata, stream-N, .mark-stats, .mark-ring-N,
+ * pid-N directories holding only those) are removed, never through a link.
+ * mark_tracer_snapshot(d) is mark_tracer_snapshot_into(d, 0).
+ */
+#define MARK_SNAPSHOT_FORCE 1u
 int mark_tracer_snapshot(const char *directory);
+int mark_tracer_snapshot_into(const char *directory, unsigned flags);
 void mark_tracer_get_stats(struct mark_trace_stats *stats);
 
 /*
@@ -74,7 +84,9 @@ int mark_trace_recover(const char *directory);
 /*
  * Whether process `pid` can still write its trace: it exists and is not a
  * zombie (a process killed by SIGKILL stays a zombie until its parent reaps
- * it, but runs no more code).  Recover a trace once this says 0.
+ * it, but runs no more code).  When in doubt it says running: pid <= 0 (not
+ * one process), or a process whose /proc entry we may not read (hidepid=).
+ * Recover a trace once this says 0.
  */
 int mark_process_running(int pid);
 

@@ -5,13 +5,15 @@
  * Life cycle.  mark_agent_autostart() runs after the first object with
  * markers registers (a constructor, before main); it only spawns the
  * thread, which creates the socket itself, so start-up is not delayed.
- * MARK_AGENT=0 turns the agent off.  The socket is
+ * MARK_AGENT=0 turns the agent off, and a setuid/setgid/setcap program
+ * (AT_SECURE) never starts one (see mark_agent_autostart).  The socket is
  *     $XDG_RUNTIME_DIR/mark/<pid>.sock   or   /tmp/mark-<uid>/<pid>.sock
  * in a directory that must be a real directory owned by us with no group or
  * other permissions (we refuse to start otherwise), and has mode 0600.  It
- * is bound under a temporary name and renamed into place once listening, so
- * a connection refused on <pid>.sock always means a stale socket (which
- * `mark ps` removes).  fork(): the child closes the parent's descriptors
+ * is bound under a random temporary name and renamed into place once
+ * listening, never over a live socket (see create_socket), so a connection
+ * refused on <pid>.sock always means a stale socket (which `mark ps`
+ * removes).  fork(): the child closes the parent's descriptors
  * and starts no thread (see atfork_child): it gets an agent when it execs
  * a program with markers, or calls mark_agent_start().  exit()/dlclose: an atexit
  * handler unlinks the socket and stops the thread.  exec: the descriptors
@@ -59,6 +61,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -220,7 +224,45 @@ static int choose_dir(char *dir, size_t len, uid_t uid)
 	return check_private_dir(dir, uid);
 }
 
-/* Bind, listen, then rename into place.  Returns the listening fd or -errno. */
+/*
+ * Is something listening on the socket at `path`?  1: yes, 0: no (a stale
+ * socket: connect() is refused), -errno: cannot tell.  Used before
+ * replacing a <pid>.sock that is already there.
+ */
+static int socket_is_live(const char *path)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+	int r = connect(fd, (struct sockaddr *)&addr, sizeof(addr));
+	int e = errno;
+	close(fd);
+	/* EAGAIN: a live listener with a full backlog. */
+	if (r == 0 || e == EAGAIN || e == EINPROGRESS)
+		return 1;
+	return e == ECONNREFUSED ? 0 : -e;
+}
+
+/*
+ * Bind under a temporary name, listen, then rename into place.  Returns the
+ * listening fd or -errno.
+ *
+ * Pid namespaces that share /tmp (containers of one user) can hold two
+ * processes with the same pid number, so <pid>.sock is not ours just
+ * because the number is.  Hence: the temporary name has random bytes
+ * (never unlink-before-bind a name another process may be using), and the
+ * rename never replaces a socket (RENAME_NOREPLACE).  A <pid>.sock already
+ * there is removed only when nothing listens on it (a dead process's); if
+ * a live agent answers there, this agent stays off rather than take over
+ * another process's name.  The client checks SO_PEERCRED's pid as well,
+ * so a socket that answers for another process is refused there too.
+ * (Between the liveness check and the unlink, a third agent could rename
+ * its socket in; that needs two namespaces to start a pid-N agent in the
+ * same instant that a third pid-N died, and costs that agent its socket,
+ * never a wrong answer, thanks to the client's check.)
+ */
 static int create_socket(char *path_out, size_t path_len)
 {
 	uid_t uid = geteuid();
@@ -228,9 +270,15 @@ static int create_socket(char *path_out, size_t path_len)
 	int r = choose_dir(dir, sizeof(dir), uid);
 	if (r)
 		return r;
+	uint32_t rnd = 0;
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		rnd = (uint32_t)ts.tv_nsec ^ (uint32_t)(uintptr_t)&ts;
+	}
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	char final_path[sizeof(addr.sun_path)];
-	int n1 = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/.%d.tmp", dir, (int)getpid());
+	int n1 = snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/.%d.%08x.tmp", dir, (int)getpid(), rnd);
 	int n2 = snprintf(final_path, sizeof(final_path), "%s/%d.sock", dir, (int)getpid());
 	if (n1 < 0 || n2 < 0 || (size_t)n1 >= sizeof(addr.sun_path) || (size_t)n2 >= sizeof(final_path)) {
 		agent_log("socket path under %s is too long for a Unix socket; the agent is off "
@@ -243,17 +291,41 @@ static int create_socket(char *path_out, size_t path_len)
 		agent_log("socket: %s; the agent is off", strerror(e));
 		return -e;
 	}
-	unlink(addr.sun_path);
-	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 || chmod(addr.sun_path, 0600) != 0 ||
-	    listen(fd, 16) != 0 || rename(addr.sun_path, final_path) != 0) {
-		int e = errno;
-		agent_log("cannot listen on %s: %s; the agent is off", final_path, strerror(e));
-		unlink(addr.sun_path);
-		close(fd);
-		return -e;
+	bool bound = false;
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
+		goto fail;
+	bound = true;
+	if (chmod(addr.sun_path, 0600) != 0 || listen(fd, 16) != 0)
+		goto fail;
+	for (int attempt = 0;; attempt++) {
+		if (renameat2(AT_FDCWD, addr.sun_path, AT_FDCWD, final_path, RENAME_NOREPLACE) == 0)
+			break;
+		if (errno != EEXIST || attempt > 0)
+			goto fail;
+		int live = socket_is_live(final_path);
+		if (live != 0) {
+			agent_log("another process already listens on %s (the same pid in another pid "
+				  "namespace sharing this directory?); the agent is off rather than take "
+				  "its socket (set XDG_RUNTIME_DIR to a directory of this namespace)",
+				  final_path);
+			unlink(addr.sun_path);
+			close(fd);
+			return -EADDRINUSE;
+		}
+		/* Stale: a dead process's socket (exec or SIGKILL leaves it). */
+		if (unlink(final_path) != 0 && errno != ENOENT)
+			goto fail;
 	}
 	snprintf(path_out, path_len, "%s", final_path);
 	return fd;
+fail: {
+	int e = errno;
+	agent_log("cannot listen on %s: %s; the agent is off", final_path, strerror(e));
+	if (bound)
+		unlink(addr.sun_path);
+	close(fd);
+	return -e;
+}
 }
 
 /* ---------------- connections ---------------- */
@@ -653,9 +725,19 @@ static void do_trace_stop(int ci, struct mark_proto_buf *out)
 
 static void do_snapshot(const struct mark_request *req, struct mark_proto_buf *out)
 {
-	int r = mark_tracer_snapshot(req->dir);
+	int r = mark_tracer_snapshot_into(req->dir, req->force ? MARK_SNAPSHOT_FORCE : 0);
 	if (r < 0) {
-		mark_proto_error(out, r, "snapshot into %s failed: %s", req->dir, mark_last_error());
+		/*
+		 * The tracer's message is a whole line ("mark: snapshot: no
+		 * tracing session is running"); the CLI prints the reply as
+		 * "mark: snapshot: REASON", so send only the reason.
+		 */
+		const char *why = mark_last_error();
+		if (strncmp(why, "mark: ", 6) == 0)
+			why += 6;
+		if (strncmp(why, "snapshot: ", 10) == 0)
+			why += 10;
+		mark_proto_error(out, r, "%s", *why ? why : strerror(-r));
 		return;
 	}
 	mark_proto_begin(out, MARK_MSG_OK);
@@ -1016,7 +1098,7 @@ int mark_agent_start(void)
 	if (__atomic_load_n(&thread_running, __ATOMIC_RELAXED) && agent_pid == getpid()) {
 		rc = 0;   /* already serving this process */
 	} else if (!__atomic_load_n(&child_may_start, __ATOMIC_RELAXED)) {
-		rc = mark_error(ENOTSUP, "mark: agent: the agent is off in process %d (MARK_AGENT=0, or it "
+		rc = mark_error(ENOTSUP, "mark: agent: the agent is off in process %d (MARK_AGENT=0, a setuid/setcap program, or it "
 				"could not start: see the message on stderr)", (int)getpid());
 	} else {
 #ifdef AGENT_TSAN
@@ -1100,12 +1182,19 @@ void mark_agent_autostart(void)
 		return;
 	}
 	__atomic_store_n(&autostart_state, 1, __ATOMIC_RELEASE);
-	const char *env = getenv("MARK_AGENT");
-	if (env && strcmp(env, "0") == 0) {
+	/*
+	 * No agent in a setuid/setgid/setcap program (AT_SECURE): its agent
+	 * would serve the caller whenever the uids match (a setcap program runs
+	 * with the caller's uid), letting the caller arm markers and make the
+	 * privileged process write traces where it chooses.  Such a program is
+	 * not controllable; docs/security.md says so.
+	 */
+	const char *env = secure_getenv("MARK_AGENT");
+	if (getauxval(AT_SECURE) || (env && strcmp(env, "0") == 0)) {
 		pthread_mutex_unlock(&fd_lock);
 		return;
 	}
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
 	if (xdg && strlen(xdg) < sizeof(xdg_runtime_dir))
 		snprintf(xdg_runtime_dir, sizeof(xdg_runtime_dir), "%s", xdg);
 	for (int i = 0; i < MAX_CONNS; i++) {

@@ -86,6 +86,7 @@ static const struct schema_row schema[] = {
 	{ MARK_MSG_TRACE_START, MARK_TAG_BUFSIZE, V_U64, 0, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_GLOB, V_STR, 1, MARK_PROTO_MAX_GLOBS },
 	{ MARK_MSG_SNAPSHOT, MARK_TAG_DIR, V_STR, 1, 1 },
+	{ MARK_MSG_SNAPSHOT, MARK_TAG_FORCE, V_U64, 0, 1 },
 	/* replies */
 	{ MARK_MSG_OK, MARK_TAG_GLOB, V_STR, 0, MARK_PROTO_MAX_GLOBS },
 	{ MARK_MSG_OK, MARK_TAG_MATCHED, V_U64, 0, MARK_PROTO_MAX_GLOBS },
@@ -472,6 +473,12 @@ int mark_proto_decode_request(const struct mark_proto_msg *msg, struct mark_requ
 			if (req->bufsize > (1ull << 32))
 				return fail(EINVAL, err, errlen, "%s: buffer size %llu is larger than 4 GiB",
 					    mark_proto_type_name(msg->type), (unsigned long long)req->bufsize);
+			break;
+		case MARK_TAG_FORCE:
+			if (mark_proto_field_u64(f) > 1)
+				return fail(EINVAL, err, errlen, "%s: force must be 0 or 1",
+					    mark_proto_type_name(msg->type));
+			req->force = mark_proto_field_u64(f) == 1;
 			break;
 		default:
 			return fail(EPROTO, err, errlen, "%s: unexpected field %u", mark_proto_type_name(msg->type),

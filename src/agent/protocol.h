@@ -87,7 +87,8 @@ enum mark_proto_tag {
 	/* 26: reserved */
 	MARK_TAG_OBJECT = 27,       /* str: executable or library of the first site */
 	MARK_TAG_MORE_SITES = 28,   /* u64: sites beyond the first */
-	MARK_TAG_MAX_ = 28,
+	MARK_TAG_FORCE = 29,        /* u64: 1 = snapshot into a non-empty directory (replace mark's files) */
+	MARK_TAG_MAX_ = 29,
 };
 
 /* The tracing state reported by INFO. */
@@ -201,6 +202,7 @@ struct mark_request {
 	const char *dir;
 	uint64_t mode;
 	uint64_t bufsize;
+	bool force;                 /* SNAPSHOT: MARK_TAG_FORCE was 1 */
 };
 
 /*

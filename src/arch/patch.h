@@ -19,13 +19,19 @@ struct mark_patch {
 	uint8_t *target;       /* jump: out-of-line block                       */
 	uint8_t kind;          /* enum mark_patch_kind                          */
 	bool arm;              /* the state to reach                            */
+	uint8_t old[5];        /* filled by mark_arch_patch: the bytes before   */
 };
 
 /*
  * Bring every site of `patches` to its requested state.  Either every
- * site is changed or none is: code pages are made writable before any
- * byte is written, and a refusal (W^X policy, SELinux execmod, seccomp)
- * returns -EACCES or -EPERM with mark_last_error() naming the cause.
+ * site is changed or none is: a site whose bytes are not a mark
+ * instruction (a debugger's breakpoint) refuses the batch before any
+ * write; code pages are made writable before any byte is written, and a
+ * refusal (W^X policy, SELinux execmod, seccomp) returns -EACCES or -EPERM;
+ * a core sync that fails (membarrier unavailable) puts back the original
+ * bytes of every site.  mark_last_error() names the cause.  Each page gets
+ * back exactly the protection it had.  Threads may execute the sites
+ * meanwhile, with any signal mask: they never trap or wait.
  * Sorts `patches` by address.
  */
 int mark_arch_patch(struct mark_patch *patches, size_t count);

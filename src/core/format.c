@@ -24,11 +24,39 @@ static unsigned int_size(enum length len)
 	}
 }
 
-int mark_format_parse(const char *fmt, enum mark_arg_type *types, unsigned *sizes,
-		      unsigned max, char *err, size_t errlen)
+/*
+ * The word a format puts before a conversion, as in "pid %d comm %s",
+ * "fd=%d" or "len: %zu": the identifier that ends the literal text
+ * [lit, end) once trailing spaces and one "=" or ":" are skipped.  Only a
+ * word that the literal text separates from the previous conversion counts
+ * ("%d%s" names nothing; "[%s]" neither).  Returns its length (0: none).
+ */
+static size_t label_before(const char *lit, const char *end, const char **word)
+{
+	const char *e = end;
+	while (e > lit && e[-1] == ' ')
+		e--;
+	if (e > lit && (e[-1] == '=' || e[-1] == ':'))
+		e--;
+	while (e > lit && e[-1] == ' ')
+		e--;
+	const char *b = e;
+	while (b > lit && (isalnum((unsigned char)b[-1]) || b[-1] == '_'))
+		b--;
+	if (b == e || isdigit((unsigned char)*b) || e == end)
+		return 0;   /* no word, a number, or a word glued to the % ("x%d") */
+	*word = b;
+	return (size_t)(e - b);
+}
+
+static int format_parse(const char *fmt, enum mark_arg_type *types, unsigned *sizes, unsigned max,
+			char *err, size_t errlen, const char **label, size_t *label_len)
 {
 	unsigned n = 0;
 	const char *p = fmt;
+	const char *lit = fmt;   /* literal text since the previous conversion */
+	const char *word = NULL;
+	size_t word_len = 0;
 
 #define PUSH(t, s)                                                                       \
 	do {                                                                             \
@@ -39,6 +67,11 @@ int mark_format_parse(const char *fmt, enum mark_arg_type *types, unsigned *size
 		}                                                                        \
 		types[n] = (t);                                                          \
 		sizes[n] = (s);                                                          \
+		if (label) {                                                             \
+			label[n] = word;                                                 \
+			label_len[n] = word_len;                                         \
+		}                                                                        \
+		word_len = 0;                                                            \
 		n++;                                                                     \
 	} while (0)
 
@@ -50,10 +83,14 @@ int mark_format_parse(const char *fmt, enum mark_arg_type *types, unsigned *size
 			continue;
 		}
 		const char *start = p - 1;
+		word_len = label_before(lit, start, &word);
 		while (*p && strchr("-+ #0'", *p))
 			p++;
 		if (*p == '*') {         /* width taken from an int argument */
+			size_t keep = word_len;
+			word_len = 0;    /* the word names the value, not its width */
 			PUSH(MARK_ARG_SIGNED, 4);
+			word_len = keep;
 			p++;
 		} else {
 			while (isdigit((unsigned char)*p))
@@ -62,7 +99,10 @@ int mark_format_parse(const char *fmt, enum mark_arg_type *types, unsigned *size
 		if (*p == '.') {
 			p++;
 			if (*p == '*') {
+				size_t keep = word_len;
+				word_len = 0;
 				PUSH(MARK_ARG_SIGNED, 4);
+				word_len = keep;
 				p++;
 			} else {
 				while (isdigit((unsigned char)*p))
@@ -112,9 +152,73 @@ int mark_format_parse(const char *fmt, enum mark_arg_type *types, unsigned *size
 				 (int)(p - start), start);
 			return -EINVAL;
 		}
+		lit = p;
 	}
 #undef PUSH
 	return (int)n;
+}
+
+int mark_format_parse(const char *fmt, enum mark_arg_type *types, unsigned *sizes,
+		      unsigned max, char *err, size_t errlen)
+{
+	return format_parse(fmt, types, sizes, max, err, errlen, NULL, NULL);
+}
+
+/*
+ * The part of an argument expression that names it: casts, unary & * !
+ * ~ - and enclosing parentheses are dropped, and so is every index
+ * ("(void *)r" and "&r" give r, "*ip" gives ip, "a[i]" gives a,
+ * "req[0].path" gives req.path, so req_path).  A call names nothing
+ * ("strlen(s)" is not "strlen"; the caller falls back to argN).
+ * s[0..len) has no spaces.  Returns the new length.
+ */
+static size_t strip_expression(char *s, size_t len)
+{
+	for (;;) {
+		size_t before = len;
+		/* a leading cast "(type)" followed by more: drop it */
+		if (len > 2 && s[0] == '(') {
+			int depth = 0;
+			size_t i = 0;
+			for (; i < len; i++) {
+				if (s[i] == '(')
+					depth++;
+				else if (s[i] == ')' && --depth == 0)
+					break;
+			}
+			if (i + 1 < len) {
+				/* "(a)->b": a parenthesised expression, not a cast */
+				bool cast = s[i + 1] != '-' && s[i + 1] != '.' && s[i + 1] != '[';
+				if (cast) {
+					memmove(s, s + i + 1, len - i - 1);
+					len -= i + 1;
+				}
+			} else if (i + 1 == len) {   /* "(x)": unwrap */
+				memmove(s, s + 1, len - 2);
+				len -= 2;
+			}
+		}
+		while (len && strchr("&*!~-+", s[0])) {
+			memmove(s, s + 1, len - 1);
+			len--;
+		}
+		if (len == before)
+			break;
+	}
+	/* drop every [index]: "a[i]" gives a, "req[0].path" req.path */
+	size_t o = 0;
+	int depth = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '(' && depth == 0)
+			return 0;
+		if (s[i] == '[')
+			depth++;
+		else if (s[i] == ']' && depth > 0)
+			depth--;
+		else if (depth == 0)
+			s[o++] = s[i];
+	}
+	return o;
 }
 
 /* An identifier, or member accesses of identifiers: a, a.b, a->b->c. */
@@ -155,8 +259,16 @@ static bool member_access_name(const char *s, size_t len, char *out, size_t outl
 	return true;
 }
 
-void mark_format_arg_names(const char *arg_names, unsigned nargs, char **names)
+void mark_format_arg_names(const char *fmt, const char *arg_names, unsigned nargs, char **names)
 {
+	enum mark_arg_type types[MARK_MAX_MARKER_ARGS];
+	unsigned sizes[MARK_MAX_MARKER_ARGS];
+	const char *label[MARK_MAX_MARKER_ARGS];
+	size_t label_len[MARK_MAX_MARKER_ARGS];
+	char err[16];
+	int nconv = fmt ? format_parse(fmt, types, sizes, MARK_MAX_MARKER_ARGS, err, sizeof(err), label,
+				       label_len)
+			: -1;
 	const char *p = arg_names ? arg_names : "";
 	for (unsigned i = 0; i < nargs; i++) {
 		/* find the end of this top-level argument */
@@ -196,8 +308,18 @@ void mark_format_arg_names(const char *arg_names, unsigned nargs, char **names)
 		compact[c] = '\0';
 
 		char buf[128];
-		if (!member_access_name(compact, c, buf, sizeof(buf)))
-			snprintf(buf, sizeof(buf), "arg%u", i);
+		if (nconv == (int)nargs && label_len[i] && label_len[i] < 64) {
+			snprintf(buf, sizeof(buf), "%.*s", (int)label_len[i], label[i]);
+		} else {
+			c = strip_expression(compact, c);
+			/* a constant names nothing: (const char *)NULL is argN */
+			static const char *const constants[] = { "NULL", "nullptr", "true", "false", NULL };
+			bool constant = false;
+			for (const char *const *k = constants; *k && !constant; k++)
+				constant = strlen(*k) == c && memcmp(compact, *k, c) == 0;
+			if (constant || !member_access_name(compact, c, buf, sizeof(buf)))
+				snprintf(buf, sizeof(buf), "arg%u", i);
+		}
 		/* keep names unique: a second "x" becomes "x_1" */
 		for (unsigned j = 0; j < i; j++) {
 			if (names[j] && strcmp(names[j], buf) == 0) {

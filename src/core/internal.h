@@ -62,8 +62,11 @@ MARK_HIDDEN int mark_core_on_object_registered(void (*hook)(void));
  * count, or -EINVAL with a message naming the offending conversion. */
 MARK_HIDDEN int mark_format_parse(const char *fmt, enum mark_arg_type *types, unsigned *sizes,
 				  unsigned max, char *err, size_t errlen);
-/* Field names from the stringified argument list ("count, req->len"). */
-MARK_HIDDEN void mark_format_arg_names(const char *arg_names, unsigned nargs, char **names);
+/* Field names (strdup'ed into names[0..nargs)): the word the format puts
+ * before each conversion ("pid %d comm %s", "fd=%d"), else the argument
+ * expression from the stringified argument list ("(void *)r" gives r,
+ * req->len gives req_len), else argN. */
+MARK_HIDDEN void mark_format_arg_names(const char *fmt, const char *arg_names, unsigned nargs, char **names);
 
 /* ---- probes ---- */
 struct mark_probe {
@@ -133,6 +136,13 @@ MARK_HIDDEN struct mark_marker *mark_eventhandler_marker_get_locked(const char *
 MARK_HIDDEN void mark_probes_rebuild_locked(struct mark_marker *m, void ***retired, size_t *nretired);
 MARK_HIDDEN void mark_probes_retire(void **retired, size_t nretired);
 MARK_HIDDEN bool mark_glob_match(const char *glob, const struct mark_marker *m);
+/* glob.c: does glob match the marker shown as `display` ("name" or
+ * "provider:name"; `probe` is the name without provider, or NULL)?  A glob
+ * without ':' also matches the name without provider, and "__" in a glob
+ * also matches "-" (request__start finds request-start). */
+MARK_HIDDEN bool mark_name_glob_match(const char *glob, const char *display, const char *probe);
+/* 0 if glob is a valid glob; else -1 with the reason (one line) in err. */
+MARK_HIDDEN int mark_glob_check(const char *glob, char *err, size_t errlen);
 /* Iterate every marker (registry lock held). */
 MARK_HIDDEN struct mark_marker **mark_markers_locked(size_t *count);
 /* One-time initialisation (fork handlers); safe to call often. */

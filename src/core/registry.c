@@ -27,7 +27,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -136,10 +135,8 @@ static unsigned hash_name(const char *s)
 
 bool mark_glob_match(const char *glob, const struct mark_marker *m)
 {
-	if (fnmatch(glob, m->name, 0) == 0)
-		return true;
 	/* "net_*" also matches provider-qualified names such as "myapp:net_rx". */
-	return strchr(glob, ':') == NULL && m->name != m->probe && fnmatch(glob, m->probe, 0) == 0;
+	return mark_name_glob_match(glob, m->name, m->name != m->probe ? m->probe : NULL);
 }
 
 struct mark_marker **mark_markers_locked(size_t *count)
@@ -256,7 +253,7 @@ static bool marker_take_format_locked(struct mark_marker *m, const struct mark__
 		free(format);
 		return false;
 	}
-	mark_format_arg_names(desc->arg_names, (unsigned)n, names);
+	mark_format_arg_names(desc->format, desc->arg_names, (unsigned)n, names);
 	for (int i = 0; i < n; i++) {
 		args[i].name = names[i];
 		args[i].type = types[i];
@@ -421,9 +418,9 @@ static void add_rule_locked(const char *glob, bool arm)
 
 static int arm_glob(const char *glob, bool arm)
 {
-	if (!glob || !*glob)
-		return mark_error(EINVAL, "mark: %s: the glob is empty; give a marker name or a "
-					  "pattern such as \"net_*\"", arm ? "mark_arm" : "mark_disarm");
+	char why[160];
+	if (mark_glob_check(glob, why, sizeof(why)) != 0)
+		return mark_error(EINVAL, "mark: %s: %s", arm ? "mark_arm" : "mark_disarm", why);
 	mark_init();
 	mark_error_clear();
 	pthread_mutex_lock(&registry_mutex);

@@ -125,7 +125,8 @@ static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
  */
 static void setup_fn(void)
 {
-	const char *env = getenv("MARK_EVENTHANDLER_DEBUG");
+	/* secure_getenv: the caller of a setuid program does not pick its mode. */
+	const char *env = secure_getenv("MARK_EVENTHANDLER_DEBUG");
 	if (env && *env)
 		__atomic_store_n(&debug_mode, strcmp(env, "0") != 0, __ATOMIC_RELAXED);
 	else

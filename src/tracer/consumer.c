@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #define _LGPL_SOURCE
 #include "tracer_internal.h"
+#include "util/safe_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -250,11 +251,28 @@ uint64_t tracer_count_records(const uint64_t *data, uint64_t capacity, uint64_t 
 	return n;
 }
 
-static int open_stream(const char *dir, unsigned index)
+/*
+ * The stream file of ring r: created new (O_EXCL, 0600) the first time;
+ * opened again for appending (never through a link) when the program closed
+ * our descriptor.  Returns a descriptor, or -1 with errno set.
+ */
+static int open_stream(struct tracer_session *s, const struct tracer_ring *r)
 {
-	char path[PATH_MAX];
-	tracer_path(path, sizeof(path), dir, MARK_TF_STREAM_PREFIX, index);
-	return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	char name[64];
+	tracer_path(name, sizeof(name), NULL, MARK_TF_STREAM_PREFIX, r->index);
+	int dfd = tracer_dir_fd(s);
+	if (dfd < 0) {
+		errno = -dfd;
+		return -1;
+	}
+	if (r->stream_ino)
+		return openat(dfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	int fd = mark_file_create_at(dfd, name, O_WRONLY | O_APPEND);
+	if (fd < 0) {
+		errno = -fd;
+		return -1;
+	}
+	return fd;
 }
 
 static void ensure_metadata(struct tracer_session *s)
@@ -265,7 +283,7 @@ static void ensure_metadata(struct tracer_session *s)
 	mark_registry_unlock();
 	if (n > s->described) {
 		pthread_mutex_lock(&tracer_fork_guard);
-		tracer_metadata_write(s->dir, s, s->trace_uuid, &s->described);
+		tracer_metadata_write(tracer_dir_fd(s), s->dir, s, s->trace_uuid, &s->described);
 		pthread_mutex_unlock(&tracer_fork_guard);
 	}
 }
@@ -317,7 +335,7 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 			r->stream_fd = -1;   /* not ours any more: do not close it */
 	}
 	if (r->stream_fd < 0) {
-		r->stream_fd = open_stream(s->dir, r->index);
+		r->stream_fd = open_stream(s, r);
 		struct stat st;
 		if (r->stream_fd >= 0 && fstat(r->stream_fd, &st) == 0) {
 			r->stream_ino = st.st_ino;
@@ -406,7 +424,12 @@ int tracer_stats_open(struct tracer_session *s)
 	char path[PATH_MAX];
 	tracer_path(path, sizeof(path), s->dir, MARK_TF_STATS, -1);
 	void *map = MAP_FAILED;
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* A new file in the session's (clean, private) directory. */
+	int fd = tracer_dir_fd(s);
+	if (fd >= 0)
+		fd = mark_file_create_at(fd, MARK_TF_STATS, O_RDWR);
+	if (fd < 0)
+		errno = -fd;
 	if (fd >= 0) {
 		if (fallocate(fd, 0, 0, (off_t)size) == 0)
 			map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -474,7 +497,9 @@ void tracer_stats_update(struct tracer_session *s, uint32_t state)
 	__atomic_store_n(&st->bytes_written, s->bytes_written, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->buffers, buffers, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->markers_described, s->described, __ATOMIC_RELAXED);
-	unsigned ne = s->described < st->max_entries ? s->described : st->max_entries;
+	/* Our own capacity, not the file's max_entries: anyone who can write
+	 * the file could make that larger than what we mapped. */
+	unsigned ne = s->described < STATS_MAX_ENTRIES ? s->described : STATS_MAX_ENTRIES;
 	struct mark_tf_stats_entry *e = (struct mark_tf_stats_entry *)(st + 1);
 	for (unsigned i = 0; i < ne; i++)
 		__atomic_store_n(&e[i].events, s->marker_counts[i], __ATOMIC_RELAXED);
@@ -515,7 +540,8 @@ static void *consumer_main(void *arg)
 			/* fork_guard also keeps a snapshot from reading a half-updated clock. */
 			pthread_mutex_lock(&tracer_fork_guard);
 			if (tracer_clock_refine(&s->clock))
-				tracer_metadata_write(s->dir, s, s->trace_uuid, &s->described);
+				tracer_metadata_write(tracer_dir_fd(s), s->dir, s, s->trace_uuid,
+						      &s->described);
 			pthread_mutex_unlock(&tracer_fork_guard);
 		}
 		if (now - last_stats > 5000000ull || !work) {

@@ -6,9 +6,10 @@
  * slot per argument) and copied into packets unchanged, so every integer
  * field is declared with align = 64: the decoder reads the low `size` bits
  * of its slot (little endian) and skips the rest of the slot when it aligns
- * the next field.  Strings are NUL-terminated and the writer pads them to
- * 8 bytes, which is again exactly what align = 64 of the next field (or of
- * the next event header) skips.
+ * the next field.  A string is a length byte and a NUL-terminated string
+ * (see put_field) and the writer pads them to 8 bytes, which is again
+ * exactly what align = 64 of the next field (or of the next event header)
+ * skips.
  *
  * Written to "metadata.tmp" and renamed over "metadata", so a reader (or a
  * crash) sees either the old or the new complete text.  The metadata is
@@ -18,6 +19,7 @@
  */
 #define _GNU_SOURCE
 #include "tracer_internal.h"
+#include "util/safe_dir.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -56,49 +58,68 @@ static const char *const tsdl_keywords[] = {
 	"_Imaginary", NULL,
 };
 
-/*
- * A valid, unique CTF field name for argument i.  babeltrace2 strips one
- * leading underscore of CTF 1.8 field names, so names never start with
- * one; keywords get a "_v" suffix; duplicates get "_2", "_3", ...
- */
-static void field_name(const struct mark_arg *args, unsigned i, char *out, size_t len)
+#define FIELD_NAME_MAX 128
+
+static bool name_taken(char (*names)[FIELD_NAME_MAX], unsigned count, const char *name)
 {
-	char base[96];
-	size_t n = 0;
-	const char *src = args[i].name ? args[i].name : "";
-	for (; *src && n + 1 < sizeof(base); src++)
-		base[n++] = (isalnum((unsigned char)*src) || *src == '_') ? *src : '_';
-	base[n] = '\0';
-	char *b = base;
-	while (*b == '_')
-		b++;
-	if (!*b || isdigit((unsigned char)*b)) {
-		snprintf(out, len, "arg%u", i);
-	} else {
-		snprintf(out, len, "%s", b);
-		for (const char *const *k = tsdl_keywords; *k; k++)
-			if (strcmp(out, *k) == 0) {
-				snprintf(out, len, "%s_v", b);
-				break;
-			}
-	}
-	/* Unique among the earlier fields (compared by their final names). */
-	char cand[128];
-	snprintf(cand, sizeof(cand), "%s", out);
-	for (unsigned suffix = 2;; suffix++) {
-		bool clash = false;
-		for (unsigned j = 0; j < i && !clash; j++) {
-			char other[128];
-			field_name(args, j, other, sizeof(other));
-			clash = strcmp(other, out) == 0;
+	for (unsigned j = 0; j < count; j++)
+		if (strcmp(names[j], name) == 0)
+			return true;
+	return false;
+}
+
+/* `want`, or want_2, want_3, ... : the first not among names[0..count). */
+static void unique_name(char (*names)[FIELD_NAME_MAX], unsigned count, const char *want, char *out)
+{
+	snprintf(out, FIELD_NAME_MAX, "%s", want);
+	for (unsigned suffix = 2; name_taken(names, count, out); suffix++)
+		snprintf(out, FIELD_NAME_MAX, "%.100s_%u", want, suffix);
+}
+
+/*
+ * Valid, unique CTF field names for the n arguments (names[0..n)) and for
+ * the length byte of each %s argument (names[n + i], "NAME_len"; see
+ * put_field).  babeltrace2 strips one leading underscore of CTF 1.8 field
+ * names, so names never start with one; keywords get a "_v" suffix;
+ * duplicates get "_2", "_3", ...
+ */
+static void field_names(const struct mark_arg *args, unsigned n, char (*names)[FIELD_NAME_MAX])
+{
+	for (unsigned i = 0; i < n; i++) {
+		char base[96], want[FIELD_NAME_MAX];
+		size_t len = 0;
+		const char *src = args[i].name ? args[i].name : "";
+		for (; *src && len + 1 < sizeof(base); src++)
+			base[len++] = (isalnum((unsigned char)*src) || *src == '_') ? *src : '_';
+		base[len] = '\0';
+		char *b = base;
+		while (*b == '_')
+			b++;
+		if (!*b || isdigit((unsigned char)*b)) {
+			snprintf(want, sizeof(want), "arg%u", i);
+		} else {
+			snprintf(want, sizeof(want), "%s", b);
+			for (const char *const *k = tsdl_keywords; *k; k++)
+				if (strcmp(want, *k) == 0) {
+					snprintf(want, sizeof(want), "%s_v", b);
+					break;
+				}
 		}
-		if (!clash)
-			break;
-		snprintf(out, len, "%.100s_%u", cand, suffix);
+		unique_name(names, i, want, names[i]);
+	}
+	/* The length bytes are named after the arguments were, so an argument
+	 * keeps its own name even if it is called like another one's length. */
+	for (unsigned i = 0; i < n; i++) {
+		names[n + i][0] = '\0';
+		if (args[i].type != MARK_ARG_STRING)
+			continue;
+		char want[FIELD_NAME_MAX];
+		snprintf(want, sizeof(want), "%.100s_len", names[i]);
+		unique_name(names, n + i, want, names[n + i]);
 	}
 }
 
-static void put_field(FILE *f, const struct mark_arg *a, const char *name)
+static void put_field(FILE *f, const struct mark_arg *a, const char *name, const char *len_name)
 {
 	unsigned bits = a->size ? a->size * 8 : 64;
 	if (bits > 64)
@@ -117,20 +138,67 @@ static void put_field(FILE *f, const struct mark_arg *a, const char *name)
 		fprintf(f, "\t\tinteger { size = 64; align = 64; signed = false; base = 16; } %s;\n", name);
 		break;
 	case MARK_ARG_STRING:
-		fprintf(f, "\t\tstring { encoding = UTF8; } %s;\n", name);
+		/*
+		 * A length byte, then a variant of two strings selected by it:
+		 * "empty" for length 0, "text" otherwise.  One string field
+		 * would do in CTF, but babeltrace2 2.0.4 (Debian 12) reuses the
+		 * field objects of earlier events and never resets a string
+		 * field that gets no bytes: an empty string shows the text of
+		 * an earlier event.  Here the "empty" field only ever holds ""
+		 * and the "text" field always gets its bytes.
+		 */
+		fprintf(f,
+			"\t\tenum : integer { size = 8; align = 8; signed = false; } "
+			"{ empty = 0, text = 1 ... 255 } %s;\n"
+			"\t\tvariant <%s> { string { encoding = UTF8; } empty; "
+			"string { encoding = UTF8; } text; } %s;\n",
+			len_name, len_name, name);
 		break;
 	case MARK_ARG_DOUBLE:
 		fprintf(f, "\t\tfloating_point { exp_dig = 11; mant_dig = 53; byte_order = le; align = 64; } %s;\n",
 			name);
 		break;
 	case MARK_ARG_CHAR:
-		fprintf(f, "\t\tinteger { size = 8; align = 64; signed = false; base = 10; encoding = ASCII; } %s;\n",
-			name);
+		fprintf(f, "\t\tmark_char_t %s;\n", name);
 		break;
 	default:
 		fprintf(f, "\t\tinteger { size = 64; align = 64; signed = false; base = 16; } %s;\n", name);
 		break;
 	}
+}
+
+/*
+ * The type of a %c field: an 8-bit enumeration with one label per byte
+ * value, the character itself for printable ASCII, else the ASCII name of
+ * the control character or 0xNN.  A CTF 1.8 integer has no "character"
+ * display (babeltrace2 would print 97 for 'a'); with the labels,
+ * babeltrace2 prints ( "a" : container = 97 ), and `mark view` recognises
+ * the type (8 bits, 256 labels) and prints 'a'.  In the 8-byte slot of the
+ * argument, as every integer.
+ */
+static void put_char_type(FILE *f)
+{
+	static const char *const ctl[32] = {
+		"NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS", "HT", "LF",
+		"VT", "FF", "CR", "SO", "SI", "DLE", "DC1", "DC2", "DC3", "DC4", "NAK",
+		"SYN", "ETB", "CAN", "EM", "SUB", "ESC", "FS", "GS", "RS", "US",
+	};
+	fprintf(f, "typealias enum : integer { size = 8; align = 64; signed = false; base = 10; } {");
+	for (unsigned c = 0; c < 256; c++) {
+		char label[8];
+		if (c < 32)
+			snprintf(label, sizeof(label), "%s", ctl[c]);
+		else if (c == 127)
+			snprintf(label, sizeof(label), "DEL");
+		else if (c > 127)
+			snprintf(label, sizeof(label), "0x%02x", c);
+		else
+			snprintf(label, sizeof(label), "%c", (char)c);
+		fprintf(f, "%s", c % 8 ? " " : "\n\t");
+		put_quoted(f, label);
+		fprintf(f, " = %u%s", c, c < 255 ? "," : "\n");
+	}
+	fprintf(f, "} := mark_char_t;\n\n");
 }
 
 static void put_header(FILE *f, const struct tracer_session *s, const uint8_t *trace_uuid)
@@ -176,6 +244,7 @@ static void put_header(FILE *f, const struct tracer_session *s, const uint8_t *t
 		(long long)c->offset);
 	fprintf(f, "typealias integer { size = 64; align = 64; signed = false; map = clock.mark_clock.value; } "
 		   ":= uint64_clock_t;\n\n");
+	put_char_type(f);
 	/*
 	 * Event header: timestamp + id (10 bytes).  cpu_id is 32-bit aligned,
 	 * so bytes 10-11 of each record are CTF padding; the tracer keeps the
@@ -190,8 +259,8 @@ static void put_header(FILE *f, const struct tracer_session *s, const uint8_t *t
 		   "\tevent.context := struct {\n\t\tuint32_t cpu_id;\n\t};\n};\n\n");
 }
 
-int tracer_metadata_write(const char *dir, const struct tracer_session *s, const uint8_t *trace_uuid,
-			  unsigned *described)
+int tracer_metadata_write(int dirfd, const char *dir, const struct tracer_session *s,
+			  const uint8_t *trace_uuid, unsigned *described)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -205,18 +274,21 @@ int tracer_metadata_write(const char *dir, const struct tracer_session *s, const
 	if (n > MARK_TF_MAX_ID + 1)
 		n = MARK_TF_MAX_ID + 1;
 	struct mark_tf_stats *st = s->stats;
+	/* Entries we mapped, not the file's max_entries: anyone who can write
+	 * the file could make that larger than the mapping. */
+	const size_t entries = st ? (s->stats_map_size - sizeof(*st)) / sizeof(struct mark_tf_stats_entry) : 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct mark_marker *m = ms[i];
 		fprintf(f, "event {\n\tname = ");
 		put_quoted(f, m->name);
 		fprintf(f, ";\n\tid = %u;\n\tstream_id = 0;\n\tfields := struct {\n", m->id);
-		for (unsigned a = 0; a < m->nargs; a++) {
-			char name[128];
-			field_name(m->args, a, name, sizeof(name));
-			put_field(f, &m->args[a], name);
-		}
+		char names[2 * MARK_MAX_MARKER_ARGS][FIELD_NAME_MAX];
+		unsigned nargs = m->nargs <= MARK_MAX_MARKER_ARGS ? m->nargs : MARK_MAX_MARKER_ARGS;
+		field_names(m->args, nargs, names);
+		for (unsigned a = 0; a < nargs; a++)
+			put_field(f, &m->args[a], names[a], names[nargs + a]);
 		fprintf(f, "\t};\n};\n\n");
-		if (st && m->id < st->max_entries) {
+		if (m->id < entries) {
 			struct mark_tf_stats_entry *e = (struct mark_tf_stats_entry *)(st + 1) + m->id;
 			if (e->name_len == 0) {
 				size_t nl = strlen(m->name);
@@ -231,21 +303,29 @@ int tracer_metadata_write(const char *dir, const struct tracer_session *s, const
 		free(text);
 		return -ENOMEM;
 	}
-	char tmp[PATH_MAX], path[PATH_MAX];
-	tracer_path(tmp, sizeof(tmp), dir, MARK_TF_METADATA ".tmp", -1);
+	char path[PATH_MAX];
+	static const char tmp[] = MARK_TF_METADATA ".tmp";
 	tracer_path(path, sizeof(path), dir, MARK_TF_METADATA, -1);
 	int rc = 0;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/*
+	 * A new file (O_EXCL, never through a link).  One left by a write that
+	 * died half-way is ours: the directory is private to this euid (checked
+	 * at start), and only the entry is removed, never what a link names.
+	 */
+	int fd = dirfd < 0 ? dirfd : mark_file_create_at(dirfd, tmp, O_WRONLY);
+	if (fd == -EEXIST && unlinkat(dirfd, tmp, 0) == 0)
+		fd = mark_file_create_at(dirfd, tmp, O_WRONLY);
 	if (fd < 0) {
-		rc = -errno;
+		rc = fd;
 	} else {
 		rc = tracer_write_full(fd, text, len);
 		if (close(fd) != 0 && rc == 0)
 			rc = -errno;
-		if (rc == 0 && rename(tmp, path) != 0)
+		/* rename replaces a link named metadata, never its target. */
+		if (rc == 0 && renameat(dirfd, tmp, dirfd, MARK_TF_METADATA) != 0)
 			rc = -errno;
 		if (rc != 0)
-			unlink(tmp);
+			unlinkat(dirfd, tmp, 0);
 	}
 	if (rc != 0) {
 		fprintf(stderr, "mark: tracer cannot write %s (%s)\n", path, strerror(-rc));

@@ -34,6 +34,7 @@
 #define _GNU_SOURCE
 #define _LGPL_SOURCE
 #include "tracer_internal.h"
+#include "util/safe_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -216,11 +217,16 @@ static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nestin
 		__atomic_store_n(&s->next_index, TRACER_MAX_RINGS, __ATOMIC_RELAXED);
 		return NULL;
 	}
-	char path[4096];
+	char path[4096], name[64];
 	tracer_path(path, sizeof(path), s->dir, MARK_TF_RING_PREFIX, index);
-	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	tracer_path(name, sizeof(name), NULL, MARK_TF_RING_PREFIX, index);
+	/* A new file (O_EXCL, 0600, never through a link) in the session's
+	 * directory; tracer_dir_fd() makes only system calls. */
+	const int dfd = tracer_dir_fd(s);
+	int fd = dfd < 0 ? dfd : mark_file_create_at(dfd, name, O_RDWR);
 	if (fd < 0) {
-		write_err("mark: tracer cannot create its buffer file ", path);
+		write_err("mark: tracer cannot create its buffer file (it exists, or the trace directory is "
+			  "gone); events of this thread are lost: ", path);
 		return NULL;
 	}
 	size_t total = MARK_TF_RING_HEADER_SIZE + s->buffer_size;
@@ -232,14 +238,14 @@ static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nestin
 		write_err("mark: tracer cannot reserve space for its buffer file (disk full or no "
 			  "fallocate support); events of this thread are lost: ", path);
 		close(fd);
-		unlink(path);
+		unlinkat(dfd, name, 0);
 		return NULL;
 	}
 	void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED) {
 		write_err("mark: tracer cannot map its buffer file: ", path);
-		unlink(path);
+		unlinkat(dfd, name, 0);
 		return NULL;
 	}
 	struct mark_tf_ring *hdr = map;
@@ -524,12 +530,16 @@ static void ring_write_record(struct tracer_session *s, struct tracer_ring *r, u
  * A record with %s arguments is laid out exactly as a CTF decoder reads
  * it: integers and doubles at 8-byte aligned offsets (align = 64 in the
  * metadata) occupying their `size` bytes, strings (byte aligned) right
- * after the previous field, NUL-terminated.  The record is assembled on
- * the stack (at most 16 + 12 * (256 + 8) bytes) and then stored into the
- * ring word by word.  A string longer than string_max - 1 bytes keeps its
- * first string_max - 4 bytes followed by "..." (the truncation mark).
+ * after the previous field: a length byte, the bytes, a NUL.  The length
+ * byte is the tag of a CTF variant that selects an "empty" or a "text"
+ * string field, so a decoder never reuses a string field for both: an
+ * empty string field of babeltrace2 2.0.4 shows the text an earlier event
+ * left in it (docs/tracer.md, "CTF mapping").  The record is assembled on
+ * the stack (at most 16 + 12 * (1 + 256 + 8) bytes) and then stored into
+ * the ring word by word.  A string longer than string_max - 1 bytes keeps
+ * its first string_max - 4 bytes followed by "..." (the truncation mark).
  */
-#define RECORD_MAX (16 + MARK__MAX_ARGS * (MARK_TF_STRING_MAX + 8) + 8)
+#define RECORD_MAX (16 + MARK__MAX_ARGS * (1 + MARK_TF_STRING_MAX + 8) + 8)
 
 static void __attribute__((noinline)) record_with_strings(struct tracer_session *s,
 							  struct tracer_ring *r,
@@ -549,10 +559,12 @@ static void __attribute__((noinline)) record_with_strings(struct tracer_session 
 				p = "(null)";
 			size_t len = strnlen(p, max);
 			if (len >= max) {
+				b[off++] = (unsigned char)(max - 1);
 				memcpy(b + off, p, max - 4);
 				memcpy(b + off + max - 4, "...", 4);
 				off += max;
 			} else {
+				b[off++] = (unsigned char)len;
 				memcpy(b + off, p, len + 1);
 				off += len + 1;
 			}

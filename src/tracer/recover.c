@@ -15,6 +15,35 @@
  *      events_discarded rather than written.
  * Nothing here runs in the dead process; the caller is `mark record` (or
  * any tool) after waitpid().
+ *
+ * Trust (issue 10).  The caller is often root, and the trace directory
+ * belongs to the traced user, who can put anything in it before and while
+ * we work.  So every file and every byte in it is hostile input:
+ *
+ *   - Files are only ever opened relative to a descriptor of their
+ *     directory, with O_NOFOLLOW|O_CLOEXEC|O_NONBLOCK (a planted symlink
+ *     fails with ELOOP, a FIFO cannot block us), and used only if fstat()
+ *     says: a regular file, owned by the directory's owner, one link (a
+ *     hard link to someone else's file has two).  A stream file we create
+ *     is O_EXCL, mode 0600 and, when we are not the directory's owner,
+ *     given to that owner (fchown of what this call created, nothing
+ *     else).  Sub-directories (pid-P) are opened the same way with
+ *     O_DIRECTORY; each is judged by its own owner.  We chose this over a
+ *     helper that drops privileges to the owner because it also protects a
+ *     same-user caller, keeps the recovery in one process the fuzzer can
+ *     drive, and leaves no window in which a half-privileged helper runs
+ *     the parsing code; what root can do that the owner cannot is reduced
+ *     to writing into files the owner owns and could write itself.
+ *   - Files are read with pread() into our own memory and written back
+ *     with pwrite(), never mapped: the owner could truncate a mapped file
+ *     under us and kill us with SIGBUS.
+ *   - Every field is checked against the file's size and the format's
+ *     bounds before it is used (stats_check(), ring_check()).  A bad field
+ *     is an error that names the file and the field; that file is left as
+ *     it is, and every other buffer and sub-trace is still recovered.
+ *   - The recorded pid must be a real pid (> 0, and for DIR/pid-P equal to
+ *     P) of a process that no longer runs; pid 0 or a negative pid is an
+ *     error, not "dead".
  */
 #define _GNU_SOURCE
 #include "tracer_internal.h"
@@ -22,165 +51,378 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int recover_ring(const char *dir, const char *name, uint64_t *counts,
-			unsigned described, uint64_t *events_out, uint64_t *bytes_out)
+/* Largest .mark-stats we read; the tracer writes 256 + 4096 * 128 bytes. */
+#define RECOVER_STATS_MAX (64u << 20)
+
+struct recover_ctx {
+	int err;   /* first error (errno value), 0 if none; its text is mark_last_error() */
+};
+
+/* A directory being recovered. */
+struct rdir {
+	int fd;               /* every file is opened relative to this */
+	uid_t uid;            /* its owner: every file we use must be theirs */
+	gid_t gid;
+	const char *path;     /* for messages only */
+};
+
+/*
+ * Report a problem.  The first one becomes mark_last_error() (the caller
+ * prints it); later ones are printed now, so that none is lost.  Returns
+ * -err.
+ */
+static int recover_fail(struct recover_ctx *ctx, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int recover_fail(struct recover_ctx *ctx, int err, const char *fmt, ...)
 {
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	struct stat sb;
-	if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size < MARK_TF_RING_HEADER_SIZE) {
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (ctx->err == 0) {
+		ctx->err = err;
+		mark_error(err, "%s", msg);
+	} else {
+		fprintf(stderr, "%s\n", msg);
+	}
+	return -err;
+}
+
+/* pread (or, if `out`, pwrite) exactly len bytes at off: 0, or -errno
+ * (-EIO: the file ends first). */
+static int io_full_at(int fd, void *buf, size_t len, off_t off, bool out)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t n = out ? pwrite(fd, p, len, off) : pread(fd, p, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+#define read_full(fd, buf, len, off) io_full_at(fd, buf, len, off, false)
+#define write_full_at(fd, buf, len, off) io_full_at(fd, buf, len, off, true)
+
+/* The file behind fd is one the tracer could have written in d: a regular
+ * file of d's owner with a single link. */
+static int check_owned(struct recover_ctx *ctx, const struct rdir *d, const char *name, int fd,
+		       struct stat *sb)
+{
+	if (fstat(fd, sb) != 0)
+		return recover_fail(ctx, errno, "mark: recover: cannot stat %s/%s: %s", d->path, name,
+				    strerror(errno));
+	if (!S_ISREG(sb->st_mode))
+		return recover_fail(ctx, EINVAL, "mark: recover: %s/%s is not a regular file, so the tracer did not "
+				    "write it; left as it is (remove it, then recover again)", d->path, name);
+	if (sb->st_uid != d->uid)
+		return recover_fail(ctx, EPERM, "mark: recover: %s/%s belongs to uid %u, its directory to uid %u, "
+				    "so the tracer did not write it; left as it is (remove it, then recover again)",
+				    d->path, name, (unsigned)sb->st_uid, (unsigned)d->uid);
+	if (sb->st_nlink != 1)
+		return recover_fail(ctx, EPERM, "mark: recover: %s/%s has %lu links (a hard link to another file?), "
+				    "so the tracer did not write it; left as it is (remove it, then recover again)",
+				    d->path, name, (unsigned long)sb->st_nlink);
+	return 0;
+}
+
+/* Open d/name read-write if check_owned() accepts it.  Returns the
+ * descriptor, -ENOENT (not reported) if there is no such file, or another
+ * -errno after reporting why. */
+static int open_owned(struct recover_ctx *ctx, const struct rdir *d, const char *name, struct stat *sb)
+{
+	int fd = openat(d->fd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		int e = errno;
+		if (e == ENOENT)
+			return -ENOENT;
+		if (e == ELOOP)
+			return recover_fail(ctx, e, "mark: recover: %s/%s is a symbolic link, which the tracer never "
+					    "writes; not followed, left as it is (remove it, then recover again)",
+					    d->path, name);
+		return recover_fail(ctx, e, "mark: recover: cannot open %s/%s: %s", d->path, name, strerror(e));
+	}
+	int rc = check_owned(ctx, d, name, fd, sb);
+	if (rc < 0) {
 		close(fd);
-		unlink(path);   /* created but never initialised: held no event */
-		return 0;
-	}
-	void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return -errno;
-	struct mark_tf_ring *hdr = map;
-	int rc = 0;
-	if (memcmp(hdr->magic, MARK_TF_RING_MAGIC, 8) != 0) {
-		/* Never finished initialising: no event was ever committed to it. */
-		munmap(map, (size_t)sb.st_size);
-		unlink(path);
-		return 0;
-	}
-	uint64_t cap = hdr->capacity;
-	if (hdr->version != MARK_TF_RING_VERSION || hdr->header_size != MARK_TF_RING_HEADER_SIZE ||
-	    cap < 4096 || (cap & (cap - 1)) || MARK_TF_RING_HEADER_SIZE + cap > (uint64_t)sb.st_size ||
-	    hdr->head < hdr->tail || hdr->head - hdr->tail > cap) {
-		munmap(map, (size_t)sb.st_size);
-		fprintf(stderr, "mark: recover: %s is not a buffer file this version understands; left as is\n",
-			path);
-		return -EINVAL;
-	}
-	const uint64_t *data = (const uint64_t *)((char *)map + MARK_TF_RING_HEADER_SIZE);
-	char spath[PATH_MAX];
-	tracer_path(spath, sizeof(spath), dir, MARK_TF_STREAM_PREFIX, hdr->stream_index);
-	int sfd = open(spath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (sfd < 0) {
-		rc = -errno;
-		munmap(map, (size_t)sb.st_size);
 		return rc;
+	}
+	return fd;
+}
+
+/* Create d/name (it did not exist): O_EXCL, owner-only, and given to d's
+ * owner when that is not us -- the only file recovery ever chowns, one
+ * this call created. */
+static int create_owned(struct recover_ctx *ctx, const struct rdir *d, const char *name)
+{
+	int fd = openat(d->fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return recover_fail(ctx, errno, "mark: recover: cannot create %s/%s: %s", d->path, name,
+				    strerror(errno));
+	if (geteuid() != d->uid && fchown(fd, d->uid, d->gid) != 0) {
+		/* Not root: the file stays ours, readable by us only; the trace
+		 * is still complete. */
+	}
+	return fd;
+}
+
+/* Parse the decimal number that follows `prefix` in name, as the tracer
+ * writes it (no sign, no leading zero, fits in 32 bits); -1 otherwise. */
+static int64_t name_number(const char *name, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	if (strncmp(name, prefix, pl) != 0)
+		return -1;
+	const char *p = name + pl;
+	if (*p < '0' || *p > '9' || (p[0] == '0' && p[1]))
+		return -1;
+	int64_t v = 0;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		v = v * 10 + (*p - '0');
+		if (v > UINT32_MAX)
+			return -1;
+	}
+	return v;
+}
+
+/*
+ * Check every layout field of a ring header read from a file of fsize
+ * bytes named .mark-ring-index.  Returns NULL if usable, else the name of
+ * the first bad field; *why says what is wrong with it.
+ */
+static const char *ring_check(const struct mark_tf_ring *h, uint64_t fsize, uint32_t index, const char **why)
+{
+	uint64_t cap = h->capacity;
+	*why = "is not what this version writes";
+	if (h->version != MARK_TF_RING_VERSION)
+		return "version";
+	if (h->header_size != MARK_TF_RING_HEADER_SIZE)
+		return "header_size";
+	*why = "is not a power of two between 4 KiB and 4 GiB";
+	if (cap < TRACER_MIN_BUFFER || cap > TRACER_MAX_BUFFER || (cap & (cap - 1)))
+		return "capacity";
+	*why = "does not fit the file's size (header_size + capacity > size)";
+	if (MARK_TF_RING_HEADER_SIZE + cap > fsize)
+		return "capacity";
+	*why = "differs from the N of the file's name .mark-ring-N";
+	if (h->stream_index != index)
+		return "stream_index";
+	*why = "is not discard, overwrite or block";
+	if (h->mode > MARK_TRACE_BLOCK)
+		return "mode";
+	*why = "is past head";
+	if (h->tail > h->head)
+		return "tail";
+	/* The records still in the ring start at tail, or in overwrite mode
+	 * (nobody drains: tail stays behind) at max(tail, oldest). */
+	uint64_t first = h->tail;
+	if (h->mode == MARK_TRACE_OVERWRITE) {
+		if (h->oldest > h->head)
+			return "oldest";
+		if (h->oldest > first)
+			first = h->oldest;
+	}
+	*why = "is more than capacity bytes ahead of the first record kept (tail, or oldest in overwrite mode)";
+	if (h->head - first > cap)
+		return "head";
+	return NULL;
+}
+
+/*
+ * Recover one ring, d/name (= .mark-ring-index).  Returns 0 or -errno
+ * (reported).  The ring is read into our memory (see the top of the
+ * file); its consumer fields are updated there by the commit protocol and
+ * written back only if the ring file stays (an error after some packets),
+ * so that a second recovery resumes where this one stopped.
+ */
+static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const char *name, uint32_t index,
+			uint64_t *counts, unsigned described, uint64_t *events_out, uint64_t *bytes_out)
+{
+	struct stat sb;
+	int fd = open_owned(ctx, d, name, &sb);
+	if (fd == -ENOENT)
+		return 0;   /* gone meanwhile */
+	if (fd < 0)
+		return fd;
+	struct mark_tf_ring hdr;
+	if ((uint64_t)sb.st_size < MARK_TF_RING_HEADER_SIZE ||
+	    read_full(fd, &hdr, sizeof(hdr), 0) != 0 || memcmp(hdr.magic, MARK_TF_RING_MAGIC, 8) != 0) {
+		/* Created but never initialised (the magic is stored last): no
+		 * event was ever committed to it. */
+		close(fd);
+		unlinkat(d->fd, name, 0);
+		return 0;
+	}
+	const char *why, *field = ring_check(&hdr, (uint64_t)sb.st_size, index, &why);
+	if (field) {
+		close(fd);
+		return recover_fail(ctx, EINVAL, "mark: recover: %s/%s: field %s %s; left as it is (its events are "
+				    "not recovered)", d->path, name, field, why);
+	}
+	const uint64_t cap = hdr.capacity;
+	uint64_t *data = malloc(cap);
+	if (!data) {
+		close(fd);
+		return recover_fail(ctx, ENOMEM, "mark: recover: out of memory for the %" PRIu64 " bytes of %s/%s; "
+				    "left as it is", cap, d->path, name);
+	}
+	int rc = read_full(fd, data, cap, MARK_TF_RING_HEADER_SIZE);
+	if (rc < 0) {
+		free(data);
+		close(fd);
+		return recover_fail(ctx, -rc, "mark: recover: cannot read %s/%s: %s (did it shrink meanwhile?); "
+				    "left as it is", d->path, name, strerror(-rc));
+	}
+	char sname[32];
+	snprintf(sname, sizeof(sname), "%s%" PRIu32, MARK_TF_STREAM_PREFIX, index);
+	struct stat ss;
+	int sfd = open_owned(ctx, d, sname, &ss);
+	if (sfd == -ENOENT) {
+		sfd = create_owned(ctx, d, sname);
+		memset(&ss, 0, sizeof(ss));
+	}
+	if (sfd < 0) {
+		free(data);
+		close(fd);
+		return sfd;   /* reported; the ring file stays for another try */
 	}
 	/*
 	 * Commit protocol (trace_format.h): a packet announced in
 	 * pending_bytes is complete if the file reaches that length; else
 	 * the stream ends at the committed stream_bytes.
 	 */
-	struct stat ss;
-	if (fstat(sfd, &ss) != 0) {
-		rc = -errno;
-		goto out;
-	}
+	bool wrote = false;
 	uint64_t fsize = (uint64_t)ss.st_size;
-	uint64_t committed = hdr->stream_bytes, tail = hdr->tail, seq = hdr->packet_seq;
-	uint64_t lost_reported = hdr->lost_reported;
-	if (hdr->pending_bytes > committed && fsize >= hdr->pending_bytes) {
+	uint64_t committed = hdr.stream_bytes, tail = hdr.tail, seq = hdr.packet_seq;
+	uint64_t lost_reported = hdr.lost_reported;
+	if (hdr.pending_bytes > committed && fsize >= hdr.pending_bytes && hdr.pending_tail >= hdr.tail &&
+	    hdr.pending_tail <= hdr.head) {
 		struct mark_tf_packet pk;
-		if (pread(sfd, &pk, sizeof(pk), (off_t)committed) == (ssize_t)sizeof(pk) &&
-		    pk.magic == MARK_TF_CTF_MAGIC && committed + pk.packet_size / 8 == hdr->pending_bytes) {
-			committed = hdr->pending_bytes;
-			tail = hdr->pending_tail;
+		if (committed <= fsize && read_full(sfd, &pk, sizeof(pk), (off_t)committed) == 0 &&
+		    pk.magic == MARK_TF_CTF_MAGIC && pk.packet_size / 8 == hdr.pending_bytes - committed) {
+			committed = hdr.pending_bytes;
+			tail = hdr.pending_tail;
 			seq = pk.packet_seq_num + 1;
 			lost_reported = pk.events_discarded;
 		}
 	}
 	if (committed > fsize)
-		committed = fsize;   /* cannot happen: the file holds what was committed */
+		committed = fsize;   /* the file holds less than was committed: keep what it holds */
 	if (fsize != committed && ftruncate(sfd, (off_t)committed) != 0) {
-		rc = -errno;
+		rc = recover_fail(ctx, errno, "mark: recover: cannot cut %s/%s at its last complete packet: %s",
+				  d->path, sname, strerror(errno));
 		goto out;
 	}
 	if (lseek(sfd, 0, SEEK_END) < 0) {
-		rc = -errno;
+		rc = recover_fail(ctx, errno, "mark: recover: %s/%s: %s", d->path, sname, strerror(errno));
 		goto out;
 	}
-	hdr->stream_bytes = committed;
-	hdr->tail = tail;
-	hdr->packet_seq = seq;
-	hdr->lost_reported = lost_reported;
-	hdr->pending_bytes = 0;
-	uint64_t head = hdr->head;
+	hdr.stream_bytes = committed;
+	hdr.tail = tail;
+	hdr.packet_seq = seq;
+	hdr.lost_reported = lost_reported;
+	hdr.pending_bytes = 0;
+	wrote = true;
+	/* ring_check() bounds: tail <= head, head - max(tail, oldest) <= cap. */
+	uint64_t head = hdr.head;
 	uint64_t start = tail;
-	if (hdr->mode == MARK_TRACE_OVERWRITE && hdr->oldest > start)
-		start = hdr->oldest;
+	if (hdr.mode == MARK_TRACE_OVERWRITE && hdr.oldest > start)
+		start = hdr.oldest;
 	if (head < start)
 		start = head;
 	if (head - start > cap)
-		start = head - cap;   /* cannot happen with a sane header */
+		start = head - cap;
 	struct tracer_packet_sink sink = {
 		.fd = sfd,
-		.uuid = hdr->trace_uuid,
-		.index = hdr->stream_index,
-		.tid = hdr->tid,
+		.uuid = hdr.trace_uuid,
+		.index = hdr.stream_index,
+		.tid = hdr.tid,
 		.seq = seq,
 		.stream_bytes = committed,
-		.commit = hdr,
-		.lost = hdr->lost + hdr->lost_consumer,
+		.commit = &hdr,
+		.lost = hdr.lost + hdr.lost_consumer,
 		.counts = counts,
 		.counts_cap = described,
 	};
 	uint64_t consumed = start;
 	if (start < head) {
-		if ((rc = tracer_write_records(&sink, data, cap, start, head, &consumed)) < 0)
+		if ((rc = tracer_write_records(&sink, data, cap, start, head, &consumed)) < 0) {
+			recover_fail(ctx, -rc, "mark: recover: cannot write %s/%s: %s", d->path, sname, strerror(-rc));
 			goto out;
+		}
 		if (consumed < head) {
 			/* Undescribed marker ids or a damaged record: count the rest lost. */
-			hdr->lost_consumer += tracer_count_records(data, cap, consumed, head);
+			hdr.lost_consumer += tracer_count_records(data, cap, consumed, head);
 			consumed = head;
 		}
 	}
-	sink.lost = hdr->lost + hdr->lost_consumer;
-	if (sink.lost != hdr->lost_reported) {
+	sink.lost = hdr.lost + hdr.lost_consumer;
+	if (sink.lost != hdr.lost_reported) {
 		/* Losses after the last packet: an empty packet carries the count. */
 		if (!sink.last_ts) {
-			/* Timestamp of the stream's last event, from its last packet. */
+			/* Timestamp of the stream's last event, from its last packet
+			 * (each step moves at least one packet header forward). */
 			struct mark_tf_packet pk;
 			uint64_t off = 0, last_end = 0;
 			while (off + sizeof(pk) <= sink.stream_bytes &&
-			       pread(sfd, &pk, sizeof(pk), (off_t)off) == (ssize_t)sizeof(pk) &&
-			       pk.packet_size >= sizeof(pk) * 8) {
+			       read_full(sfd, &pk, sizeof(pk), (off_t)off) == 0 && pk.packet_size >= sizeof(pk) * 8 &&
+			       pk.packet_size / 8 <= sink.stream_bytes - off) {
 				last_end = pk.timestamp_end;
 				off += pk.packet_size / 8;
 			}
 			sink.last_ts = last_end;
 		}
-		if ((rc = tracer_write_empty_packet(&sink, consumed)) < 0)
+		if ((rc = tracer_write_empty_packet(&sink, consumed)) < 0) {
+			recover_fail(ctx, -rc, "mark: recover: cannot write %s/%s: %s", d->path, sname, strerror(-rc));
 			goto out;
+		}
 	}
-	hdr->tail = consumed;
+	hdr.tail = consumed;
 	*events_out += sink.events;
 	*bytes_out += sink.bytes;
 out:
 	close(sfd);
-	munmap(map, (size_t)sb.st_size);
 	if (rc == 0)
-		unlink(path);
+		unlinkat(d->fd, name, 0);
+	else if (wrote && write_full_at(fd, &hdr, sizeof(hdr), 0) != 0)
+		fprintf(stderr, "mark: recover: could not update %s/%s; a second recovery starts again at its last "
+			"complete packet\n", d->path, name);
+	close(fd);
+	free(data);
 	return rc;
 }
 
 int mark_process_running(int pid)
 {
+	if (pid <= 0)
+		return true;   /* not one process: never "gone" */
 	if (kill(pid, 0) != 0 && errno == ESRCH)
 		return false;
 	char path[64], buf[256];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
-		return false;
+		return true;   /* kill() found it; /proc hides it (hidepid=) or it died just now: not "gone" */
 	bool zombie = false;
 	if (fgets(buf, sizeof(buf), f)) {
 		/* "pid (comm) S ...": the state follows the last ')' (comm may hold ')') */
@@ -191,108 +433,221 @@ int mark_process_running(int pid)
 	return !zombie;
 }
 
-static int64_t recover_dir(const char *dir, int depth);
-
-static int64_t recover_children(const char *dir, int depth)
+/*
+ * Check every layout field of a statistics file of `size` bytes (all read
+ * into our memory).  expect_pid: the P of DIR/pid-P, or 0 for the
+ * directory the caller named.  Returns NULL if usable, else the first bad
+ * field; *why says what is wrong with it.
+ */
+static const char *stats_check(const struct mark_tf_stats *st, size_t size, pid_t expect_pid, const char **why)
 {
-	int64_t total = 0, err = 0;
-	DIR *d = opendir(dir);
-	if (!d)
-		return 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (strncmp(e->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) != 0 || depth > 16)
-			continue;
-		char sub[PATH_MAX];
-		snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
-		int64_t r = recover_dir(sub, depth + 1);
-		if (r >= 0)
-			total += r;
-		else if (r != -ENOENT && err == 0)
-			err = r;   /* go on with the others; report the first failure */
-	}
-	closedir(d);
-	return err ? err : total;
+	*why = "is not what this version writes (not a mark statistics file, or a newer one)";
+	if (memcmp(st->magic, MARK_TF_STATS_MAGIC, 8) != 0)
+		return "magic";
+	if (st->version != MARK_TF_STATS_VERSION)
+		return "version";
+	*why = "is smaller than the header, not a multiple of 8, or beyond the file's size";
+	if (st->header_size < sizeof(struct mark_tf_stats) || st->header_size % 8 || st->header_size > size)
+		return "header_size";
+	*why = "is smaller than an entry, not a multiple of 8, or beyond the file's size";
+	if (st->entry_size < sizeof(struct mark_tf_stats_entry) || st->entry_size % 8 || st->entry_size > size)
+		return "entry_size";
+	*why = "entries do not fit the file's size (header_size + max_entries * entry_size > size)";
+	if (st->max_entries > (size - st->header_size) / st->entry_size)
+		return "max_entries";
+	*why = "is larger than max_entries";
+	if (st->nentries > st->max_entries)
+		return "nentries";
+	*why = "is larger than the number of marker ids a trace can have";
+	if (st->markers_described > MARK_TF_MAX_ID + 1u)
+		return "markers_described";
+	*why = "is not a known state";
+	if (st->state > MARK_TF_STATE_RECOVERED)
+		return "state";
+	*why = "is not a process id (a statistics file the tracer wrote names its process)";
+	if (st->pid <= 0)
+		return "pid";
+	*why = "differs from the P of the directory's name pid-P";
+	if (expect_pid > 0 && st->pid != expect_pid)
+		return "pid";
+	return NULL;
 }
 
-static int64_t recover_dir(const char *dir, int depth)
+/*
+ * Recover the trace in d, if it has a statistics file: -ENOENT (not
+ * reported) if it has none, else the events recovered or -errno
+ * (reported).
+ */
+static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_t expect_pid)
 {
-	char path[PATH_MAX];
-	tracer_path(path, sizeof(path), dir, MARK_TF_STATS, -1);
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -ENOENT;
 	struct stat sb;
-	struct mark_tf_stats *st = MAP_FAILED;
-	if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size >= sizeof(struct mark_tf_stats))
-		st = mmap(NULL, (size_t)sb.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (st == MAP_FAILED || memcmp(st->magic, MARK_TF_STATS_MAGIC, 8) != 0 ||
-	    st->version != MARK_TF_STATS_VERSION) {
-		if (st != MAP_FAILED)
-			munmap(st, (size_t)sb.st_size);
-		fprintf(stderr, "mark: recover: %s is not a statistics file this version understands\n", path);
-		return -EINVAL;
+	int fd = open_owned(ctx, d, MARK_TF_STATS, &sb);
+	if (fd < 0)
+		return fd;
+	if (sb.st_size < (off_t)sizeof(struct mark_tf_stats) || sb.st_size > (off_t)RECOVER_STATS_MAX) {
+		close(fd);
+		return recover_fail(ctx, EINVAL, "mark: recover: %s/%s: its size %lld is not that of a statistics "
+				    "file (%zu bytes to 64 MiB); the trace is left as it is", d->path, MARK_TF_STATS,
+				    (long long)sb.st_size, sizeof(struct mark_tf_stats));
 	}
-	int64_t total = 0;
-	if (st->state == MARK_TF_STATE_RUNNING || st->state == MARK_TF_STATE_STARTING) {
-		pid_t pid = st->pid;
-		if (pid > 0 && pid != getpid() && mark_process_running(pid)) {
-			munmap(st, (size_t)sb.st_size);
-			return mark_error(EBUSY, "mark: recover: process %d still writes %s; recover after it "
-						 "has exited", (int)pid, dir);
-		}
-		unsigned described = st->markers_described;
-		char mpath[PATH_MAX];
-		tracer_path(mpath, sizeof(mpath), dir, MARK_TF_METADATA, -1);
-		if (access(mpath, R_OK) != 0)
-			described = 0;   /* no metadata: nothing is decodable */
-		uint64_t *counts = calloc(MARK_TF_MAX_ID + 1, sizeof(uint64_t));
-		if (!counts) {
-			munmap(st, (size_t)sb.st_size);
-			return mark_error(ENOMEM, "mark: recover: out of memory");
-		}
-		uint64_t events = 0, bytes = 0;
-		int rc = 0;
-		DIR *d = opendir(dir);
-		struct dirent *e;
-		while (d && (e = readdir(d))) {
-			if (strncmp(e->d_name, MARK_TF_RING_PREFIX, strlen(MARK_TF_RING_PREFIX)) != 0)
-				continue;
-			int r = recover_ring(dir, e->d_name, counts, described, &events, &bytes);
-			if (r < 0 && rc == 0)
-				rc = r;
-		}
-		if (d)
-			closedir(d);
-		/* Statistics: add what was recovered. */
-		uint64_t seq = st->seq;
-		__atomic_store_n(&st->seq, seq + 1, __ATOMIC_RELAXED);
-		TRACER_FENCE(__ATOMIC_RELEASE);
+	size_t size = (size_t)sb.st_size;
+	/* uint64_t: the header's 8-byte fields are aligned in our copy. */
+	uint64_t *buf = malloc(size);
+	if (!buf) {
+		close(fd);
+		return recover_fail(ctx, ENOMEM, "mark: recover: out of memory");
+	}
+	struct mark_tf_stats *st = (struct mark_tf_stats *)buf;
+	int64_t rc = read_full(fd, buf, size, 0);
+	const char *why, *field = NULL;
+	if (rc < 0) {
+		rc = recover_fail(ctx, (int)-rc, "mark: recover: cannot read %s/%s: %s", d->path, MARK_TF_STATS,
+				  strerror((int)-rc));
+		goto out;
+	}
+	if ((field = stats_check(st, size, expect_pid, &why))) {
+		rc = recover_fail(ctx, EINVAL, "mark: recover: %s/%s: field %s %s; the trace is left as it is",
+				  d->path, MARK_TF_STATS, field, why);
+		goto out;
+	}
+	if (st->state != MARK_TF_STATE_RUNNING && st->state != MARK_TF_STATE_STARTING)
+		goto out;   /* complete already: 0 events */
+	/*
+	 * The writer must be gone, or we would take its buffers from under
+	 * it.  Our own pid: no other process is the writer (a caller that
+	 * traces into the directory it recovers has only itself to blame).
+	 * A pid reused since the writer died reads as running: we refuse,
+	 * which is the safe mistake.
+	 */
+	pid_t pid = st->pid;
+	if (pid != getpid() && mark_process_running(pid)) {
+		rc = recover_fail(ctx, EBUSY, "mark: recover: process %d still writes %s; recover after it has "
+				  "exited", (int)pid, d->path);
+		goto out;
+	}
+	unsigned described = st->markers_described;
+	struct stat ms;
+	if (fstatat(d->fd, MARK_TF_METADATA, &ms, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(ms.st_mode))
+		described = 0;   /* no metadata: nothing is decodable */
+	/* Records carry 16-bit ids; described <= MARK_TF_MAX_ID + 1 (stats_check). */
+	uint64_t *counts = calloc(MARK_TF_MAX_ID + 1, sizeof(uint64_t));
+	if (!counts) {
+		rc = recover_fail(ctx, ENOMEM, "mark: recover: out of memory");
+		goto out;
+	}
+	uint64_t events = 0, bytes = 0;
+	int ring_rc = 0;
+	int lfd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = lfd >= 0 ? fdopendir(lfd) : NULL;
+	if (!dir) {
+		if (lfd >= 0)
+			close(lfd);
+		ring_rc = recover_fail(ctx, errno, "mark: recover: cannot list %s: %s", d->path, strerror(errno));
+	}
+	struct dirent *e;
+	while (dir && (e = readdir(dir))) {
+		/* Only names the tracer writes; nothing else is a buffer. */
+		int64_t index = name_number(e->d_name, MARK_TF_RING_PREFIX);
+		if (index < 0)
+			continue;
+		int r = recover_ring(ctx, d, e->d_name, (uint32_t)index, counts, described, &events, &bytes);
+		if (r < 0 && ring_rc == 0)
+			ring_rc = r;
+	}
+	if (dir)
+		closedir(dir);
+	/*
+	 * Statistics: add what was recovered.  Written back as the seqlock
+	 * writer would (trace_format.h): seq odd, the body, seq even, each a
+	 * pwrite() into the page cache that readers map.  The writer is dead,
+	 * so the readers are tools (mark stats, the live line); one that
+	 * overlaps sees an odd or changed seq and retries.
+	 */
+	uint64_t seq = st->seq;
+	st->seq = seq + 1;
+	int wrc = write_full_at(fd, &st->seq, sizeof(st->seq), offsetof(struct mark_tf_stats, seq));
+	unsigned ne = described < st->max_entries ? described : st->max_entries;
+	for (unsigned i = 0; i < ne; i++) {
+		/* Within the file: max_entries was checked against its size. */
 		struct mark_tf_stats_entry *ent =
-			(struct mark_tf_stats_entry *)((char *)st + st->header_size);
-		unsigned ne = described < st->max_entries ? described : st->max_entries;
-		for (unsigned i = 0; i < ne; i++)
-			ent[i].events += counts[i];
-		if (ne > st->nentries)
-			st->nentries = ne;
-		st->events_written += events;
-		st->bytes_written += bytes;
-		if (st->events < st->events_written)
-			st->events = st->events_written;
-		st->state = rc == 0 ? MARK_TF_STATE_RECOVERED : MARK_TF_STATE_RUNNING;
-		st->update_realtime_ns = tracer_realtime_ns();
-		__atomic_store_n(&st->seq, seq + 2, __ATOMIC_RELEASE);
-		free(counts);
-		if (rc < 0) {
-			munmap(st, (size_t)sb.st_size);
-			return mark_error(-rc, "mark: recover: could not complete %s: %s", dir, strerror(-rc));
-		}
-		total += (int64_t)events;
+			(struct mark_tf_stats_entry *)((char *)buf + st->header_size + (size_t)i * st->entry_size);
+		ent->events += counts[i];
 	}
-	munmap(st, (size_t)sb.st_size);
-	int64_t children = recover_children(dir, depth);
-	return children < 0 ? children : total + children;
+	if (ne > st->nentries)
+		st->nentries = ne;
+	st->events_written += events;
+	st->bytes_written += bytes;
+	if (st->events < st->events_written)
+		st->events = st->events_written;
+	st->state = ring_rc == 0 ? MARK_TF_STATE_RECOVERED : MARK_TF_STATE_RUNNING;
+	st->update_realtime_ns = tracer_realtime_ns();
+	if (wrc == 0)   /* the header and the entries that changed */
+		wrc = write_full_at(fd, buf, st->header_size + (size_t)ne * st->entry_size, 0);
+	st->seq = seq + 2;
+	if (wrc == 0)
+		wrc = write_full_at(fd, &st->seq, sizeof(st->seq), offsetof(struct mark_tf_stats, seq));
+	free(counts);
+	if (wrc < 0)
+		recover_fail(ctx, -wrc, "mark: recover: cannot update %s/%s: %s", d->path, MARK_TF_STATS,
+			     strerror(-wrc));
+	rc = ring_rc < 0 ? ring_rc : wrc < 0 ? wrc : (int64_t)events;
+out:
+	close(fd);
+	free(buf);
+	return rc;
+}
+
+static int64_t recover_dir(struct recover_ctx *ctx, const struct rdir *d, pid_t expect_pid, int depth);
+
+/* Recover every DIR/pid-P of d (forked children), one level per call. */
+static int64_t recover_children(struct recover_ctx *ctx, const struct rdir *d, int depth)
+{
+	int64_t total = 0;
+	if (depth > 16)
+		return 0;
+	int lfd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = lfd >= 0 ? fdopendir(lfd) : NULL;
+	if (!dir) {
+		if (lfd >= 0)
+			close(lfd);
+		return recover_fail(ctx, errno, "mark: recover: cannot list %s: %s", d->path, strerror(errno));
+	}
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		int64_t p = name_number(e->d_name, MARK_TF_CHILD_PREFIX);
+		if (p <= 0 || p > INT32_MAX)
+			continue;
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", d->path, e->d_name);
+		int cfd = openat(d->fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0) {
+			if (errno == ELOOP || errno == ENOTDIR)
+				recover_fail(ctx, EINVAL, "mark: recover: %s is not a directory (a symbolic link?), "
+					     "so the tracer did not make it; not followed", path);
+			else if (errno != ENOENT)
+				recover_fail(ctx, errno, "mark: recover: cannot open %s: %s", path, strerror(errno));
+			continue;
+		}
+		struct stat sb;
+		if (fstat(cfd, &sb) == 0) {
+			struct rdir child = { .fd = cfd, .uid = sb.st_uid, .gid = sb.st_gid, .path = path };
+			int64_t r = recover_dir(ctx, &child, (pid_t)p, depth + 1);
+			if (r > 0)
+				total += r;
+		}
+		close(cfd);
+	}
+	closedir(dir);
+	return total;
+}
+
+static int64_t recover_dir(struct recover_ctx *ctx, const struct rdir *d, pid_t expect_pid, int depth)
+{
+	int64_t r = recover_trace(ctx, d, expect_pid);
+	if (r == -ENOENT)
+		return r;
+	int64_t children = recover_children(ctx, d, depth);
+	return (r > 0 ? r : 0) + (children > 0 ? children : 0);
 }
 
 int mark_trace_recover(const char *directory)
@@ -300,14 +655,33 @@ int mark_trace_recover(const char *directory)
 	mark_error_clear();
 	if (!directory || !*directory)
 		return mark_error(EINVAL, "mark: recover: no trace directory given");
+	/* The caller named this directory: a symlink to it is followed; nothing below it is. */
+	int fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct stat sb;
-	if (stat(directory, &sb) != 0 || !S_ISDIR(sb.st_mode))
-		return mark_error(ENOENT, "mark: recover: %s is not a directory", directory);
+	if (fd < 0 || fstat(fd, &sb) != 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return mark_error(e == ENOTDIR ? ENOENT : e, "mark: recover: %s is not a directory one can open: %s",
+				  directory, strerror(e));
+	}
+	int r = tracer_trace_recover_at(fd, directory);
+	close(fd);
+	return r;
+}
+
+int tracer_trace_recover_at(int fd, const char *path)
+{
+	struct stat sb;
+	if (fstat(fd, &sb) != 0)
+		return mark_error(errno, "mark: recover: %s: %s", path, strerror(errno));
+	struct recover_ctx ctx = { 0 };
+	struct rdir top = { .fd = fd, .uid = sb.st_uid, .gid = sb.st_gid, .path = path };
 	/* DIR holds one trace per process (pid-P/); DIR itself may be one too. */
-	int64_t r = recover_dir(directory, 0);
+	int64_t r = recover_dir(&ctx, &top, 0, 0);
 	if (r == -ENOENT)
-		r = recover_children(directory, 0);
-	if (r < 0)
-		return (int)r;
-	return r > INT32_MAX ? INT32_MAX : (int)r;
+		r = recover_children(&ctx, &top, 0);
+	if (ctx.err)
+		return -ctx.err;
+	return r > INT32_MAX ? INT32_MAX : (int)(r > 0 ? r : 0);
 }

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #define _LGPL_SOURCE
 #include "tracer_internal.h"
+#include "util/safe_dir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -39,9 +40,9 @@ void tracer_path(char *buf, size_t len, const char *dir, const char *name, long 
 {
 	/* Async-signal-safe: no stdio. */
 	size_t p = 0;
-	for (const char *s = dir; *s && p + 1 < len; s++)
+	for (const char *s = dir; s && *s && p + 1 < len; s++)
 		buf[p++] = *s;
-	if (p + 1 < len)
+	if (dir && p + 1 < len)
 		buf[p++] = '/';
 	for (const char *s = name; *s && p + 1 < len; s++)
 		buf[p++] = *s;
@@ -58,101 +59,212 @@ void tracer_path(char *buf, size_t len, const char *dir, const char *name, long 
 	buf[p] = '\0';
 }
 
-static int mkdir_p(const char *dir)
+/* ---- the session's directories ---- */
+
+/*
+ * The descriptor *fdp if it is still the directory (dev, ino).  A program
+ * may close every descriptor (daemons do) and reuse the number: then open
+ * `path` again (no creating, links as safe_dir.h allows), require the same
+ * directory, and install it with a compare-and-swap, because several
+ * threads may get here at once (ring creation on any thread, the
+ * consumer); a loser closes its own descriptor and uses the winner's.  The
+ * lost number is never closed: it is not ours any more.  System calls
+ * only: ring creation may run in a signal handler.
+ */
+static int checked_fd(int *fdp, const char *path, uint64_t dev, uint64_t ino)
 {
-	char buf[PATH_MAX];
-	if (strlen(dir) >= sizeof(buf))
-		return -ENAMETOOLONG;
-	strcpy(buf, dir);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-		return -errno;
+	int fd = __atomic_load_n(fdp, __ATOMIC_ACQUIRE);
 	struct stat st;
-	if (stat(buf, &st) != 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+		return fd;
+	if (!path)
+		return -EBADF;
+	int nfd = mark_dir_open(path, 0, 0, 0, NULL, NULL, NULL, NULL, 0);
+	if (nfd < 0)
+		return nfd;
+	if (fstat(nfd, &st) != 0 || st.st_dev != dev || st.st_ino != ino) {
+		close(nfd);
+		return -ESTALE;   /* the path names another directory now: write nothing there */
+	}
+	if (__atomic_compare_exchange_n(fdp, &fd, nfd, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return nfd;
+	close(nfd);
+	return fd;
+}
+
+int tracer_dir_fd(struct tracer_session *s)
+{
+	return checked_fd(&s->dir_fd, s->dir, s->dir_dev, s->dir_ino);
+}
+
+int tracer_base_fd(struct tracer_session *s)
+{
+	return checked_fd(&s->base_fd, s->base_dir, s->base_dev, s->base_ino);
+}
+
+static void close_if_ours(int fd, uint64_t dev, uint64_t ino)
+{
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+		close(fd);
+}
+
+/*
+ * Open (creating it 0700 if missing) the per-process directory
+ * pid-<pid> inside the base directory bfd: never through a link, and only
+ * if it is private to this euid.  Sets s->dir_fd.  0 or -errno with `why`.
+ */
+static int open_process_dir(struct tracer_session *s, int bfd, char *why, size_t whylen)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "%s%d", MARK_TF_CHILD_PREFIX, (int)s->pid);
+	int dfd = mark_dir_open_at(bfd, name, MARK_DIR_CREATE, 0700, NULL);
+	if (dfd < 0) {
+		snprintf(why, whylen, "cannot create or open %s/%s: %s%s", s->base_dir, name, strerror(-dfd),
+			 dfd == -ELOOP || dfd == -ENOTDIR ? " (it is a symbolic link or not a directory: remove it)"
+							  : "");
+		return dfd;
+	}
+	struct stat st;
+	int rc = mark_dir_check_private(dfd, geteuid(), s->dir, why, whylen);
+	if (rc == 0 && fstat(dfd, &st) != 0)
+		rc = -errno;
+	if (rc < 0) {
+		close(dfd);
+		return rc;
+	}
+	s->dir_fd = dfd;
+	s->dir_dev = st.st_dev;
+	s->dir_ino = st.st_ino;
 	return 0;
 }
 
+/* NAME is PREFIX followed by decimal digits only. */
+static bool is_numbered(const char *name, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	if (strncmp(name, prefix, n) != 0 || !name[n])
+		return false;
+	for (const char *p = name + n; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
+
+/* Exactly the names this tracer writes: metadata, metadata.tmp, .mark-stats, stream-N, .mark-ring-N. */
 static bool is_trace_file(const char *name)
 {
 	return strcmp(name, MARK_TF_METADATA) == 0 || strcmp(name, MARK_TF_METADATA ".tmp") == 0 ||
-	       strcmp(name, MARK_TF_STATS) == 0 ||
-	       strncmp(name, MARK_TF_STREAM_PREFIX, strlen(MARK_TF_STREAM_PREFIX)) == 0 ||
-	       strncmp(name, MARK_TF_RING_PREFIX, strlen(MARK_TF_RING_PREFIX)) == 0;
+	       strcmp(name, MARK_TF_STATS) == 0 || is_numbered(name, MARK_TF_STREAM_PREFIX) ||
+	       is_numbered(name, MARK_TF_RING_PREFIX);
 }
 
-/* Remove an earlier trace's files (only names this tracer writes). */
-static void clean_trace_dir(const char *dir, int depth)
+/*
+ * Remove an earlier trace from the directory fd: only regular files of this
+ * euid with the names this tracer writes, and pid-N directories (never a
+ * link to one) that hold nothing else.  Links, other files and directories
+ * that still hold something stay.
+ */
+static void clean_trace_dir(int fd, int depth)
 {
-	DIR *d = opendir(dir);
-	if (!d)
+	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = own < 0 ? NULL : fdopendir(own);
+	if (!d) {
+		if (own >= 0)
+			close(own);
 		return;
+	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
-		char path[PATH_MAX];
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		if (is_trace_file(e->d_name)) {
-			unlink(path);
-		} else if (depth < 8 && strncmp(e->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) == 0) {
-			clean_trace_dir(path, depth + 1);
-			rmdir(path);
+		struct stat st;
+		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (S_ISREG(st.st_mode) && st.st_uid == geteuid() && is_trace_file(e->d_name)) {
+			unlinkat(fd, e->d_name, 0);
+		} else if (S_ISDIR(st.st_mode) && depth < 8 && is_numbered(e->d_name, MARK_TF_CHILD_PREFIX)) {
+			int sub = mark_dir_open_at(fd, e->d_name, 0, 0, NULL);
+			if (sub >= 0) {
+				clean_trace_dir(sub, depth + 1);
+				close(sub);
+				unlinkat(fd, e->d_name, AT_REMOVEDIR);   /* fails, as it should, if not empty */
+			}
 		}
 	}
 	closedir(d);
 }
 
 /*
- * `dir` (DIR/pid-P) holds the trace of a process with our pid that has not
- * finished it: the statistics say running.  Exec keeps the pid, so that is
- * the image we replaced (its rings hold what it recorded since its last
- * drain: it had no chance to flush them), or a dead process whose pid we
- * reuse.  Either way its events must not be wiped: move the directory
- * aside to DIR/pid-P.K (the first free K, from 1) and complete it from its
- * rings there, as `mark record` would.  Best effort: on any failure the
- * directory stays where it is, and our session replaces it as before.
+ * The session's DIR/pid-P (s->dir_fd, just opened) holds the trace of a
+ * process with our pid that has not finished it: the statistics say
+ * running.  Exec keeps the pid, so that is the image we replaced (its
+ * rings hold what it recorded since its last drain: it had no chance to
+ * flush them), or a dead process whose pid we reuse.  Either way its
+ * events must not be wiped: move the directory aside to DIR/pid-P.K (the
+ * first free K, from 1), never replacing anything, and complete it from
+ * its rings there, as `mark record` would.  Only the directory
+ * open_process_dir() judged ours (never a link, owned by this euid,
+ * private) is moved, by rename relative to the base directory's
+ * descriptor.  Best effort: if it cannot be moved, it stays where it is
+ * and our session replaces it as before.  Returns 0, or -errno (with the
+ * error set) if the moved directory cannot be replaced by a new one.
  */
-static void keep_unfinished_trace(const char *base_dir, const char *dir, pid_t pid)
+static int keep_unfinished_trace(struct tracer_session *s)
 {
-	char path[PATH_MAX];
-	tracer_path(path, sizeof(path), dir, MARK_TF_STATS, -1);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = openat(s->dir_fd, MARK_TF_STATS, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return;
+		return 0;
 	struct mark_tf_stats st;
-	ssize_t n = pread(fd, &st, sizeof(st), 0);
+	struct stat sb;
+	ssize_t n = -1;
+	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_uid == geteuid())
+		n = pread(fd, &st, sizeof(st), 0);
 	close(fd);
 	if (n != (ssize_t)sizeof(st) || memcmp(st.magic, MARK_TF_STATS_MAGIC, 8) != 0 ||
-	    st.version != MARK_TF_STATS_VERSION || st.pid != pid ||
+	    st.version != MARK_TF_STATS_VERSION || st.pid != s->pid ||
 	    (st.state != MARK_TF_STATE_RUNNING && st.state != MARK_TF_STATE_STARTING))
-		return;
-	char aside[PATH_MAX];
-	for (int k = 1; k < 1000; k++) {
-		snprintf(aside, sizeof(aside), "%s/%s%d.%d", base_dir, MARK_TF_CHILD_PREFIX, (int)pid, k);
-		struct stat sb;
-		if (lstat(aside, &sb) == 0)
-			continue;
-		if (errno != ENOENT || rename(dir, aside) != 0)
-			return;
-		int rc = mkdir_p(dir);   /* ours again, for the session being started */
-		if (rc < 0)
-			fprintf(stderr, "mark: tracer (pid %d): cannot re-create %s: %s\n", (int)pid, dir,
-				strerror(-rc));
-		/* Its pid is ours, so recovery does not take it for a live writer. */
-		if (mark_trace_recover(aside) < 0)
-			fprintf(stderr, "mark: tracer (pid %d): the trace of this process before its exec, kept "
-				"in %s, could not be completed: %s; run `mark record` recovery on it later\n",
-				(int)pid, aside, mark_last_error());
-		return;
+		return 0;
+	char name[32], aside[48];
+	snprintf(name, sizeof(name), "%s%d", MARK_TF_CHILD_PREFIX, (int)s->pid);
+	struct stat ds;
+	if (fstatat(s->base_fd, name, &ds, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(ds.st_mode) ||
+	    ds.st_dev != s->dir_dev || ds.st_ino != s->dir_ino)
+		return 0;
+	int k;
+	for (k = 1; k < 1000; k++) {
+		snprintf(aside, sizeof(aside), "%s.%d", name, k);
+		if (renameat2(s->base_fd, name, s->base_fd, aside, RENAME_NOREPLACE) == 0)
+			break;
+		if (errno == EINVAL) {
+			/* A file system without RENAME_NOREPLACE: the directory is private to us. */
+			if (fstatat(s->base_fd, aside, &ds, AT_SYMLINK_NOFOLLOW) == 0)
+				continue;
+			if (errno == ENOENT && renameat(s->base_fd, name, s->base_fd, aside) == 0)
+				break;
+			return 0;
+		}
+		if (errno != EEXIST && errno != ENOTEMPTY)
+			return 0;
 	}
+	if (k == 1000)
+		return 0;
+	/* The descriptor we hold moved with the directory: it is the kept trace now. */
+	int kept = s->dir_fd;
+	s->dir_fd = -1;
+	char why[512];
+	int rc = open_process_dir(s, s->base_fd, why, sizeof(why));   /* ours again, for the session being started */
+	if (rc < 0) {
+		close(kept);
+		return mark_error(-rc, "mark: tracer: cannot use %s as trace directory: %s", s->base_dir, why);
+	}
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s", s->base_dir, aside);
+	/* Its pid is ours, so recovery does not take it for a live writer. */
+	if (tracer_trace_recover_at(kept, path) < 0)
+		fprintf(stderr, "mark: tracer (pid %d): the trace of this process before its exec, kept "
+			"in %s, could not be completed: %s; run `mark record` recovery on it later\n",
+			(int)s->pid, path, mark_last_error());
+	close(kept);
+	return 0;
 }
 
 /* A zeroed session with a generation of its own and no stream files open. */
@@ -163,6 +275,7 @@ static struct tracer_session *session_alloc(void)
 		return NULL;
 	for (unsigned i = 0; i < TRACER_MAX_RINGS; i++)
 		s->rings[i].stream_fd = -1;
+	s->base_fd = s->dir_fd = -1;
 	s->generation = ++last_generation;
 	return s;
 }
@@ -171,6 +284,8 @@ static void free_session(struct tracer_session *s)
 {
 	if (!s)
 		return;
+	close_if_ours(s->dir_fd, s->dir_dev, s->dir_ino);
+	close_if_ours(s->base_fd, s->base_dev, s->base_ino);
 	free(s->dir);
 	free(s->base_dir);
 	for (size_t i = 0; i < s->nglobs; i++)
@@ -193,10 +308,11 @@ static void session_unmap(struct tracer_session *s, bool unlink_rings)
 			close(r->stream_fd);
 		r->stream_fd = -1;
 		munmap(r->hdr, MARK_TF_RING_HEADER_SIZE + r->capacity);
-		if (unlink_rings) {
-			char path[PATH_MAX];
-			tracer_path(path, sizeof(path), s->dir, MARK_TF_RING_PREFIX, r->index);
-			unlink(path);
+		int dfd;
+		if (unlink_rings && (dfd = tracer_dir_fd(s)) >= 0) {
+			char name[64];
+			tracer_path(name, sizeof(name), NULL, MARK_TF_RING_PREFIX, r->index);
+			unlinkat(dfd, name, 0);
 		}
 	}
 	if (s->stats)
@@ -267,6 +383,11 @@ static void atfork_child(void)
 		if (s && (s->base_dir = strdup(parent->base_dir)) &&
 		    asprintf(&dir, "%s/%s%d", parent->base_dir, MARK_TF_CHILD_PREFIX, (int)getpid()) > 0) {
 			s->dir = dir;
+			/* A descriptor of its own: free_session(parent) below closes the parent's. */
+			int pbfd = tracer_base_fd(parent);
+			s->base_fd = pbfd < 0 ? -1 : fcntl(pbfd, F_DUPFD_CLOEXEC, 0);
+			s->base_dev = parent->base_dev;
+			s->base_ino = parent->base_ino;
 			s->mode = parent->mode;
 			s->buffer_size = parent->buffer_size;
 			s->string_max = parent->string_max;
@@ -292,14 +413,19 @@ static void atfork_child(void)
 			 * what a child killed or exec'd before its consumer ran
 			 * left in its rings; core's child handler, registered
 			 * first, has released the registry lock by now. */
-			if (mkdir_p(dir) == 0 && tracer_stats_open(s) == 0 &&
-			    tracer_metadata_write(s->dir, s, s->trace_uuid, &s->described) == 0) {
+			char why[512];
+			snprintf(why, sizeof(why), "%s", s->base_fd < 0 ? "its directory is gone" : "");
+			int ok = s->base_fd >= 0 && open_process_dir(s, s->base_fd, why, sizeof(why)) == 0;
+			if (ok)   /* an earlier process with this pid: as at session start */
+				clean_trace_dir(s->dir_fd, 0);
+			if (ok && tracer_stats_open(s) == 0 &&
+			    tracer_metadata_write(s->dir_fd, s->dir, s, s->trace_uuid, &s->described) == 0) {
 				tracer_stats_update(s, MARK_TF_STATE_RUNNING);
 				__atomic_store_n(&s->consumer_lazy, 1, __ATOMIC_RELAXED);
 				tracer_set_current(s);
 			} else {
-				fprintf(stderr, "mark: tracer cannot set up the trace of forked child %d in %s; "
-					"the child is not traced\n", (int)getpid(), dir);
+				fprintf(stderr, "mark: tracer cannot set up the trace of forked child %d in %s (%s); "
+					"the child is not traced\n", (int)getpid(), dir, why);
 				if (s->stats)
 					munmap(s->stats, s->stats_map_size);
 				free_session(s);
@@ -339,6 +465,56 @@ static void session_disconnect(struct tracer_session *s)
 	tracer_set_current(NULL);
 	urcu_bp_synchronize_rcu();
 	tracer_consumer_stop(s);
+}
+
+/*
+ * Open the trace directory the user gave (creating it 0700 if missing) and
+ * this process's pid-<pid> in it, and keep descriptors of both: every file
+ * of the trace is created relative to them.  The directory must be private
+ * to this euid: anyone else who can write there could plant links or read
+ * the events, so it is refused (the program runs on untraced).  s->base_dir
+ * and s->dir become absolute (the program may chdir()) without resolving
+ * links, which the walk has already judged.
+ */
+static int open_session_dirs(struct tracer_session *s, const char *given)
+{
+	char why[512];
+	int bfd = mark_dir_open(given, MARK_DIR_CREATE, 0700, 0700, NULL, NULL, NULL, why, sizeof(why));
+	if (bfd < 0)
+		return mark_error(-bfd, "mark: tracer: cannot use %s as trace directory: %s", given, why);
+	struct stat st;
+	int rc = mark_dir_check_private(bfd, geteuid(), given, why, sizeof(why));
+	if (rc < 0) {
+		close(bfd);
+		return mark_error(-rc, "mark: tracer: refusing the trace directory: %s; use a directory that only "
+				       "uid %u can write, such as one in $HOME or $XDG_RUNTIME_DIR",
+				  why, (unsigned)geteuid());
+	}
+	if (fstat(bfd, &st) != 0 || fstatat(bfd, MARK_TF_METADATA, &(struct stat){ 0 }, AT_SYMLINK_NOFOLLOW) == 0) {
+		/* A trace at the top would hide the per-process traces from babeltrace2. */
+		close(bfd);
+		return mark_error(EEXIST, "mark: tracer: cannot use %s as trace directory: it holds a CTF trace "
+					  "of its own; choose another directory", given);
+	}
+	s->base_fd = bfd;
+	s->base_dev = st.st_dev;
+	s->base_ino = st.st_ino;
+	char *abs = NULL, *dir = NULL;
+	char cwd[PATH_MAX];
+	if (given[0] == '/' ? asprintf(&abs, "%s", given) < 0
+			    : (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs, "%s/%s", cwd, given) < 0))
+		abs = NULL;
+	if (!abs || asprintf(&dir, "%s/%s%d", abs, MARK_TF_CHILD_PREFIX, (int)s->pid) < 0) {
+		free(abs);
+		return mark_error(ENOMEM, "mark: tracer: out of memory, or the working directory is too long");
+	}
+	free(s->base_dir);
+	free(s->dir);
+	s->base_dir = abs;
+	s->dir = dir;
+	if ((rc = open_process_dir(s, bfd, why, sizeof(why))) < 0)
+		return mark_error(-rc, "mark: tracer: cannot use %s as trace directory: %s", given, why);
+	return 0;
 }
 
 static int session_start_locked(const struct mark_trace_config *cfg)
@@ -388,43 +564,20 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 			return mark_error(ENOMEM, "mark: tracer: out of memory");
 		}
 	}
-	int rc = mkdir_p(s->base_dir);
-	if (rc == 0) {
-		/* Absolute: the program may chdir() while the consumer writes files. */
-		char *abs = realpath(s->base_dir, NULL);
-		char *dir = NULL;
-		if (!abs || asprintf(&dir, "%s/%s%d", abs, MARK_TF_CHILD_PREFIX, (int)s->pid) < 0) {
-			free(abs);
-			free_session(s);
-			return mark_error(ENOMEM, "mark: tracer: out of memory");
-		}
-		free(s->base_dir);
-		free(s->dir);
-		s->base_dir = abs;
-		s->dir = dir;
-	}
-	if (rc == 0) {
-		/* A trace at the top would hide the per-process traces from babeltrace2. */
-		char meta[PATH_MAX];
-		tracer_path(meta, sizeof(meta), s->base_dir, MARK_TF_METADATA, -1);
-		if (access(meta, F_OK) == 0)
-			rc = -EEXIST;
-	}
-	if (rc == 0)
-		rc = mkdir_p(s->dir);
+	int rc = open_session_dirs(s, cfg->directory);
 	if (rc < 0) {
-		int err = -rc;
-		rc = mark_error(err, "mark: tracer: cannot use %s as trace directory: %s", cfg->directory,
-				err == EEXIST ? "it holds a CTF trace of its own; choose another directory"
-					      : strerror(err));
 		free_session(s);
 		return rc;
 	}
 	/* The image before an exec (exec keeps the pid) may have left its trace
 	 * here unfinished: keep it.  Otherwise (a second session in this
-	 * process, a pid reused after a clean exit) replace what is here. */
-	keep_unfinished_trace(s->base_dir, s->dir, s->pid);
-	clean_trace_dir(s->dir, 0);
+	 * process, a pid reused after a clean exit) replace what that trace
+	 * wrote, and nothing else. */
+	if ((rc = keep_unfinished_trace(s)) < 0) {
+		free_session(s);
+		return rc;
+	}
+	clean_trace_dir(s->dir_fd, 0);
 	tracer_clock_init(&s->clock);
 	new_uuid(s->trace_uuid);
 	if ((rc = tracer_stats_open(s)) < 0) {
@@ -432,7 +585,7 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 		free_session(s);
 		return mark_error(-rc, "mark: tracer: cannot set up statistics in %s", cfg->directory);
 	}
-	if ((rc = tracer_metadata_write(s->dir, s, s->trace_uuid, &s->described)) < 0) {
+	if ((rc = tracer_metadata_write(s->dir_fd, s->dir, s, s->trace_uuid, &s->described)) < 0) {
 		session_unmap(s, false);
 		free_session(s);
 		return mark_error(-rc, "mark: tracer: cannot write the metadata in %s: %s", cfg->directory,
@@ -461,7 +614,7 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 		snprintf(msg, sizeof(msg), "%s", mark_last_error());
 		session_disconnect(s);
 		session_unmap(s, true);
-		clean_trace_dir(s->dir, 0);
+		clean_trace_dir(s->dir_fd, 0);
 		free_session(s);
 		return mark_error(-rc, "%s", msg);
 	}
@@ -493,7 +646,7 @@ static int session_stop_locked(bool family)
 	/* ...then everything that is left. */
 	tracer_clock_refine(&s->clock);
 	tracer_drain_all_final(s);
-	tracer_metadata_write(s->dir, s, s->trace_uuid, &s->described);
+	tracer_metadata_write(tracer_dir_fd(s), s->dir, s, s->trace_uuid, &s->described);
 	tracer_stats_update(s, MARK_TF_STATE_STOPPED);
 	session_unmap(s, true);
 	free_session(s);
@@ -531,7 +684,7 @@ void mark_tracer_get_stats(struct mark_trace_stats *out)
  * probe.c): copy [start, head) with relaxed loads, then keep only what
  * lies at or after the `oldest` read afterwards.
  */
-static int snapshot_ring(struct tracer_ring *r, const char *dir,
+static int snapshot_ring(struct tracer_ring *r, int dirfd,
 			 uint64_t *buf, const uint8_t *uuid, unsigned described)
 {
 	struct mark_tf_ring *hdr = r->hdr;
@@ -560,11 +713,11 @@ static int snapshot_ring(struct tracer_ring *r, const char *dir,
 	}
 	if (start >= head)
 		return 0;
-	char path[PATH_MAX];
-	tracer_path(path, sizeof(path), dir, MARK_TF_STREAM_PREFIX, r->index);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	char name[64];
+	tracer_path(name, sizeof(name), NULL, MARK_TF_STREAM_PREFIX, r->index);
+	int fd = mark_file_create_at(dirfd, name, O_WRONLY);   /* the directory was emptied of these */
 	if (fd < 0)
-		return -errno;
+		return fd;
 	uint64_t consumed;
 	struct tracer_packet_sink sink = {
 		.fd = fd,
@@ -579,14 +732,42 @@ static int snapshot_ring(struct tracer_ring *r, const char *dir,
 	return rc;
 }
 
+/* Is the directory fd, or one of its ancestors, the directory (dev, ino)? */
+static bool dir_within(int fd, uint64_t dev, uint64_t ino)
+{
+	int cur = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (int depth = 0; cur >= 0 && depth < 256; depth++) {
+		struct stat st, up_st;
+		if (fstat(cur, &st) != 0)
+			break;
+		if (st.st_dev == dev && st.st_ino == ino) {
+			close(cur);
+			return true;
+		}
+		int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(cur);
+		cur = up;
+		if (up >= 0 && fstat(up, &up_st) == 0 && up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino)
+			break;   /* the root */
+	}
+	if (cur >= 0)
+		close(cur);
+	return false;
+}
+
 int mark_tracer_snapshot(const char *directory)
+{
+	return mark_tracer_snapshot_into(directory, 0);
+}
+
+int mark_tracer_snapshot_into(const char *directory, unsigned flags)
 {
 	mark_error_clear();
 	if (!directory || !*directory)
 		return mark_error(EINVAL, "mark: snapshot: no directory given");
 	pthread_mutex_lock(&control_mutex);
 	struct tracer_session *s = tracer_current;
-	int rc = 0;
+	int rc = 0, fd = -1;
 	if (!s) {
 		rc = mark_error(ENOENT, "mark: snapshot: no tracing session is running");
 		goto out;
@@ -597,19 +778,38 @@ int mark_tracer_snapshot(const char *directory)
 				s->mode == MARK_TRACE_DISCARD ? "discard" : "block");
 		goto out;
 	}
-	char a[PATH_MAX], b[PATH_MAX];
-	if ((rc = mkdir_p(directory)) < 0) {
-		rc = mark_error(-rc, "mark: snapshot: cannot create %s: %s", directory, strerror(-rc));
+	/* As the session's directory: created 0700, walked safely, private to us. */
+	char why[512];
+	bool created = false;
+	fd = mark_dir_open(directory, MARK_DIR_CREATE, 0700, 0700, &created, NULL, NULL, why, sizeof(why));
+	if (fd < 0) {
+		rc = mark_error(-fd, "mark: snapshot: cannot create %s: %s", directory, why);
 		goto out;
 	}
-	if (realpath(directory, a) && ((realpath(s->dir, b) && strcmp(a, b) == 0) ||
-					(realpath(s->base_dir, b) && strncmp(a, b, strlen(b)) == 0 &&
-					 (a[strlen(b)] == '\0' || a[strlen(b)] == '/')))) {
+	if ((rc = mark_dir_check_private(fd, geteuid(), directory, why, sizeof(why))) < 0) {
+		rc = mark_error(-rc, "mark: snapshot: refusing the directory: %s; use a directory that only uid %u "
+				     "can write", why, (unsigned)geteuid());
+		goto out;
+	}
+	if (dir_within(fd, s->base_dev, s->base_ino)) {
 		rc = mark_error(EINVAL, "mark: snapshot: %s is (inside) the session's trace directory %s; "
 					"choose another one", directory, s->base_dir);
 		goto out;
 	}
-	clean_trace_dir(directory, 0);
+	/*
+	 * Never delete what the user keeps there: a directory that holds
+	 * anything is refused, unless the caller asks to replace an earlier
+	 * snapshot, and even then only what this tracer writes is removed.
+	 */
+	int full = created ? 0 : mark_dir_nonempty(fd);
+	if (full > 0 && !(flags & MARK_SNAPSHOT_FORCE)) {
+		rc = mark_error(ENOTEMPTY, "mark: snapshot: %s is not empty; give a new or empty directory, or "
+					   "--force to replace an earlier snapshot there (only files mark writes are "
+					   "removed)", directory);
+		goto out;
+	}
+	if (full > 0)
+		clean_trace_dir(fd, 0);
 	/* The metadata must describe every id the snapshot may contain. */
 	size_t nm;
 	mark_registry_lock();
@@ -619,7 +819,7 @@ int mark_tracer_snapshot(const char *directory)
 	uint8_t uuid[16];
 	new_uuid(uuid);   /* a trace of its own: babeltrace2 must not merge it with the session's */
 	pthread_mutex_lock(&tracer_fork_guard);   /* the consumer may be refining the clock */
-	rc = tracer_metadata_write(directory, s, uuid, &described);
+	rc = tracer_metadata_write(fd, directory, s, uuid, &described);
 	pthread_mutex_unlock(&tracer_fork_guard);
 	if (rc < 0) {
 		rc = mark_error(-rc, "mark: snapshot: cannot write metadata in %s", directory);
@@ -632,7 +832,7 @@ int mark_tracer_snapshot(const char *directory)
 	}
 	struct tracer_ring *r;
 	tracer_for_each_ring(s, r) {
-		rc = snapshot_ring(r, directory, buf, uuid, described);
+		rc = snapshot_ring(r, fd, buf, uuid, described);
 		if (rc != 0)
 			break;
 	}
@@ -640,6 +840,8 @@ int mark_tracer_snapshot(const char *directory)
 	if (rc < 0)
 		rc = mark_error(-rc, "mark: snapshot: cannot write into %s: %s", directory, strerror(-rc));
 out:
+	if (fd >= 0)
+		close(fd);
 	pthread_mutex_unlock(&control_mutex);
 	return rc;
 }
@@ -740,10 +942,13 @@ static void free_globs(char **v)
  */
 static void __attribute__((constructor)) tracer_env_init(void)
 {
-	const char *dir = getenv("MARK_TRACE");
-	const char *enable = getenv("MARK_ENABLE");
-	const char *mode_s = getenv("MARK_MODE");
-	const char *buffer_s = getenv("MARK_BUFFER");
+	/* secure_getenv: a setuid/setgid/setcap program (AT_SECURE) must not
+	 * let the user who runs it choose a directory it writes with its
+	 * privileges, nor what it records; it sees no MARK_* at all. */
+	const char *dir = secure_getenv("MARK_TRACE");
+	const char *enable = secure_getenv("MARK_ENABLE");
+	const char *mode_s = secure_getenv("MARK_MODE");
+	const char *buffer_s = secure_getenv("MARK_BUFFER");
 	if (!dir && !enable)
 		return;
 	enum mark_trace_mode mode = MARK_TRACE_DISCARD;

@@ -191,8 +191,10 @@ enum mark_tf_ring_state {
  *                         integer of N bytes uses the slot's low N bytes);
  *                         in an event with %s arguments, fields follow CTF
  *                         alignment instead: integers and doubles start at
- *                         8-byte aligned offsets, a string (bytes + NUL)
- *                         starts right after the previous field
+ *                         8-byte aligned offsets, a string is one length
+ *                         byte (0-255, the bytes before the NUL; the tag
+ *                         of a CTF variant) then its bytes and NUL, right
+ *                         after the previous field
  */
 #define MARK_TF_RECORD_SPAN(size) (((uint64_t)(size) + 7) & ~(uint64_t)7)
 struct mark_tf_record_header {
@@ -204,6 +206,8 @@ struct mark_tf_record_header {
 
 #define MARK_TF_MAX_ID 0xfffe                 /* larger marker ids are counted lost */
 #define MARK_TF_STRING_MAX 256                /* default bytes kept of a %s, with NUL */
+/* A string's length (without its NUL) is stored in one byte before it. */
+_Static_assert(MARK_TF_STRING_MAX - 1 <= 255, "a %s length must fit its length byte");
 
 /* ------------------------------------------------------------------ */
 /* CTF packet layout of stream-N (also described in `metadata`)        */

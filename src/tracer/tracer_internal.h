@@ -114,6 +114,17 @@ struct tracer_session {
 	uint64_t generation;        /* unique per session in this process, never 0 */
 	char *base_dir;             /* the directory the user gave                 */
 	char *dir;                  /* base_dir/pid-<pid>: this process's trace     */
+	/*
+	 * Descriptors of base_dir and dir, opened when the session starts
+	 * (after the ownership and mode checks): every file of the trace is
+	 * created relative to them, so a path swapped later is never followed.
+	 * Use them through tracer_base_fd()/tracer_dir_fd(), which notice a
+	 * program that closed them (daemons close every descriptor) and open
+	 * the directory again.  Written under control_mutex or, when the
+	 * descriptor was lost, by an atomic compare-and-swap (see session.c).
+	 */
+	int base_fd, dir_fd;
+	uint64_t base_dev, base_ino, dir_dev, dir_ino;
 	enum mark_trace_mode mode;
 	uint64_t buffer_size;
 	unsigned string_max;
@@ -200,6 +211,8 @@ MARK_HIDDEN void tracer_kick_consumer(struct tracer_session *s);
 MARK_HIDDEN int tracer_consumer_start(struct tracer_session *s);
 MARK_HIDDEN void tracer_consumer_start_lazy(struct tracer_session *s);
 MARK_HIDDEN int tracer_session_stop_by_family(struct tracer_session *s);
+/* mark_trace_recover() on an open directory (path: for messages only). */
+MARK_HIDDEN int tracer_trace_recover_at(int fd, const char *path);
 
 /* Has the root of this session's family been stopped (a forked child's view)? */
 static inline bool tracer_family_stopped(const struct tracer_session *s)
@@ -251,9 +264,10 @@ MARK_HIDDEN uint64_t tracer_count_records(const uint64_t *data, uint64_t capacit
 					  uint64_t end);
 
 /* ---- metadata.c ---- */
-/* Write DIR/metadata (atomically: temp file + rename) describing marker
+/* Write metadata into the directory dirfd (named dir in messages),
+ * atomically: a new temp file, then rename, never through a link; it describes marker
  * ids 0 .. count-1.  Takes the registry lock. */
-MARK_HIDDEN int tracer_metadata_write(const char *dir, const struct tracer_session *s,
+MARK_HIDDEN int tracer_metadata_write(int dirfd, const char *dir, const struct tracer_session *s,
 				      const uint8_t *trace_uuid, unsigned *described);
 
 /*
@@ -268,8 +282,12 @@ extern MARK_HIDDEN pthread_mutex_t tracer_fork_guard;
 /* ---- small helpers (session.c) ---- */
 MARK_HIDDEN uint64_t tracer_realtime_ns(void);
 MARK_HIDDEN uint64_t tracer_monotonic_ns(void);
-/* "DIR/NAMEnum" into buf (async-signal-safe). */
+/* "DIR/NAMEnum" into buf, or "NAMEnum" when dir is NULL (async-signal-safe). */
 MARK_HIDDEN void tracer_path(char *buf, size_t len, const char *dir, const char *name, long num);
 MARK_HIDDEN int tracer_write_full(int fd, const void *buf, size_t len);
+/* The session's directory descriptors, checked (see struct tracer_session);
+ * -errno if the directory cannot be opened again. */
+MARK_HIDDEN int tracer_dir_fd(struct tracer_session *s);
+MARK_HIDDEN int tracer_base_fd(struct tracer_session *s);
 
 #endif

@@ -9,6 +9,7 @@
 # 77: skipped (the reason is printed, starting with "SKIP:").
 set -uo pipefail
 case_name=$1 MARK=$2 TARGET=$3 WORK=$4
+HERE=$(cd "$(dirname "$0")" && pwd)
 rm -rf "$WORK"
 mkdir -p "$WORK/xdg"
 chmod 0700 "$WORK/xdg"
@@ -23,18 +24,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-skip() { echo "SKIP: $*"; exit 77; }
-# run NAME CMD...: run, keep stdout/stderr/status in $WORK/NAME.{out,err}, $rc
-run() {
-	local name=$1; shift
-	"$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
-	rc=$?
-	echo "\$ ${*##*/} -> $rc"; sed 's/^/  | /' "$WORK/$name.out" "$WORK/$name.err"
-}
-expect_rc() { [ "$rc" = "$1" ] || fail "$2: exit status $rc, expected $1"; }
-expect_in() { grep -q -- "$2" "$WORK/$1" || fail "$1 does not contain \"$2\""; }
-expect_not_in() { ! grep -q -- "$2" "$WORK/$1" || fail "$1 contains \"$2\""; }
+# fail, skip, run, expect_rc, expect_in, expect_not_in
+. "$(dirname "${BASH_SOURCE[0]}")/../shell_lib.sh"
 
 # start_target ARGS...: sets TPID, waits for its agent socket.
 start_target() {
@@ -64,6 +55,19 @@ trace_events() {
 	command -v babeltrace2 >/dev/null || skip "babeltrace2 is not installed"
 	babeltrace2 "$1" >"$WORK/bt.out" 2>"$WORK/bt.err" || { cat "$WORK/bt.err" >&2; fail "babeltrace2 cannot read $1"; }
 	grep -c "$2" "$WORK/bt.out"
+}
+# start_fake OUT PATH [UID]: a fake agent (tests/agent/fake_agent.py)
+# listening on PATH, as UID (a user name; default: us), its log in $WORK/OUT;
+# sets FPID once it listens.
+start_fake() {
+	local out=$1 path=$2 as=()
+	[ -n "${3:-}" ] && as=(setpriv --reuid="$3" --regid="$(id -gn "$3")" --clear-groups)
+	# exec chain (setpriv -> python3): $! is the fake agent's pid.
+	"${as[@]}" /usr/bin/python3 "$HERE/fake_agent.py" "$path" >"$WORK/$out" 2>&1 &
+	FPID=$!
+	PIDS+=("$FPID")
+	for _ in $(seq 100); do grep -q listening "$WORK/$out" 2>/dev/null && break; sleep 0.05; done
+	grep -q listening "$WORK/$out" || fail "the fake agent did not start: $(cat "$WORK/$out")"
 }
 # Skip the recording cases when this libmark has no tracer.
 need_tracer() {
@@ -411,6 +415,12 @@ snapshot)
 	echo "snapshot: $n agent_tick events"
 	kill -INT "$rec"
 	wait "$rec" || fail "the recording did not end cleanly"
+	# no session any more: the error says why, and says "snapshot:" once
+	run nosession "$MARK" snapshot "$TPID" -o "$WORK/snap2"
+	expect_rc 1 "mark snapshot without a session"
+	expect_in nosession.err "no tracing session is running"
+	[ "$(grep -o 'snapshot' "$WORK/nosession.err" | wc -l)" = 1 ] && [ "$(grep -o 'mark:' "$WORK/nosession.err" | wc -l)" = 1 ] ||
+		fail "the snapshot error repeats itself: $(cat "$WORK/nosession.err")"
 	run nopid "$MARK" snapshot "$TPID"
 	expect_rc 2 "snapshot without -o"
 	stop_target
@@ -489,6 +499,190 @@ ps_stale)
 	[ ! -e "$SOCKDIR/$TPID.sock" ] || fail "the exec'd process's socket is still there"
 	expect_not_in ps.out "^ *$TPID "
 	kill "$TPID"
+	;;
+setuid_env)
+	# A setuid-root program, and a setcap program, run by nobody with the
+	# MARK_* variables set: neither may start tracing (a trace directory
+	# created with its privileges) nor an agent (a socket through which the
+	# caller could steer a privileged process).
+	[ "$(id -u)" = 0 ] || skip "making setuid/setcap programs and running them as nobody needs root"
+	command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+	d=$WORK/suid
+	mkdir -p "$d"
+	chmod 0755 "$WORK" "$d"
+	if findmnt -no OPTIONS -T "$d" 2>/dev/null | grep -qw nosuid; then
+		if [ -z "${MARK_TEST_SUID_NS:-}" ]; then
+			exec unshare --mount --propagation private env MARK_TEST_SUID_NS=1 /bin/bash "$0" "$@"
+		fi
+		mount -t tmpfs -o mode=0755,suid tmpfs "$d" 2>/dev/null ||
+			skip "$d is on a nosuid filesystem and no tmpfs can be mounted here"
+	fi
+	asnobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+	asnobody test -x "$TARGET" || skip "$TARGET is not executable by nobody (its directory is private)"
+	cp "$TARGET" "$d/setuid_target"
+	chmod 4755 "$d/setuid_target"
+	variants="setuid"
+	cp "$TARGET" "$d/setcap_target"
+	if command -v setcap >/dev/null && setcap cap_dac_override+ep "$d/setcap_target" 2>"$WORK/setcap.err"; then
+		variants="$variants setcap"
+	else
+		echo "note: no setcap variant: $(cat "$WORK/setcap.err" 2>/dev/null)"
+	fi
+	tested=0
+	for v in $variants; do
+		xdg=$WORK/$v-xdg
+		mkdir -p "$xdg"
+		chmod 0700 "$xdg"
+		# The directory the old agent accepted: owned by the euid.
+		[ "$v" = setcap ] && chown nobody "$xdg"
+		# setpriv itself, not the function: $! must be the program's pid.
+		setpriv --reuid=nobody --regid=nogroup --clear-groups env MARK_TRACE="$WORK/$v-trace" MARK_ENABLE='agent_*' MARK_AGENT=1 \
+			XDG_RUNTIME_DIR="$xdg" "$d/${v}_target" --exit-after 1500 \
+			>"$WORK/$v.out" 2>"$WORK/$v.err" &
+		pid=$!
+		PIDS+=("$pid")
+		sleep 0.7
+		status=$(grep -E '^(Uid|CapEff)' "/proc/$pid/status" | tr '\t\n' '  ')
+		echo "$v: $status"
+		if [ "$v" = setuid ] && ! grep -q "^Uid:.*65534[[:space:]]*0[[:space:]]" "/proc/$pid/status"; then
+			echo "note: the setuid bit was not honoured here (no_new_privs?): $status"
+			kill "$pid"; wait "$pid"
+			continue
+		fi
+		tested=$((tested + 1))
+		socks=$(ls "$xdg/mark/$pid.sock" "/tmp/mark-0/$pid.sock" "/tmp/mark-65534/$pid.sock" 2>/dev/null)
+		wait "$pid" || fail "the $v program failed: $(cat "$WORK/$v.err")"
+		[ ! -e "$WORK/$v-trace" ] || fail "the $v program run by nobody obeyed MARK_TRACE: it created $WORK/$v-trace ($(stat -c '%U %a' "$WORK/$v-trace"))"
+		[ -z "$socks" ] || fail "the $v program run by nobody started an agent: $socks"
+	done
+	[ "$tested" -gt 0 ] || skip "setuid and setcap bits are not honoured in this environment"
+	;;
+peer_pid)
+	# A socket at the target's path answered by another process of the same
+	# user (another pid namespace, or a program that plants it): refused
+	# after SO_PEERCRED names a different pid, before any request is sent.
+	sleep 30 &
+	TPID=$!
+	PIDS+=("$TPID")
+	mkdir -p "$SOCKDIR"
+	chmod 0700 "$SOCKDIR"
+	start_fake fake.out "$SOCKDIR/$TPID.sock"
+	run list "$MARK" list "$TPID"
+	expect_rc 1 "list through a socket answered by another process"
+	expect_in list.err "refusing $SOCKDIR/$TPID.sock: it is answered by process $FPID, not by process $TPID"
+	sleep 0.3
+	expect_not_in fake.out "received [1-9]"
+	;;
+planted_socket)
+	# Another user (nobody) plants a socket where the client looks for the
+	# agent of a process of uid U (whose agent is off or not started yet).
+	[ "$(id -u)" = 0 ] || skip "running processes as two other uids needs root"
+	command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+	uid=
+	for u in $(seq $((50000 + RANDOM % 5000)) 59999); do
+		[ -e "/tmp/mark-$u" ] || [ -e "/run/user/$u" ] || getent passwd "$u" >/dev/null || { uid=$u; break; }
+	done
+	[ -n "$uid" ] || skip "no free uid found"
+	chmod 0755 "$WORK"
+	setpriv --reuid="$uid" --regid="$uid" --clear-groups env -u XDG_RUNTIME_DIR sleep 30 &
+	TPID=$!
+	PIDS+=("$TPID")
+	asnobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+	# (a) the whole directory /tmp/mark-U made by nobody.
+	asnobody mkdir -m 0700 "/tmp/mark-$uid"
+	start_fake fake.out "/tmp/mark-$uid/$TPID.sock" nobody
+	run planted "$MARK" list "$TPID"
+	kill "$FPID"
+	expect_rc 1 "list through a socket planted by nobody"
+	expect_in planted.err "refusing /tmp/mark-$uid/$TPID.sock: its directory /tmp/mark-$uid is owned by uid 65534, not by uid $uid"
+	# (A concurrent root `mark ps` of another test may probe it: it
+	# connects, but never sends a request.  The old client sent one.)
+	expect_not_in fake.out "received [1-9]"
+	rm -rf "/tmp/mark-$uid"
+	# (b) a directory of U that others may write (as a careless setup leaves it).
+	mkdir -m 0777 "/tmp/mark-$uid"
+	chown "$uid" "/tmp/mark-$uid"
+	chmod 0777 "/tmp/mark-$uid"
+	start_fake fake2.out "/tmp/mark-$uid/$TPID.sock" nobody
+	run planted2 "$MARK" list "$TPID"
+	kill "$FPID"
+	rm -rf "/tmp/mark-$uid"
+	expect_rc 1 "list through a socket planted by nobody in a writable directory"
+	expect_in planted2.err "refusing /tmp/mark-$uid/$TPID.sock: its directory /tmp/mark-$uid is writable by others"
+	expect_not_in fake2.out "received [1-9]"
+	;;
+pidns_socket)
+	# Two processes with the same pid number in different pid namespaces
+	# share /tmp: an agent must not replace another's live socket (and may
+	# replace a stale one).
+	[ "$(id -u)" = 0 ] || skip "a new pid namespace needs root"
+	unshare --pid --fork true 2>/dev/null || skip "cannot create a pid namespace here"
+	mkdir -p "$SOCKDIR"
+	chmod 0700 "$SOCKDIR"
+	start_fake fake.out "$SOCKDIR/1.sock"
+	ino=$(stat -c %i "$SOCKDIR/1.sock")
+	unshare --pid --fork "$TARGET" --exit-after 1000 >"$WORK/target.out" 2>"$WORK/target.err"
+	cat "$WORK/target.err"
+	[ -S "$SOCKDIR/1.sock" ] || fail "the live socket of the other process 1 was removed"
+	[ "$(stat -c %i "$SOCKDIR/1.sock")" = "$ino" ] || fail "the agent of process 1 in another pid namespace replaced the live socket of process 1"
+	expect_in target.err "already listens"
+	# Now the other process 1 is gone and its socket stale: it is replaced.
+	kill "$FPID"
+	wait "$FPID" 2>/dev/null
+	unshare --pid --fork "$TARGET" --exit-after 1500 >"$WORK/target2.out" 2>"$WORK/target2.err" &
+	tp=$!
+	PIDS+=("$tp")
+	for _ in $(seq 40); do [ "$(stat -c %i "$SOCKDIR/1.sock" 2>/dev/null)" != "$ino" ] && break; sleep 0.05; done
+	[ -S "$SOCKDIR/1.sock" ] && [ "$(stat -c %i "$SOCKDIR/1.sock")" != "$ino" ] ||
+		fail "the agent did not replace a stale socket: $(cat "$WORK/target2.err")"
+	wait "$tp" || fail "the target failed"
+	[ ! -e "$SOCKDIR/1.sock" ] || fail "the agent left its socket behind"
+	;;
+escape)
+	# Names, formats, paths and the process name of a hostile target carry
+	# terminal control sequences: no command prints them raw.
+	EVIL=$(dirname "$TARGET")/evil_target
+	"$EVIL" >"$WORK/target.out" 2>"$WORK/target.err" &
+	TPID=$!
+	PIDS+=("$TPID")
+	# It re-executes itself first (a hostile argv[0]): wait for the new image.
+	for _ in $(seq 100); do grep -q "^ready" "$WORK/target.out" && break; sleep 0.05; done
+	wait_socket "$TPID"
+	run ps "$MARK" ps
+	expect_in ps.out "^ *$TPID .*ev\\\\x1b\\[5mil\\\\r"
+	run list "$MARK" list "$TPID"
+	expect_in list.out 'evil\\x1b\[2J\\r\\x07name'
+	run list_glob "$MARK" list "$TPID" "$(printf 'nothing\033[5m*')"
+	# The same strings read from the executable itself (`mark list FILE`).
+	run list_file "$MARK" list "$EVIL"
+	expect_in list_file.out 'evil\\x1b\[2J\\r\\x07name'
+	run list_file_glob "$MARK" list "$EVIL" "$(printf 'no\033[5m*')"
+	run enable "$MARK" enable "$TPID" 'evil*'
+	expect_in enable.out "1 site armed"
+	run nomatch "$MARK" enable "$TPID" "$(printf 'x\033[31m*')"
+	run disable "$MARK" disable "$TPID" 'evil*'
+	run rec "$MARK" record --pid "$TPID" -e 'evil*' -o "$WORK/trace" -d 0.2
+	expect_rc 0 "record --pid"
+	if command -v script >/dev/null; then
+		run live script -qefc "'$MARK' record --pid $TPID -e 'evil*' -o '$WORK/trace-live' -d 1.2" /dev/null
+	fi
+	"$MARK" record --pid "$TPID" -e 'evil*' --mode overwrite -b 64k -o "$WORK/trace-ow" -q >"$WORK/rec-ow.out" 2>&1 &
+	rec=$!
+	PIDS+=("$rec")
+	sleep 0.7
+	run snap "$MARK" snapshot "$TPID" -o "$WORK/snap"
+	kill -INT "$rec"
+	wait "$rec"
+	run view "$MARK" view "$WORK/trace"
+	run stats "$MARK" stats "$WORK/trace"
+	run export "$MARK" export "$WORK/trace"
+	run recnone "$MARK" record --pid "$TPID" -e "$(printf 'none\033[1m')" -o "$WORK/trace-none" -d 0.2
+	# The live line's own "\r ESC[K" (it redraws itself) and the terminal's
+	# CRLF are mark's, not the target's: drop them before the check.
+	[ -e "$WORK/live.out" ] && /usr/bin/python3 -c 'import sys; p=sys.argv[1]; d=open(p,"rb").read().replace(b"\r\x1b[K", b"").replace(b"\r\n", b"\n"); open(p,"wb").write(d)' "$WORK/live.out"
+	out=$(ls "$WORK"/*.out "$WORK"/*.err | grep -v '/target\.')
+	/usr/bin/python3 "$HERE/no_control_bytes.py" $out || fail "raw control bytes reached the terminal (above)"
+	stop_target
 	;;
 *)
 	fail "unknown case $case_name"

@@ -12,7 +12,7 @@ Content (times are ns after the clock offset 1700000000 s, Unix epoch):
     tick       t=12000 value=1.5           (+10 us)
   stream 0, packet 2 (events_discarded = 5, cumulative as CTF says):
     tick       t=32000 value=2.5           (+20 us)
-    req_begin  t=40000 count=2  ptr=0xbeef name="quote\"d" + CR, 0x01, DEL, tab, "é" (bytes every escape form covers)
+    req_begin  t=40000 count=2  ptr=0xbeef name=ESCAPES (bytes every escape form covers)
     req_end    t=41000 count=2
   stream 1 (cpu 1, tid 102):
     tick       t=62000  value=-1           (+30 us)
@@ -107,15 +107,21 @@ def metadata():
     return METADATA_TEMPLATE % {"uuid": str(UUID), "pid": PID}
 
 
-# A string that needs every kind of escape: quote, carriage return, a
-# control byte, DEL, tab and a UTF-8 letter (bytes >= 0x80).
-ESCAPES = 'quote"d\r\x01\x7f\t\u00e9'
+# A string (bytes: a %s is any bytes) that needs every kind of escape:
+# quote, carriage return, a control byte, DEL, tab; valid UTF-8 that is
+# shown as it is (é, €, a 4-byte emoji); bytes that are not UTF-8 (a lone
+# 0xff, a sequence cut short by "("); a C1 control (U+0085) and a
+# bidirectional override (U+202E) that a terminal would act on.
+ESCAPES = (b'quote"d\r\x01\x7f\t\xc3\xa9 \xe2\x82\xac\xf0\x9f\x98\x80 \xff\xc3( '
+           b'\xc2\x85\xe2\x80\xae')
 
 
 def encode(name, args):
     if name == "req_begin":
         count, ptr, text = args
-        return struct.pack("<IiQ", 0, count, ptr) + text.encode() + b"\0"
+        if isinstance(text, str):
+            text = text.encode()
+        return struct.pack("<IiQ", 0, count, ptr) + text + b"\0"
     if name == "req_end":
         return struct.pack("<Ii", 1, args[0])
     return struct.pack("<Id", 2, args[0])

@@ -86,19 +86,21 @@ static int wait_agent(void)
 }
 
 /* The inodes of sockets bound to our agent's name (/proc/net/unix shows the
- * temporary name the listening socket was bound to before the rename, and
- * may still list sockets closed earlier). */
+ * temporary name the listening socket was bound to before the rename,
+ * .PID.RANDOM.tmp, and may still list sockets closed earlier). */
 static int listen_inodes(unsigned long *out, int max)
 {
 	int n = 0;
 	char want[100], line[512];
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	snprintf(want, sizeof(want), "%s/mark/.%d.tmp", xdg ? xdg : "/nonexistent", (int)getpid());
+	snprintf(want, sizeof(want), "%s/mark/.%d.", xdg ? xdg : "/nonexistent", (int)getpid());
+	size_t wl = strlen(want);
 	FILE *f = fopen("/proc/net/unix", "re");
 	while (f && fgets(line, sizeof(line), f)) {
 		unsigned long ino;
 		char path[300] = "";
-		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %lu %299s", &ino, path) == 2 && strcmp(path, want) == 0 && n < max)
+		if (sscanf(line, "%*s %*s %*s %*s %*s %*s %lu %299s", &ino, path) == 2 && strncmp(path, want, wl) == 0 &&
+		    strlen(path) > wl + 4 && strcmp(path + strlen(path) - 4, ".tmp") == 0 && n < max)
 			out[n++] = ino;
 	}
 	if (f)

@@ -67,7 +67,14 @@ class Trace:
             if type(msg) is bt2._EventMessageConst:
                 ev = msg.event
                 fields = {}
+                # a %s is a length byte NAME_len selecting a variant NAME
+                lens = {k + "_len" for k, v in ev.payload_field.items()
+                        if isinstance(v, bt2._VariantFieldConst)}
                 for k, v in ev.payload_field.items():
+                    if k in lens:
+                        continue
+                    if isinstance(v, bt2._VariantFieldConst):
+                        v = v.selected_option   # a %s is a variant: see s_strings
                     if isinstance(v, bt2._StringFieldConst):
                         fields[k] = str(v)
                     elif isinstance(v, bt2._RealFieldConst):
@@ -589,7 +596,224 @@ def s_kill_overwrite():
     check(kept + tr.discarded == n, "kept %d + overwritten %d != %d" % (kept, tr.discarded, n))
 
 
+def run_for_cli(scenario, *args):
+    """Run tracer_prog SCENARIO ARGS... in block mode (nothing lost) for the
+    tests that also read the trace with the mark command (MARK_CLI).
+    Returns (mark, trace directory)."""
+    mark = os.environ.get("MARK_CLI")
+    if not mark:
+        skip("MARK_CLI (the mark command) is not set")
+    d = fresh_dir("t")
+    r = run([PROG, scenario] + [str(a) for a in args], env={"MARK_TRACE": d, "MARK_MODE": "block"})
+    check(r.returncode == 0, "tracer_prog %s failed: %s" % (scenario, r.stderr))
+    return mark, d
+
+
+def export_json(mark, d):
+    """The Chrome JSON that `mark export` writes for trace d."""
+    import json
+    out = os.path.join(WORK, SCENARIO, "t.json")
+    r = run([mark, "export", "-o", out, d])
+    check(r.returncode == 0, "mark export exited %d: %s" % (r.returncode, r.stderr[-2000:]))
+    with open(out, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def s_strings():
+    """Issue 16 item 1: every %s reads back exactly, in babeltrace2 itself
+    (the command and the bt2 bindings), `mark view` and `mark export`.
+    Two threads, events cycling through "", 1 byte, 255 bytes, "" and a
+    1000-byte string (kept as 252 bytes + "...")."""
+    n, t = 10000, 2
+    mark, d = run_for_cli("strings", n, t)
+    vals = ["", "b", "m" * 255, "", "z" * 252 + "..."]
+    want = {}   # (tid, i) -> (s, next)
+
+    def expect(tid, i):
+        return (vals[i % 5], vals[(i + 1) % 5])
+
+    def compare(what, got):
+        tids = sorted({k[0] for k in got})
+        check(len(tids) == t, "%s: events of %d threads, expected %d" % (what, len(tids), t))
+        check(len(got) == n * t, "%s: %d events, expected %d" % (what, len(got), n * t))
+        bad = [(k, v) for k, v in sorted(got.items()) if v != expect(*k)]
+        empties = sum(1 for k in got if expect(*k)[0] == "")
+        check(not bad, "%s: %d of %d events have the wrong strings (%d of %d empty ones), first: "
+              "tid %d i %d: %r, expected %r" % (what, len(bad), len(got), sum(
+                  1 for k, v in bad if expect(*k)[0] == "" and v[0] != ""), empties,
+                  bad[0][0][0] if bad else 0, bad[0][0][1] if bad else 0,
+                  tuple(x[:20] for x in bad[0][1]) if bad else None,
+                  tuple(x[:20] for x in expect(*bad[0][0])) if bad else None))
+
+    # 1. the bt2 bindings
+    tr = Trace(d)
+    compare("bt2", {(e["fields"]["tid"], e["fields"]["i"]): (e["fields"]["s"], e["fields"]["next"])
+                    for e in tr.named("t_str")})
+    # 2. the babeltrace2 command (a string field prints as "..." or, in a
+    #    variant, as { "..." })
+    r = subprocess.run(["babeltrace2", d], capture_output=True, text=True, timeout=100)
+    check(r.returncode == 0, "babeltrace2 exited %d: %s" % (r.returncode, r.stderr[-2000:]))
+    str_re = r'(?:\{ )?"([^"]*)"(?: \})?'
+    line_re = re.compile(r"t_str: .*\{ tid = (\d+), i = (\d+), .*\bs = %s, .*\bnext = %s \}$"
+                         % (str_re, str_re))
+    got = {}
+    for line in r.stdout.splitlines():
+        m = line_re.search(line)
+        if check(m is not None, "babeltrace2 line not understood: " + line[:300]):
+            got[(int(m.group(1)), int(m.group(2)))] = (m.group(3), m.group(4))
+    compare("babeltrace2", got)
+    # 3. mark view
+    r = run([mark, "view", d])
+    check(r.returncode == 0, "mark view exited %d: %s" % (r.returncode, r.stderr[-2000:]))
+    line_re = re.compile(r't_str: tid=(\d+) i=(\d+) s="([^"]*)" next="([^"]*)"$')
+    got = {}
+    for line in r.stdout.splitlines():
+        m = line_re.search(line)
+        if check(m is not None, "mark view line not understood: " + line[:300]):
+            got[(int(m.group(1)), int(m.group(2)))] = (m.group(3), m.group(4))
+    compare("mark view", got)
+    # 4. mark export (Chrome JSON)
+    got = {}
+    for ev in export_json(mark, d)["traceEvents"]:
+        if ev.get("name") == "t_str":
+            a = ev["args"]
+            got[(a["tid"], a["i"])] = (a["s"], a["next"])
+    compare("mark export", got)
+
+def s_values():
+    """Issue 16 items 4, 6, 7 through the written metadata (bt2), mark view
+    and mark export: field names from the format or the argument
+    expression, doubles as the shortest decimal that reads back exactly,
+    %c as a character."""
+    import math
+    n = 5000
+    mark, d = run_for_cli("values", n)
+    tr = Trace(d)
+    v = run([mark, "view", d])
+    check(v.returncode == 0, "mark view exited %d: %s" % (v.returncode, v.stderr[-2000:]))
+    view = {}
+    for line in v.stdout.split("\n"):
+        m = re.search(r" (t_\w+): (.*)$", line)
+        if m:
+            view.setdefault(m.group(1), []).append(m.group(2))
+    exported = {}
+    for ev in export_json(mark, d)["traceEvents"]:
+        if ev.get("ph") != "M":
+            exported.setdefault(ev["name"], []).append(ev["args"])
+
+    # item 6: every double reads back exactly, in as few digits as repr's
+    def digits(text):
+        mant = text.lower().split("e")[0].lstrip("-").replace(".", "").lstrip("0").rstrip("0")
+        return max(len(mant), 1)
+    want = [e["fields"]["d"] for e in tr.named("t_dbl")]
+    check(len(want) == n, "t_dbl: %d events in bt2, expected %d" % (len(want), n))
+    got = [l[len("d="):] for l in view.get("t_dbl", [])]
+    check(len(got) == n, "t_dbl: %d lines in mark view" % len(got))
+    bad = []
+    for w, g in zip(want, got):
+        try:
+            back = float(g)
+        except ValueError:
+            back = None
+        if back != w or math.copysign(1, back) != math.copysign(1, w) or digits(g) != digits(repr(w)):
+            bad.append((g, repr(w)))
+    check(not bad, "mark view: %d of %d doubles not the shortest exact decimal, e.g. %s"
+          % (len(bad), len(got), bad[:4]))
+    ex = [a["d"] for a in exported.get("t_dbl", [])]
+    check(ex == want and all(math.copysign(1, a) == math.copysign(1, b) for a, b in zip(ex, want)),
+          "mark export: doubles differ from the trace's")
+
+    # item 7: %c as a character
+    def c_text(c):
+        special = {ord("'"): "\\'", ord("\\"): "\\\\", 10: "\\n", 9: "\\t"}
+        if c in special:
+            return "'%s'" % special[c]
+        return "'%s'" % chr(c) if 0x20 <= c < 0x7f else "'\\x%02x'" % c
+    got = [l[len("ch="):] for l in view.get("t_chr", [])]
+    check(got == [c_text(c) for c in range(256)], "mark view %%c: %s"
+          % [(c, g) for c, g in enumerate(got) if g != c_text(c)][:6])
+    got = [a["ch"] for a in exported.get("t_chr", [])]
+    check(got == [chr(c) for c in range(256)], "mark export %%c: %s"
+          % [(c, g) for c, g in enumerate(got) if g != chr(c)][:6])
+    bt = subprocess.run(["babeltrace2", d], capture_output=True, text=True, timeout=100)
+    check('ch = ( "a" : container = 97 )' in bt.stdout, "babeltrace2 does not show %c as a character")
+
+    # item 4: field names, in the metadata (bt2) and in mark view
+    names = {
+        "t_fmt_names": ["pid", "comm"],           # "pid %d comm %s"
+        "t_eq_names": ["fd", "len"],              # "fd=%d len: %u"
+        # (void *)rp, *ip, rp->len, (int)(r.flags), &r, fd + 1
+        "t_expr_names": ["rp", "ip", "rp_len", "r_flags", "r", "arg5"],
+    }
+    for ev, want in names.items():
+        evs = tr.named(ev)
+        got = list(evs[0]["fields"]) if evs else None
+        check(got == want, "%s: fields %s in the metadata, expected %s" % (ev, got, want))
+        line = view.get(ev, [""])[0]
+        got = re.findall(r"(?:^| )(\w+)=", line)
+        check(got == want, "%s: mark view shows %s, expected %s" % (ev, line, want))
+
+
+def s_chrome():
+    """Issue 16 item 5, mark export --format chrome: ts relative to the
+    first event, exact to the ns (checked against bt2's clock values), the
+    start in otherData; slices well nested per thread whatever the trace
+    holds: an end without its begin is an instant, an end closes the inner
+    slices whose ends are missing, a slice left open ends at its thread's
+    last event."""
+    n, t = 300, 2
+    mark, d = run_for_cli("pairs", n, t)
+    tr = Trace(d)
+    doc = export_json(mark, d)
+    other = doc["otherData"]
+    evs = [e for e in doc["traceEvents"] if e["ph"] != "M"]
+    start = int(other.get("trace_start_ns", "0"))
+    check(start == min(e["ts"] for e in tr.events), "otherData.trace_start_ns %d is not the first event's "
+          "time %d" % (start, min(e["ts"] for e in tr.events)))
+    # every event of the trace, at its exact ns, from ts (µs, relative)
+    real = sorted((e["tid"], e["ts"]) for e in tr.events)
+    got = sorted((e["tid"], start + round(e["ts"] * 1000)) for e in evs
+                 if e.get("args", {}).get("closed_by") is None)
+    check(got == real, "export times differ from the trace's (first: %s vs %s)"
+          % (next(((a, b) for a, b in zip(got, real) if a != b), None), len(got)))
+    check(min(e["ts"] for e in evs) == 0, "ts does not start at 0: %s" % min(e["ts"] for e in evs))
+    # nesting, per thread
+    per = {}
+    for e in evs:
+        per.setdefault(e["tid"], []).append(e)
+    check(len(per) == t, "events of %d threads, expected %d" % (len(per), t))
+    for tid, es in per.items():
+        stack, bad = [], []
+        for e in es:
+            if e["ph"] == "B":
+                stack.append(e["name"])
+            elif e["ph"] == "E":
+                if not stack or stack[-1] != e["name"]:
+                    bad.append(e)
+                else:
+                    stack.pop()
+        check(not bad, "thread %d: %d ends that do not end the innermost open slice, first %s"
+              % (tid, len(bad), bad[:1]))
+        check(not stack, "thread %d: slices left open: %s" % (tid, stack))
+        inst = [e for e in es if e["ph"] == "i"]
+        check([(e["name"], e["args"].get("i")) for e in inst] == [("t_req_end", -1)],
+              "thread %d: the end without a begin is not the one instant: %s" % (tid, inst[:3]))
+        synth = [(e["name"], e["ts"] == es[-1]["ts"] or e is es[-1]) for e in es
+                 if e.get("args", {}).get("closed_by")]
+        check([x[0] for x in synth] == ["t_io", "t_req"] and synth[1][1],
+              "thread %d: synthesised ends %s (want t_io, inside the last complete req, "
+              "and the last t_req at the thread's last event)" % (tid, synth))
+        check(sum(e["ph"] == "B" for e in es) == 2 * n + 3, "thread %d: %d begins" % (
+            tid, sum(e["ph"] == "B" for e in es)))
+    check(other.get("slices_ended_by_export") == 2 * t and other.get("ends_without_begin") == t,
+          "otherData counts: %s" % other)
+
+
+
 SCENARIOS = {
+    "chrome": s_chrome,
+    "values": s_values,
+    "strings": s_strings,
     "types": s_types, "discard": s_discard, "overwrite": s_overwrite, "block": s_block,
     "overwrite_mixed": s_overwrite_mixed,
     "threads_block": lambda: threads("block"), "threads_discard": lambda: threads("discard"),

@@ -56,8 +56,7 @@ static void fire_types(long n)
 		MARK(t_names, "%d %d %d %d %d %d %d", event, _under, dup, dup, event + 1, x, _x);
 		char name[32];
 		snprintf(name, sizeof(name), "name-%ld", i);
-		/* Not "": babeltrace2 2.0.4 shows an empty string field with the
-		 * value of an earlier event (fixed upstream, review.lttng.org 4528). */
+		/* Empty strings are the "strings" scenario's (strings_thread). */
 		MARK(t_strings, "%s %d %s %s", name, req->len, i % 2 ? longstr : "-", (const char *)NULL);
 	}
 }
@@ -276,6 +275,108 @@ static __attribute__((noreturn)) void run_die(long n, int how)
 		pause();
 }
 
+/*
+ * The strings scenario: T threads, each firing N events whose %s cycles
+ * through "", one byte, 255 bytes (the longest kept whole), "" again and
+ * 1000 bytes (kept as its first 252 bytes and "...").  Consecutive events
+ * of one class alternate empty and non-empty strings, which is what a
+ * reader that reuses event objects gets wrong (issue 16, item 1).
+ */
+static void *strings_thread(void *arg)
+{
+	long n = (long)(intptr_t)arg;
+	char s255[256], s1000[1001];
+	memset(s255, 'm', 255);
+	s255[255] = '\0';
+	memset(s1000, 'z', 1000);
+	s1000[1000] = '\0';
+	const char *vals[5] = { "", "b", s255, "", s1000 };
+	int tid = (int)gettid();
+	for (long i = 0; i < n; i++) {
+		const char *s = vals[i % 5], *next = vals[(i + 1) % 5];
+		MARK(t_str, "%d %ld %s %s", tid, i, s, next);
+	}
+	return NULL;
+}
+
+/* Run fn(n) in t threads (at most 64) and wait for them. */
+static int run_in_threads(void *(*fn)(void *), int t, long n)
+{
+	pthread_t th[64];
+	if (t > 64)
+		t = 64;
+	for (int k = 0; k < t; k++)
+		if (pthread_create(&th[k], NULL, fn, (void *)(intptr_t)n) != 0)
+			return perror("pthread_create"), 1;
+	for (int k = 0; k < t; k++)
+		pthread_join(th[k], NULL);
+	return 0;
+}
+
+/*
+ * The values scenario (issue 16, items 4, 6, 7): doubles whose shortest
+ * round-trip text the checker knows (Python's repr), every %c byte, and
+ * field names taken from the format or the argument expression.
+ */
+static void fire_values(long n)
+{
+	static const double fixed[] = { 0.876, 0.8759999999999999, 0.1, 1.0 / 3, 1e300, 5e-324, -0.0, 123456789012345678.0,
+					2.5, 100, 1e-7, 0.30000000000000004, 1.7976931348623157e308 };
+	uint64_t x = 88172645463325252ULL;
+	for (long i = 0; i < n; i++) {
+		double d;
+		if (i < (long)(sizeof(fixed) / sizeof(fixed[0]))) {
+			d = fixed[i];
+		} else {
+			/* xorshift64: any bit pattern that is a finite double */
+			do {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				memcpy(&d, &x, sizeof(d));
+			} while (d != d || d - d != 0);
+			if (i % 2)   /* and many of the short decimals people record */
+				d = (double)(x % 100000) / 1000;
+		}
+		MARK(t_dbl, "%f", d);
+	}
+	for (int c = 0; c < 256; c++) {
+		char ch = (char)c;
+		MARK(t_chr, "%c", ch);
+	}
+	int proc = 42, fd = 7, *ip = &fd;
+	unsigned len = 9;
+	struct req r = { 3, 4 }, *rp = &r;
+	const char *cmd = "prog";
+	MARK(t_fmt_names, "pid %d comm %s", proc, cmd);   /* the format's words win */
+	MARK(t_eq_names, "fd=%d len: %u", 1 + fd, len * 2);
+	MARK(t_expr_names, "%p %d %d %d %p %d", (void *)rp, *ip, rp->len, (int)(r.flags), &r, fd + 1);
+}
+
+/*
+ * The pairs scenario (mark export's slices): per thread, an end whose begin
+ * is missing (as after a loss), N well nested req/io slices, a req whose
+ * io end is missing, and a last req that never ends.
+ */
+static void *pairs_thread(void *arg)
+{
+	long n = (long)(intptr_t)arg;
+	long i = -1;
+	MARK(t_req_end, "%ld", i);
+	for (i = 0; i < n; i++) {
+		MARK(t_req_begin, "%ld", i);
+		MARK(t_io_begin, "%ld", i);
+		MARK(t_io_end, "%ld", i);
+		MARK(t_req_end, "%ld", i);
+	}
+	MARK(t_req_begin, "%ld", i);
+	MARK(t_io_begin, "%ld", i);
+	MARK(t_req_end, "%ld", i);
+	i++;
+	MARK(t_req_begin, "%ld", i);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "types";
@@ -295,6 +396,12 @@ int main(int argc, char **argv)
 		fire_mixed(n);
 	else if (strcmp(what, "threads") == 0)
 		return run_threads(t, n);
+	else if (strcmp(what, "pairs") == 0)
+		return run_in_threads(pairs_thread, t, n);
+	else if (strcmp(what, "values") == 0)
+		fire_values(n);
+	else if (strcmp(what, "strings") == 0)
+		return run_in_threads(strings_thread, t, n);
 	else if (strcmp(what, "many") == 0)
 		return run_many_threads(t, n);
 	else if (strcmp(what, "signals") == 0)
@@ -305,6 +412,15 @@ int main(int argc, char **argv)
 		return run_fork(n, argv[0]);
 	else if (strcmp(what, "kill") == 0)
 		run_die(n, 0);
+	else if (strcmp(what, "killseq") == 0) {
+		/* All N events from the main thread, then wait to be killed: in
+		 * overwrite mode with a small buffer, its ring has wrapped. */
+		fire_seq(n);
+		printf("ready\n");
+		fflush(stdout);
+		for (;;)
+			pause();
+	}
 	else if (strcmp(what, "segv") == 0)
 		run_die(n, 1);
 	else if (strcmp(what, "dlopen") == 0 && argc > 3) {
@@ -338,6 +454,15 @@ int main(int argc, char **argv)
 				fputs("mine\n", f[k]);
 				fclose(f[k]);
 			}
+	} else if (strcmp(what, "wait") == 0) {
+		/* tracer_prog wait N: the session is set up (MARK_TRACE); print
+		 * "ready", wait for a line on stdin (a test plants files in the
+		 * trace directory meanwhile), then fire N t_seq events. */
+		printf("ready\n");
+		char line[16];
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+		fire_seq(n);
 	} else if (strcmp(what, "none") == 0)
 		printf("untraced run ok\n");
 	else {

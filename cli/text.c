@@ -1,0 +1,183 @@
+/* Text the `mark` command prints: see text.h. */
+#include "text.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int strbuf_reserve(struct strbuf *sb, size_t extra)
+{
+	if (sb->failed)
+		return -1;
+	if (sb->len + extra + 1 <= sb->cap)
+		return 0;
+	size_t cap = sb->cap ? sb->cap : 256;
+	while (cap < sb->len + extra + 1)
+		cap *= 2;
+	char *grown = realloc(sb->data, cap);
+	if (!grown) {
+		sb->failed = 1;
+		return -1;
+	}
+	sb->data = grown;
+	sb->cap = cap;
+	return 0;
+}
+
+void strbuf_add(struct strbuf *sb, const char *text, size_t len)
+{
+	if (strbuf_reserve(sb, len) != 0)
+		return;
+	memcpy(sb->data + sb->len, text, len);
+	sb->len += len;
+	sb->data[sb->len] = '\0';
+}
+
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char small[128];
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < sizeof(small)) {
+		strbuf_add(sb, small, (size_t)n);
+		return;
+	}
+	if (strbuf_reserve(sb, (size_t)n) != 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	sb->len += (size_t)n;
+}
+
+void strbuf_reset(struct strbuf *sb)
+{
+	sb->len = 0;
+	if (sb->data)
+		sb->data[0] = '\0';
+}
+
+void strbuf_release(struct strbuf *sb)
+{
+	free(sb->data);
+	*sb = (struct strbuf){ 0 };
+}
+
+/*
+ * Length of the UTF-8 sequence at p if it is valid (shortest form, no
+ * surrogate, at most U+10FFFF) and printable on a terminal: not a C1
+ * control (U+0080-U+009F, which 8-bit terminals act on: U+009B is CSI) nor
+ * a bidirectional embedding/override/isolate (U+202A-U+202E,
+ * U+2066-U+2069), which reorder what follows them on screen.  0 otherwise.
+ */
+static size_t utf8_printable(const unsigned char *p)
+{
+	size_t n;
+	uint32_t c;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		n = 2;
+		c = p[0] & 0x1fu;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		c = p[0] & 0x0fu;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		c = p[0] & 0x07u;
+	} else {
+		return 0;
+	}
+	/* The NUL terminator is not a continuation byte: no read past it. */
+	for (size_t k = 1; k < n; k++) {
+		if ((p[k] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[k] & 0x3fu);
+	}
+	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	if (c <= 0x9f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))
+		return 0;
+	return n;
+}
+
+enum text_style { STYLE_JSON, STYLE_C, STYLE_TERMINAL };
+
+/*
+ * The one escaping routine (see text.h for the three forms).  Newline and
+ * tab are two-character escapes in all; JSON and terminal text also
+ * escape CR so.  The quoted forms escape `"` and `\`; JSON escapes every
+ * other control byte, DEL or byte >= 0x80 (a %s argument is any bytes, not
+ * necessarily UTF-8) as \u00XX, so the file is always valid JSON; the C
+ * form (the text view's values) every byte outside printable ASCII as
+ * \xXX; terminal text keeps printable UTF-8 and escapes the rest as \xXX.
+ */
+static void add_escaped(struct strbuf *sb, const char *text, enum text_style style)
+{
+	bool quoted = style != STYLE_TERMINAL;
+	if (quoted)
+		strbuf_add(sb, "\"", 1);
+	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+		switch (*p) {
+		case '"':
+		case '\\':
+			if (!quoted)
+				break;
+			strbuf_add(sb, "\\", 1);
+			strbuf_add(sb, (const char *)p, 1);
+			continue;
+		case '\n': strbuf_add(sb, "\\n", 2); continue;
+		case '\t': strbuf_add(sb, "\\t", 2); continue;
+		case '\r':
+			if (style == STYLE_C)
+				break;
+			strbuf_add(sb, "\\r", 2);
+			continue;
+		default:
+			break;
+		}
+		size_t n;
+		if (*p >= 0x20 && *p < 0x7f)
+			strbuf_add(sb, (const char *)p, 1);
+		else if (*p >= 0x80 && (n = utf8_printable(p)) > 0) {
+			strbuf_add(sb, (const char *)p, n);
+			p += n - 1;
+		} else
+			strbuf_addf(sb, style == STYLE_JSON ? "\\u%04x" : "\\x%02x", *p);
+	}
+	if (quoted)
+		strbuf_add(sb, "\"", 1);
+}
+
+void strbuf_add_json_string(struct strbuf *sb, const char *text)
+{
+	add_escaped(sb, text, STYLE_JSON);
+}
+
+void strbuf_add_c_string(struct strbuf *sb, const char *text)
+{
+	add_escaped(sb, text, STYLE_C);
+}
+
+void strbuf_add_terminal(struct strbuf *sb, const char *text)
+{
+	add_escaped(sb, text, STYLE_TERMINAL);
+}
+
+const char *cli_text(const char *text)
+{
+	/* Per thread (the live line has its own), reused in turn: each result
+	 * stays valid until 8 more calls of the same thread. */
+	static __thread struct strbuf ring[8];
+	static __thread unsigned next;
+	struct strbuf *sb = &ring[next++ % 8];
+	strbuf_reset(sb);
+	strbuf_add(sb, "", 0);
+	strbuf_add_terminal(sb, text ? text : "");
+	return sb->failed || !sb->data ? "?" : sb->data;
+}

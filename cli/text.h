@@ -1,0 +1,52 @@
+/*
+ * Text the `mark` command prints: a growable string buffer, and the one
+ * place where text from a traced process or a trace file (marker names,
+ * formats, source paths, process names, agent messages, field names and
+ * values) is escaped before it reaches a terminal, a text view or JSON.
+ *
+ * Everything such text contains is chosen by whoever controls the target or
+ * wrote the trace; a terminal acts on control characters (ESC sequences can
+ * retitle the window, rewrite what was printed, on some terminals answer
+ * back into the input), so none may be printed raw.
+ */
+#ifndef MARK_CLI_TEXT_H
+#define MARK_CLI_TEXT_H
+
+#include <stddef.h>
+
+/* A NUL-terminated string that grows; on allocation failure it stays as it was
+ * and `failed` is set (callers check it once, at the end). */
+struct strbuf {
+	char *data;
+	size_t len, cap;
+	int failed;
+};
+
+void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void strbuf_add(struct strbuf *sb, const char *text, size_t len);
+void strbuf_reset(struct strbuf *sb);        /* empty it, keep the memory */
+void strbuf_release(struct strbuf *sb);      /* free the memory */
+
+/* A JSON string literal, quotes included, with every control/non-ASCII-safe escape. */
+void strbuf_add_json_string(struct strbuf *sb, const char *text);
+/* A C-style string literal, quotes included: every byte outside printable
+ * ASCII as \xXX (the text view's string values). */
+void strbuf_add_c_string(struct strbuf *sb, const char *text);
+/*
+ * Text for a terminal, without quotes: newline, CR and tab as \n \r \t,
+ * every other C0 control, DEL, C1 control (U+0080-U+009F), bidirectional
+ * override and byte that is not valid UTF-8 as \xXX (a C1 or bidi control
+ * as its UTF-8 bytes); valid printable UTF-8 stays as it is.  A backslash
+ * is not escaped, so escaping is idempotent: text escaped once may pass
+ * through cli_error() (which escapes its whole message) unchanged.
+ */
+void strbuf_add_terminal(struct strbuf *sb, const char *text);
+
+/*
+ * `text` escaped as by strbuf_add_terminal(), for one printf-style call:
+ * the result lives in one of 8 per-thread buffers used in turn, so up to 8
+ * may appear in one call.  Never NULL ("" for NULL, "?" if memory ran out).
+ */
+const char *cli_text(const char *text);
+
+#endif

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Fuzz crash recovery (src/tracer/recover.c) and the CLI's .mark-stats
+# reader (cli/liveline.c) with afl++ (tests/fuzz/fuzz_recover.c).
+#
+#   tests/fuzz/run_recover.sh SECONDS [WORKDIR]
+#
+# Builds the harness and all of libmark with afl-clang-fast (ASan + UBSan,
+# afl's persistent-mode driver), seeds a corpus with real traces of
+# processes killed by SIGKILL (written by the real tracer, see
+# gen_recover_seeds), and runs afl-fuzz for SECONDS.  (The harness is a
+# libFuzzer-style target too: clang -fsanitize=fuzzer builds it as well.)
+# The corpus, afl's findings and any crash stay
+# in WORKDIR (default: build-fuzz-recover/ at the top of the repository, or
+# $MARK_FUZZ_DIR).  The harness is rebuilt only when a source is newer.
+# Exit status: 0 when no crash was found, 1 on a crash (the reproducer's
+# path is printed), 77 when afl++ (Debian: afl++) is not installed.
+set -euo pipefail
+secs=${1:?usage: run_recover.sh SECONDS [WORKDIR]}
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+work=${2:-${MARK_FUZZ_DIR:-$repo/build-fuzz-recover}}
+mkdir -p "$work"
+
+if ! pkg-config --exists liburcu-bp; then
+	echo "SKIP: liburcu-bp is missing (Debian: liburcu-dev)"
+	exit 77
+fi
+if ! command -v afl-clang-fast >/dev/null 2>&1 || ! command -v afl-fuzz >/dev/null 2>&1; then
+	echo "SKIP: afl++ (afl-clang-fast, afl-fuzz) is not installed (Debian: afl++)"
+	exit 77
+fi
+
+# All of libmark, as CMakeLists.txt builds it (every src/ directory but
+# arch/, plus this machine's arch/), and the CLI's .mark-stats reader with
+# the CLI files it calls (cli/text.c: its escaping, where it exists).
+srcs=()
+for d in "$repo"/src/*/; do
+	case "$d" in */arch/) continue ;; esac
+	srcs+=("$d"*.c)
+done
+case "$(uname -m)" in
+x86_64) srcs+=("$repo"/src/arch/x86_64/*.c) ;;
+*) srcs+=("$repo"/src/arch/generic/*.c) ;;
+esac
+for f in liveline.c text.c; do
+	[ -f "$repo/cli/$f" ] && srcs+=("$repo/cli/$f")
+done
+flags=(-g -O1 -I"$repo/include" -I"$repo/src" -I"$repo/cli" -DMARK_BUILDING_LIBRARY=1 -DMARK_HAVE_AGENT=1
+	$(pkg-config --cflags liburcu-bp))
+libs=($(pkg-config --libs liburcu-bp) -lpthread -ldl)
+
+# Rebuild only if a source or this script is newer than the harness.
+stale() {
+	[ ! -x "$1" ] && return 0
+	[ -n "$(find "$repo/src" "$repo/cli" "$here/fuzz_recover.c" "$0" -newer "$1" -print -quit)" ]
+}
+bin=$work/fuzz_recover
+if stale "$bin"; then
+	echo "building the recovery fuzz target with afl-clang-fast"
+	if ! env AFL_USE_ASAN=1 AFL_USE_UBSAN=1 AFL_QUIET=1 afl-clang-fast -fsanitize=fuzzer "${flags[@]}" \
+		"${srcs[@]}" "$here/fuzz_recover.c" -o "$bin.tmp" "${libs[@]}" 2>"$work/build.log"; then
+		cat "$work/build.log" >&2
+		exit 1
+	fi
+	mv "$bin.tmp" "$bin"
+fi
+gen=$work/gen_recover_seeds
+if stale "$gen"; then
+	cc "${flags[@]}" -DMARK_FUZZ_GEN_SEEDS "${srcs[@]}" "$here/fuzz_recover.c" -o "$gen" "${libs[@]}"
+fi
+seeds=$work/seeds
+if [ ! -d "$seeds" ] || [ -z "$(ls -A "$seeds")" ]; then
+	"$gen" "$seeds"
+fi
+
+echo "fuzzing crash recovery with afl++ for ${secs}s (seeds: $seeds)"
+status=0
+out=$work/afl
+export MARK_FUZZ_SCRATCH=$work/scratch
+trap 'rm -rf "$MARK_FUZZ_SCRATCH"' EXIT
+# A bounded, quiet, unattended run on a shared machine: no CPU binding, no
+# UI, no core_pattern or CPU governor requirement, stop after SECONDS.
+# -m none: ASan reserves terabytes of virtual memory.
+env AFL_NO_UI=1 AFL_NO_AFFINITY=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+	AFL_BENCH_UNTIL_CRASH=1 AFL_NO_STARTUP_CALIBRATION=1 \
+	afl-fuzz -i "$seeds" -o "$out" -m none -t 5000 -V "$secs" -- "$bin" >"$work/fuzz.log" 2>&1 || status=$?
+stats=$out/default/fuzzer_stats
+if [ -f "$stats" ]; then
+	grep -E "^(execs_done|execs_per_sec|corpus_count|saved_crashes|saved_hangs) " "$stats" || true
+fi
+crashes=$(find "$out/default/crashes" -type f -name 'id:*' 2>/dev/null | head -5)
+if [ -n "$crashes" ]; then
+	echo "FAIL: afl++ found a crash; reproduce with: $bin FILE" >&2
+	echo "$crashes" >&2
+	exit 1
+fi
+if [ "$status" -ne 0 ] || [ ! -f "$stats" ]; then
+	tail -n 30 "$work/fuzz.log" >&2
+	echo "FAIL: afl-fuzz did not run (status $status)" >&2
+	exit 1
+fi
+echo "ok: no crash in ${secs}s"
