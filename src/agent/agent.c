@@ -114,6 +114,8 @@ static struct fd_id listen_id, wake_id[2];   /* with the numbers, under fd_lock 
 static struct conn conns[MAX_CONNS];
 static char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 static pid_t agent_pid;              /* the process whose socket_path this is */
+static dev_t socket_dev;             /* the file at socket_path we renamed there */
+static ino_t socket_ino;
 static pthread_t agent_thread;
 static bool thread_running;
 static int thread_entered;           /* atomic: agent_main has begun (see atfork_prepare) */
@@ -415,6 +417,21 @@ static void conn_forget(int i)
 	mark_proto_reader_free(&c->reader);
 }
 
+/*
+ * Remove our socket file (fd_lock held).  Only the file this agent renamed
+ * into place: once our listening socket is gone (the program closed it),
+ * the name may have been taken over as stale by a process with the same pid
+ * number in another pid namespace (see create_socket), whose socket it is
+ * not ours to remove.
+ */
+static void unlink_our_socket(void)
+{
+	struct stat st;
+	if (socket_path[0] && lstat(socket_path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == socket_dev &&
+	    st.st_ino == socket_ino)
+		unlink(socket_path);
+}
+
 /* The program closed or replaced the listening socket or the wake-up pipe:
  * forget both (close only what is still ours) and remove the socket path.
  * Connections are checked one by one: those still ours go on being served
@@ -422,8 +439,7 @@ static void conn_forget(int i)
 static void descriptors_lost(void)
 {
 	pthread_mutex_lock(&fd_lock);
-	if (socket_path[0])
-		unlink(socket_path);
+	unlink_our_socket();
 	socket_path[0] = '\0';
 	close_if_ours(&listen_fd, &listen_id);
 	close_if_ours(&wake_fd[0], &wake_id[0]);
@@ -881,6 +897,11 @@ static bool open_descriptors(void)
 		wake_fd[1] = pipefd[1];
 		listen_fd = fd;
 		snprintf(socket_path, sizeof(socket_path), "%s", path);
+		struct stat st;
+		if (lstat(path, &st) == 0) {
+			socket_dev = st.st_dev;
+			socket_ino = st.st_ino;
+		}
 	}
 	pthread_mutex_unlock(&fd_lock);
 	if (!ok) {
