@@ -386,9 +386,10 @@ static void usage(FILE *out)
 		"sections without running it: one line per site with the marker name\n"
 		"(PROVIDER:NAME when the provider is not \"mark\"), format, site kind and\n"
 		"source location; a site whose code is not what mark emitted (so that it\n"
-		"can never be armed) is flagged NEVER ARMABLE, with the reason.  With a PID, ask that running process (see `mark ps`):\n"
-		"name, format, kind, location, armed state, probe count, and hits while\n"
-		"a `mark record --pid` records the process.\n\n"
+		"can never be armed) is flagged NEVER ARMABLE, with the reason.\n"
+		"With a PID, ask that running process (see `mark ps`): name, format,\n"
+		"kind, location, armed state, probe count, and hits while a\n"
+		"`mark record --pid` records the process.\n\n"
 		"GLOB matches marker names with * ? and [...]; without a ':' it also\n"
 		"matches the name part of PROVIDER:NAME.\n\n"
 		"Exit status: 0 if markers were listed, 1 if none matched or on error.\n");
