@@ -223,10 +223,36 @@ void mark__unregister_object(const void *descs_begin, const void *codes_begin);
 } /* extern "C" */
 #endif
 
+/*
+ * clang in C cannot fold __builtin_strstr, but it evaluates a diagnose_if
+ * condition on the literal passed as `fmt`: a %n (%hn, %ln, %lln... ) in
+ * the first 256 characters is an error there.  Each position is guarded by
+ * the length, so the evaluation never reads past the literal; a '%' right
+ * after another '%' is a literal percent ("%%n" is text).
+ */
+#if defined(__clang__) && !defined(__cplusplus)
+#define MARK__IS_LEN(c) ((c) == 'h' || (c) == 'l' || (c) == 'z' || (c) == 'j' || (c) == 't' || (c) == 'q' || (c) == 'L')
+#define MARK__N_AT(f, i)                                                                       \
+	(__builtin_strlen(f) > (i) + 1 && (f)[i] == '%' && ((i) == 0 || (f)[(i) ? (i) - 1 : 0] != '%') && \
+	 ((f)[(i) + 1] == 'n' ||                                                               \
+	  (MARK__IS_LEN((f)[(i) + 1]) && __builtin_strlen(f) > (i) + 2 &&                      \
+	   ((f)[(i) + 2] == 'n' ||                                                             \
+	    (MARK__IS_LEN((f)[(i) + 2]) && __builtin_strlen(f) > (i) + 3 && (f)[(i) + 3] == 'n')))))
+#define MARK__N_4(f, i) MARK__N_AT(f, i) || MARK__N_AT(f, (i) + 1) || MARK__N_AT(f, (i) + 2) || MARK__N_AT(f, (i) + 3)
+#define MARK__N_16(f, i) MARK__N_4(f, i) || MARK__N_4(f, (i) + 4) || MARK__N_4(f, (i) + 8) || MARK__N_4(f, (i) + 12)
+#define MARK__N_64(f, i) MARK__N_16(f, i) || MARK__N_16(f, (i) + 16) || MARK__N_16(f, (i) + 32) || MARK__N_16(f, (i) + 48)
+#define MARK__N_256(f) MARK__N_64(f, 0) || MARK__N_64(f, 64) || MARK__N_64(f, 128) || MARK__N_64(f, 192)
+#define MARK__NO_N_ATTR \
+	__attribute__((diagnose_if(MARK__N_256(fmt), "mark: %n in a marker format: markers record, they never write; remove it", "error")))
+#else
+#define MARK__NO_N_ATTR
+#endif
+
 /* printf-style check of the format against the arguments: compile-time only
  * (called in an "if (0)" branch).  __inline__: C89 has no inline. */
 static __inline__ __attribute__((format(printf, 1, 2), unused))
-void mark__check_format(const char *fmt, ...) { (void)fmt; }
+void mark__check_format(const char *fmt, ...) MARK__NO_N_ATTR;
+static __inline__ void mark__check_format(const char *fmt, ...) { (void)fmt; }
 
 /* ---------------- argument counting and iteration ------------------ */
 
@@ -349,8 +375,8 @@ constexpr bool has_percent_n(const char *f)
  *    struct would be cut (the negative array size names the argument);
  *  - no %n: a marker records, it never writes through an argument (gcc in C
  *    folds __builtin_strstr on the literal; C++ scans it with constexpr;
- *    clang in C cannot look into a string at compile time, so there libmark
- *    refuses the marker when it registers it, with a message);
+ *    clang in C, which folds neither, evaluates the diagnose_if attribute of
+ *    mark__check_format);
  *  - the printf check of the format against the arguments, with -Wformat
  *    made an error whatever the command line says.
  */
