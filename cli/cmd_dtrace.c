@@ -2,7 +2,7 @@
  * `mark dtrace`: the command line of systemtap's dtrace script (and of
  * Solaris/illumos dtrace where build systems use it), so that
  *
- *   ./configure --enable-dtrace DTRACE=mark-dtrace
+ *   ./configure --enable-dtrace DTRACE="$(command -v mark-dtrace)"
  *
  * builds a project's probes.d into mark markers.  The installed
  * `mark-dtrace` runs `mark dtrace "$@"`.
@@ -42,7 +42,8 @@ static void usage(FILE *out)
 		"\n"
 		"A drop-in for systemtap's dtrace: builds DTrace provider definitions into\n"
 		"mark markers, which are also USDT probes.  Installed as `mark-dtrace` too, for\n"
-		"./configure --enable-dtrace DTRACE=mark-dtrace.\n"
+		"./configure --enable-dtrace DTRACE=\"$(command -v mark-dtrace)\"\n"
+		"(an absolute path: given a bare name, configure searches PATH for \"dtrace\").\n"
 		"\n"
 		"  -s FILE.d   the provider definitions\n"
 		"  -h          write a header: PROVIDER_PROBE(args...) and PROVIDER_PROBE_ENABLED()\n"

@@ -49,6 +49,13 @@ struct listed_site {
 	const char *kind;
 	char *location;
 	int enabled_test;
+	const char *never_armed;   /* why mark_arm() can never patch this site, or NULL */
+};
+
+/* A code site that can never be armed: its descriptor and the reason. */
+struct bad_site {
+	uint64_t desc;
+	const char *why;
 };
 
 static const Elf64_Shdr *find_section(const struct elf_file *f, const char *name)
@@ -72,6 +79,64 @@ static const unsigned char *at_vaddr(const struct elf_file *f, uint64_t vaddr, s
 			return NULL;
 		return f->data + off;
 	}
+	return NULL;
+}
+
+/* The section holding [vaddr, vaddr + len) in memory, or NULL. */
+static const Elf64_Shdr *section_of(const struct elf_file *f, uint64_t vaddr, size_t len)
+{
+	for (unsigned i = 0; i < f->ehdr->e_shnum; i++) {
+		const Elf64_Shdr *s = &f->shdrs[i];
+		if ((s->sh_flags & SHF_ALLOC) && vaddr >= s->sh_addr && vaddr + len <= s->sh_addr + s->sh_size)
+			return s;
+	}
+	return NULL;
+}
+
+/* Is [vaddr, vaddr + len) in a writable loadable segment? */
+static bool writable(const struct elf_file *f, uint64_t vaddr, size_t len)
+{
+	for (unsigned i = 0; i < f->ehdr->e_phnum; i++) {
+		const Elf64_Phdr *p = &f->phdrs[i];
+		if (p->p_type == PT_LOAD && vaddr >= p->p_vaddr && vaddr + len <= p->p_vaddr + p->p_memsz)
+			return (p->p_flags & PF_W) != 0;
+	}
+	return false;
+}
+
+/*
+ * Why libmark could never arm the code site of entry `ce` (at `entry`), or
+ * NULL: the checks libmark makes before it patches, done on the file, so
+ * that a broken build shows in `mark list` rather than as a marker that
+ * silently never fires.
+ */
+static const char *site_problem(const struct elf_file *f, uint64_t entry, const struct mark__code_entry *ce,
+				const struct mark__site *d, uint64_t desc)
+{
+	static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	uint64_t code = entry + offsetof(struct mark__code_entry, code) + (int64_t)ce->code;
+	size_t len = d->kind == MARK_KIND_JUMP ? 5 : 2;
+	const Elf64_Shdr *sec = section_of(f, code, len);
+	if (!sec || !(sec->sh_flags & SHF_EXECINSTR))
+		return "its instruction is not in an executable section";
+	const unsigned char *bytes = at_vaddr(f, code, len);
+	if (!bytes)
+		return "its instruction is not in the file";
+	if (d->kind == MARK_KIND_JUMP) {
+		if (memcmp(bytes, nop5, 5) != 0)
+			return "its 5 bytes are not the NOP mark emits (rewritten after compilation?)";
+		uint64_t target = entry + offsetof(struct mark__code_entry, target) + (int64_t)ce->target;
+		const Elf64_Shdr *ts = section_of(f, target, 1);
+		if (!ts || !(ts->sh_flags & SHF_EXECINSTR))
+			return "its jump target is not in an executable section";
+	} else if (d->kind == MARK_KIND_IMMEDIATE) {
+		if (bytes[0] != 0xb0)
+			return "its instruction is not the movb $imm8,%al mark emits";
+	} else {
+		return "its descriptor says generic, but it has a code site";
+	}
+	if (!writable(f, desc, sizeof(struct mark__site)))
+		return "its descriptor is not in writable memory";
 	return NULL;
 }
 
@@ -193,8 +258,9 @@ static int list_file(const char *path, const char *glob)
 	/* Every descriptor address, each once; and how many code sites each has. */
 	uint64_t *addrs = calloc(ndesc_sec + ncodes + 1, sizeof(uint64_t));
 	uint64_t *code_descs = calloc(ncodes + 1, sizeof(uint64_t));
-	size_t n = 0, ncode_descs = 0;
-	if (!addrs || !code_descs)
+	struct bad_site *bad = calloc(ncodes + 1, sizeof(*bad));
+	size_t n = 0, ncode_descs = 0, nbad = 0;
+	if (!addrs || !code_descs || !bad)
 		return cli_error("out of memory");
 	for (size_t i = 0; i < ndesc_sec; i++)
 		addrs[n++] = descs->sh_addr + i * sizeof(struct mark__site);
@@ -207,8 +273,17 @@ static int list_file(const char *path, const char *glob)
 		memcpy(&ce, e, sizeof(ce));
 		uint64_t d = entry + offsetof(struct mark__code_entry, desc) + (int64_t)ce.desc;
 		addrs[n++] = d;
-		if (ce.code != 0)
+		if (ce.code != 0) {
 			code_descs[ncode_descs++] = d;
+			const unsigned char *dp = at_vaddr(&f, d, sizeof(struct mark__site));
+			struct mark__site desc;
+			if (dp) {
+				memcpy(&desc, dp, sizeof(desc));
+				const char *why = desc.abi == MARK__ABI ? site_problem(&f, entry, &ce, &desc, d) : NULL;
+				if (why)
+					bad[nbad++] = (struct bad_site){ d, why };
+			}
+		}
 	}
 	qsort(addrs, n, sizeof(uint64_t), compare_u64);
 	qsort(code_descs, ncode_descs, sizeof(uint64_t), compare_u64);
@@ -242,6 +317,11 @@ static int list_file(const char *path, const char *glob)
 			/* A jump or immediate descriptor whose code the compiler removed has no site. */
 			bool has_code = d.kind == MARK_KIND_GENERIC ||
 					bsearch(&addrs[i], code_descs, ncode_descs, sizeof(uint64_t), compare_u64);
+			for (size_t b = 0; b < nbad; b++)
+				if (bad[b].desc == addrs[i]) {
+					s->never_armed = bad[b].why;
+					break;
+				}
 			if (has_code && asprintf(&s->location, "%s:%u", file, d.line) >= 0)
 				ns++;
 			else
@@ -261,15 +341,23 @@ static int list_file(const char *path, const char *glob)
 		else
 			cli_error("%s has no markers (no __mark_descs or __mark_sites section)", path);
 	} else {
+		size_t never = 0;
 		printf("%-32s %-24s %-10s %s\n", "MARKER", "FORMAT", "KIND", "LOCATION");
 		for (size_t i = 0; i < ns; i++) {
 			/* The strings are the file's: escaped for the terminal. */
 			char fmt[64];
 			snprintf(fmt, sizeof(fmt), "\"%s\"", cli_text(sites[i].format));
-			printf("%-32s %-24s %-10s %s%s\n", cli_text(sites[i].display),
+			printf("%-32s %-24s %-10s %s%s%s\n", cli_text(sites[i].display),
 			       sites[i].enabled_test ? "(enabled test)" : fmt, sites[i].kind,
-			       cli_text(sites[i].location), "");
+			       cli_text(sites[i].location),
+			       sites[i].never_armed ? "  NEVER ARMABLE: " : "",
+			       sites[i].never_armed ? sites[i].never_armed : "");
+			never += sites[i].never_armed != NULL;
 		}
+		if (never)
+			fprintf(stderr, "mark: %zu site%s of %s can never be armed (marked NEVER ARMABLE); "
+				"rebuild the file from its sources without post-processing its code\n",
+				never, never == 1 ? "" : "s", cli_text(path));
 		size_t markers = 0;
 		for (size_t i = 0; i < ns; i++)
 			markers += i == 0 || strcmp(sites[i].display, sites[i - 1].display) != 0;
@@ -284,6 +372,7 @@ static int list_file(const char *path, const char *glob)
 	free(sites);
 	free(addrs);
 	free(code_descs);
+	free(bad);
 	free(f.relative);
 	munmap((void *)f.data, f.size);
 	return ns == 0 ? 1 : 0;
@@ -297,9 +386,11 @@ static void usage(FILE *out)
 		"List markers.  With a file (an executable or shared object), read its\n"
 		"sections without running it: one line per site with the marker name\n"
 		"(PROVIDER:NAME when the provider is not \"mark\"), format, site kind and\n"
-		"source location.  With a PID, ask that running process (see `mark ps`):\n"
-		"name, format, kind, location, armed state, probe count, and hits while\n"
-		"a `mark record --pid` records the process.\n\n"
+		"source location; a site whose code is not what mark emitted (so that it\n"
+		"can never be armed) is flagged NEVER ARMABLE, with the reason.\n"
+		"With a PID, ask that running process (see `mark ps`): name, format,\n"
+		"kind, location, armed state, probe count, and hits while a\n"
+		"`mark record --pid` records the process.\n\n"
 		"GLOB matches marker names with * ? and [...]; without a ':' it also\n"
 		"matches the name part of PROVIDER:NAME.\n\n"
 		"Exit status: 0 if markers were listed, 1 if none matched or on error.\n");

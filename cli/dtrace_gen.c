@@ -2,12 +2,17 @@
  * Output of `mark dtrace`: the -h header and the -G object.
  *
  * Header.  For provider P and probe N (as written in the .d file):
- *   P_N(arg1, ...)   MARK__SITE(P, "N'", "N", 0, FORMAT, (TYPE)(arg1), ...)
+ *   P_N(arg1, ...)   MARK__SITE(P, "N'", "N", 0, "NAMES", FORMAT, (TYPE)(arg1), ...)
  *   P_N_ENABLED()    MARK__ENABLED(P, "N'", 0)
+ * (each body on a continuation line after its "#define P_N(...) \", as
+ * systemtap writes them: builds post-process the #define lines with sed,
+ * Erlang lower-cases them, and must not touch the bodies).
  * where P_N is upper case with "__" as "_" (systemtap's names), N' is N
  * with "__" as "-" (DTrace's display convention: the marker is "P:N'" in
  * `mark list`), and the USDT note keeps N so bpftrace and perf see P:N
- * exactly as with systemtap's dtrace.  Each argument is cast to the C type
+ * exactly as with systemtap's dtrace.  NAMES are the .d file's parameter
+ * names ("path, fd"; "argK" for an unnamed one), which libmark uses as the
+ * trace's field names.  Each argument is cast to the C type
  * of its class, so the format check of MARK__SITE holds whatever integer
  * type the caller passes; strings go through mark_dtrace_str_(), which
  * turns NULL into "(null)" so that no consumer ever dereferences NULL.
@@ -131,6 +136,14 @@ int dt_write_header(FILE *out, const struct dt_file *f, const char *source, cons
 				fprintf(out, "%sarg%u", k ? ", " : "", k + 1);
 			fprintf(out, ") \\\n\tMARK_DTRACE_BEGIN_ MARK__SITE(%s, \"%s\", \"%s\", 0, \"", p->name, marker,
 				pr->name);
+			/* parameter names were checked to be identifiers by the parser */
+			for (unsigned k = 0; k < pr->nargs; k++) {
+				if (pr->args[k].name)
+					fprintf(out, "%s%s", k ? ", " : "", pr->args[k].name);
+				else
+					fprintf(out, "%sarg%u", k ? ", " : "", k);
+			}
+			fputs("\", \"", out);
 			for (unsigned k = 0; k < pr->nargs; k++)
 				fprintf(out, "%s%s", k ? " " : "", dt_class_format(pr->args[k].cls));
 			fputc('"', out);
@@ -144,7 +157,7 @@ int dt_write_header(FILE *out, const struct dt_file *f, const char *source, cons
 			macro_part(out, p->name);
 			fputc('_', out);
 			macro_part(out, pr->name);
-			fprintf(out, "_ENABLED() (MARK_DTRACE_BEGIN_ MARK__ENABLED(%s, \"%s\", 0) MARK_DTRACE_END_)\n",
+			fprintf(out, "_ENABLED() \\\n\t(MARK_DTRACE_BEGIN_ MARK__ENABLED(%s, \"%s\", 0) MARK_DTRACE_END_)\n",
 				p->name, marker);
 			free(marker);
 		}

@@ -10,9 +10,14 @@
  *       probe tick();
  *   };
  *
- * Comments (C and C++ style) and every #pragma line are ignored.  Other
- * preprocessor directives need -C (the C preprocessor runs first); its
- * linemarkers keep the reported file and line those of the original source.
+ * Comments (C and C++ style) and every #pragma line are ignored.  A line
+ * whose first word after '#' is not a preprocessor directive is a comment,
+ * as systemtap's dtrace reads it (libvirt's "# file: src/util/x.c").  The
+ * directives need -C (the C preprocessor runs first); its linemarkers keep
+ * the reported file and line those of the original source.
+ *
+ * Like systemtap's dtrace, the older style without ";" after a probe
+ * declaration is accepted.
  *
  * Each argument type is classified by size and signedness into one printf
  * conversion (enum dt_class); see classify() for the rules.
@@ -86,7 +91,22 @@ static const char *intern_file(struct lexer *lx, const char *start, size_t len)
 	return s;
 }
 
-/* A line starting with '#': a linemarker, a #pragma (ignored) or another directive. */
+/* The C preprocessor's directives: these need -C; any other "#word" line is a comment. */
+static bool is_cpp_directive(const char *word, size_t len)
+{
+	static const char *const directives[] = {
+		"define", "undef", "include", "include_next", "import", "if", "ifdef", "ifndef",
+		"elif", "elifdef", "elifndef", "else", "endif", "error", "warning", "ident", "sccs",
+		"assert", "unassert",
+	};
+	for (size_t i = 0; i < sizeof(directives) / sizeof(directives[0]); i++)
+		if (strlen(directives[i]) == len && strncmp(directives[i], word, len) == 0)
+			return true;
+	return false;
+}
+
+/* A line starting with '#': a linemarker, a #pragma (ignored), another
+ * directive, or a comment line. */
 static void lex_directive(struct lexer *lx)
 {
 	unsigned line = lx->line;
@@ -120,7 +140,9 @@ static void lex_directive(struct lexer *lx)
 	} else if (wlen == 6 && strncmp(word, "pragma", 6) == 0) {
 		/* "#pragma D attributes ..." and "#pragma D depends_on ...": ignored. */
 	} else if (wlen == 0) {
-		/* a lone '#': a null directive */
+		/* a lone '#' (a null directive) or "# text", "#!...": a comment line */
+	} else if (!is_cpp_directive(word, wlen)) {
+		/* "# file: src/util/x.c", "#probes of ...": a comment line, as for systemtap */
 	} else if (!lx->preprocessed) {
 		lex_error(lx, line, "preprocessor directive \"#%.*s\" needs the C preprocessor: "
 			  "run with -C (and -I/-D as needed)", (int)wlen, word);
@@ -638,7 +660,12 @@ static bool parse_probe(struct parser *ps, struct dt_provider *prov)
 			advance(ps);
 		}
 	}
-	if (ok && !expect_punct(ps, ';', "\";\" after the probe declaration"))
+	/* ';' ends a declaration; the older style that systemtap's dtrace also
+	 * accepts leaves it out before the next probe or the provider's '}'. */
+	if (ok && is_punct(ps, ';'))
+		advance(ps);
+	else if (ok && !is_word(ps, "probe") && !is_punct(ps, '}') &&
+		 !expect_punct(ps, ';', "\";\" after the probe declaration"))
 		ok = false;
 	if (!ok) {
 		for (unsigned i = 0; i < pr.nargs; i++) {

@@ -31,5 +31,16 @@ out=$("$mark" list /bin/true 2>&1); rc=$?
 expect "no markers message" "$out" 'has no markers'
 out=$("$mark" list "$exe" 'zzz*' 2>&1)
 expect "glob matching nothing" "$out" 'no marker of .* matches "zzz\*"'
+# Sites that can never be armed are flagged: a jump site whose NOP was
+# rewritten, and one whose code entry points outside executable code.
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+python3 "$(dirname "$0")/corrupt_sites.py" "$exe" "$work/bad" || { echo "FAIL: cannot write the damaged copies"; fail=1; }
+out=$("$mark" list "$work/bad.nop" 2>&1)
+expect "a rewritten NOP is flagged" "$out" 'NEVER ARMABLE: its 5 bytes are not the NOP mark emits'
+expect "the summary names the count" "$out" '1 site of .*bad\.nop can never be armed'
+out=$("$mark" list "$work/bad.rodata" 2>&1)
+expect "a site outside executable code is flagged" "$out" 'NEVER ARMABLE: its instruction is not in an executable section'
+out=$("$mark" list "$exe" 2>&1)
+if grep -q 'NEVER ARMABLE\|can never be armed' <<<"$out"; then echo "FAIL: a sound file has sites flagged"; echo "$out"; fail=1; fi
 [ $fail -eq 0 ] && echo "ok"
 exit $fail

@@ -87,6 +87,12 @@ if(TARGET mark_cli)
   # Syntax errors: file, line and what was expected; the command line.
   add_test(NAME dtrace_errors COMMAND ${MARK_TEST_DIR}/dtrace/run_errors.sh $<TARGET_FILE:mark_cli>)
   # bpftrace attaches to a probe by its systemtap name.
+  # Real projects' provider files against systemtap's dtrace: same macros and
+  # notes, no warning in any language mode, their own post-processing seds.
+  add_test(NAME dtrace_corpus
+    COMMAND ${MARK_TEST_DIR}/dtrace/corpus_check.sh ${CMAKE_BINARY_DIR}/mark-dtrace ${MARK_TEST_DIR}/dtrace/corpus)
+  set_tests_properties(dtrace_corpus PROPERTIES LABELS dtrace TIMEOUT 900 SKIP_RETURN_CODE 77)
+
   add_test(NAME dtrace_bpftrace
     COMMAND ${MARK_TEST_DIR}/dtrace/test_bpftrace.sh $<TARGET_FILE:dtrace_user_generic>)
   set_tests_properties(dtrace_shim_user dtrace_user_cxx dtrace_errors dtrace_bpftrace PROPERTIES

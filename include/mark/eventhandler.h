@@ -188,7 +188,7 @@ void mark__eh_exit(void);
  * then.  Under MARK_DISABLE there are no sites, so every invocation looks
  * the list up (still correct, not free).
  */
-#ifdef MARK_DISABLE
+#if MARK__OFF /* MARK_DISABLE, or C++98: see mark.h */
 #define EVENTHANDLER_INVOKE(name, ...) MARK__EH_CALL_ALL(NULL, name, ##__VA_ARGS__)
 #else
 #define EVENTHANDLER_INVOKE(name, ...)                                                         \

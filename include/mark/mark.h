@@ -21,10 +21,29 @@
  * it.  Define MARK_PROVIDER before including this header (or with -D) to set
  * the provider of a translation unit.
  *
- * This header compiles as C (gnu11) and C++ (gnu++11 or later).
+ * This header compiles as C (C99 or later, gnu89) and C++ (C++11 or later),
+ * with gcc and clang, in every -std mode and under -pedantic -Werror.  In
+ * strict C89 (-std=c89, -ansi) and C++98 the markers compile out, as with
+ * MARK_DISABLE: see docs/markers.md.
+ *
+ * Compile-time checks, in every build whatever the warning flags: the format
+ * must match the arguments (-Wformat is made an error around the check),
+ * every argument must fit a 64-bit slot (no long double, __int128 or wide
+ * struct), and %n is refused.
  */
 #ifndef MARK_MARK_H
 #define MARK_MARK_H
+
+/*
+ * The markers use GNU C (statement expressions, asm goto, __typeof__,
+ * _Generic before C11, ", ##__VA_ARGS__").  A system header's macros raise
+ * no -pedantic or -W diagnostic where the user expands them, which is how
+ * <sys/sdt.h> stays quiet in -pedantic -Werror builds; mark.h is often
+ * installed outside /usr/include, so it says so itself.  The checks that
+ * must reach the user are errors (pragmas and negative array sizes below),
+ * which a system header does not silence.
+ */
+#pragma GCC system_header
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -213,9 +232,36 @@ void mark__unregister_object(const void *descs_begin, const void *codes_begin);
 } /* extern "C" */
 #endif
 
-/* printf-style check of the format against the arguments: compile-time only. */
-static inline __attribute__((format(printf, 1, 2), unused))
-void mark__check_format(const char *fmt, ...) { (void)fmt; }
+/*
+ * clang in C cannot fold __builtin_strstr, but it evaluates a diagnose_if
+ * condition on the literal passed as `fmt`: a %n (%hn, %ln, %lln... ) in
+ * the first 256 characters is an error there.  Each position is guarded by
+ * the length, so the evaluation never reads past the literal; a '%' right
+ * after another '%' is a literal percent ("%%n" is text).
+ */
+#if defined(__clang__) && !defined(__cplusplus)
+#define MARK__IS_LEN(c) ((c) == 'h' || (c) == 'l' || (c) == 'z' || (c) == 'j' || (c) == 't' || (c) == 'q' || (c) == 'L')
+#define MARK__N_AT(f, i)                                                                       \
+	(__builtin_strlen(f) > (i) + 1 && (f)[i] == '%' && ((i) == 0 || (f)[(i) ? (i) - 1 : 0] != '%') && \
+	 ((f)[(i) + 1] == 'n' ||                                                               \
+	  (MARK__IS_LEN((f)[(i) + 1]) && __builtin_strlen(f) > (i) + 2 &&                      \
+	   ((f)[(i) + 2] == 'n' ||                                                             \
+	    (MARK__IS_LEN((f)[(i) + 2]) && __builtin_strlen(f) > (i) + 3 && (f)[(i) + 3] == 'n')))))
+#define MARK__N_4(f, i) MARK__N_AT(f, i) || MARK__N_AT(f, (i) + 1) || MARK__N_AT(f, (i) + 2) || MARK__N_AT(f, (i) + 3)
+#define MARK__N_16(f, i) MARK__N_4(f, i) || MARK__N_4(f, (i) + 4) || MARK__N_4(f, (i) + 8) || MARK__N_4(f, (i) + 12)
+#define MARK__N_64(f, i) MARK__N_16(f, i) || MARK__N_16(f, (i) + 16) || MARK__N_16(f, (i) + 32) || MARK__N_16(f, (i) + 48)
+#define MARK__N_256(f) MARK__N_64(f, 0) || MARK__N_64(f, 64) || MARK__N_64(f, 128) || MARK__N_64(f, 192)
+#define MARK__NO_N_ATTR \
+	__attribute__((diagnose_if(MARK__N_256(fmt), "mark: %n in a marker format: markers record, they never write; remove it", "error")))
+#else
+#define MARK__NO_N_ATTR
+#endif
+
+/* printf-style check of the format against the arguments: compile-time only
+ * (called in an "if (0)" branch).  __inline__: C89 has no inline. */
+static __inline__ __attribute__((format(printf, 1, 2), unused))
+void mark__check_format(const char *fmt, ...) MARK__NO_N_ATTR;
+static __inline__ void mark__check_format(const char *fmt, ...) { (void)fmt; }
 
 /* ---------------- argument counting and iteration ------------------ */
 
@@ -225,35 +271,53 @@ void mark__check_format(const char *fmt, ...) { (void)fmt; }
 #define MARK__STR(x) MARK__STR_(x)
 
 /*
- * MARK__NARGS_AFTER(x, args...) counts args.  The leading named parameter
- * matters: with one, ", ##__VA_ARGS__" drops its comma for empty args in
- * every mode, including strict -std=c11/c++11 (GCC keeps the comma there
- * when "..." is the only parameter).
+ * MARK__NARGS(fmt, args...) counts args.  The format always travels as the
+ * first variadic argument and the helper gets a spare trailing argument, so
+ * no variadic macro inside this header is ever invoked with an empty "...":
+ * that is a -pedantic diagnostic before C2x/C++20 that clang reports at the
+ * user's line even for a system header's macros.
  */
-#define MARK__NARGS_AFTER(x, ...) MARK__NARGS_(0, ##__VA_ARGS__, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
-#define MARK__NARGS_(z, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, n, ...) n
+#define MARK__NARGS(...) MARK__NARGS_(__VA_ARGS__, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, ~)
+#define MARK__NARGS_(f, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, n, ...) n
+#define MARK__FIRST(...) MARK__FIRST_(__VA_ARGS__, ~)
+#define MARK__FIRST_(f, ...) f
 
-/* MARK__EACH(M, a, b, c) -> M(0, a) M(1, b) M(2, c) */
-#define MARK__EACH(M, ...) MARK__CAT(MARK__EACH_, MARK__NARGS_AFTER(M, ##__VA_ARGS__))(M, ##__VA_ARGS__)
-#define MARK__EACH_0(M)
-#define MARK__EACH_1(M, a) M(0, a)
-#define MARK__EACH_2(M, a, b) M(0, a) M(1, b)
-#define MARK__EACH_3(M, a, b, c) MARK__EACH_2(M, a, b) M(2, c)
-#define MARK__EACH_4(M, a, b, c, d) MARK__EACH_3(M, a, b, c) M(3, d)
-#define MARK__EACH_5(M, a, b, c, d, e) MARK__EACH_4(M, a, b, c, d) M(4, e)
-#define MARK__EACH_6(M, a, b, c, d, e, f) MARK__EACH_5(M, a, b, c, d, e) M(5, f)
-#define MARK__EACH_7(M, a, b, c, d, e, f, g) MARK__EACH_6(M, a, b, c, d, e, f) M(6, g)
-#define MARK__EACH_8(M, a, b, c, d, e, f, g, h) MARK__EACH_7(M, a, b, c, d, e, f, g) M(7, h)
-#define MARK__EACH_9(M, a, b, c, d, e, f, g, h, i) MARK__EACH_8(M, a, b, c, d, e, f, g, h) M(8, i)
-#define MARK__EACH_10(M, a, b, c, d, e, f, g, h, i, j) MARK__EACH_9(M, a, b, c, d, e, f, g, h, i) M(9, j)
-#define MARK__EACH_11(M, a, b, c, d, e, f, g, h, i, j, k) MARK__EACH_10(M, a, b, c, d, e, f, g, h, i, j) M(10, k)
-#define MARK__EACH_12(M, a, b, c, d, e, f, g, h, i, j, k, l) MARK__EACH_11(M, a, b, c, d, e, f, g, h, i, j, k) M(11, l)
+/* MARK__EACH(M, fmt, a, b, c) -> M(0, a) M(1, b) M(2, c) */
+#define MARK__EACH(M, ...) MARK__CAT(MARK__EACH_, MARK__NARGS(__VA_ARGS__))(M, __VA_ARGS__)
+#define MARK__EACH_0(M, f)
+#define MARK__EACH_1(M, f, a) M(0, a)
+#define MARK__EACH_2(M, f, a, b) M(0, a) M(1, b)
+#define MARK__EACH_3(M, f, a, b, c) MARK__EACH_2(M, f, a, b) M(2, c)
+#define MARK__EACH_4(M, f, a, b, c, d) MARK__EACH_3(M, f, a, b, c) M(3, d)
+#define MARK__EACH_5(M, f, a, b, c, d, e) MARK__EACH_4(M, f, a, b, c, d) M(4, e)
+#define MARK__EACH_6(M, f, a, b, c, d, e, g) MARK__EACH_5(M, f, a, b, c, d, e) M(5, g)
+#define MARK__EACH_7(M, f, a, b, c, d, e, g, h) MARK__EACH_6(M, f, a, b, c, d, e, g) M(6, h)
+#define MARK__EACH_8(M, f, a, b, c, d, e, g, h, i) MARK__EACH_7(M, f, a, b, c, d, e, g, h) M(7, i)
+#define MARK__EACH_9(M, f, a, b, c, d, e, g, h, i, j) MARK__EACH_8(M, f, a, b, c, d, e, g, h, i) M(8, j)
+#define MARK__EACH_10(M, f, a, b, c, d, e, g, h, i, j, k) MARK__EACH_9(M, f, a, b, c, d, e, g, h, i, j) M(9, k)
+#define MARK__EACH_11(M, f, a, b, c, d, e, g, h, i, j, k, l) MARK__EACH_10(M, f, a, b, c, d, e, g, h, i, j, k) M(10, l)
+#define MARK__EACH_12(M, f, a, b, c, d, e, g, h, i, j, k, l, m) MARK__EACH_11(M, f, a, b, c, d, e, g, h, i, j, k, l) M(11, m)
 
 /*
  * The promoted type of an argument, as a variadic call would pass it:
  * arrays decay, char/short/bool/bit-fields become int, float becomes double.
  */
-#ifdef __cplusplus
+/*
+ * C++98 has no constexpr (the C++ descriptor below needs it) and no
+ * nullptr: there the markers compile out, format still checked.
+ */
+#if defined(__cplusplus) && __cplusplus < 201103L && !defined(MARK_DISABLE)
+#define MARK__OFF 1
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma message("mark: C++98: every MARK() of this file is compiled out; build with -std=c++11 or later to trace it")
+#endif
+#elif defined(MARK_DISABLE)
+#define MARK__OFF 1
+#else
+#define MARK__OFF 0
+#endif
+
+#if defined(__cplusplus)
 extern "C++" {
 namespace mark_detail {
 template <class T> T promote(T v);
@@ -267,25 +331,108 @@ double promote(float);
 template <class T> struct arg_sign { enum { value = (T)-1 < (T)0 ? -1 : 1 }; };
 template <class T> struct arg_sign<T *> { enum { value = 1 }; };
 template <> struct arg_sign<double> { enum { value = 1 }; };
+#if __cplusplus >= 201103L
 template <> struct arg_sign<decltype(nullptr)> { enum { value = 1 }; };
+/*
+ * Does the format have a %n conversion (any flags, width and length)?
+ * "%%" is a literal percent.  C++11 constexpr: one return statement each.
+ */
+constexpr bool is_modifier(char c)
+{
+	return c == '-' || c == '+' || c == ' ' || c == '#' || c == '\'' || c == '.' || c == '*' ||
+	       (c >= '0' && c <= '9') || c == 'h' || c == 'l' || c == 'L' || c == 'q' || c == 'j' ||
+	       c == 'z' || c == 't' || c == 'I';
+}
+constexpr const char *skip_modifiers(const char *f)
+{
+	return *f && is_modifier(*f) ? skip_modifiers(f + 1) : f;
+}
+constexpr bool has_percent_n(const char *f)
+{
+	return *f == '\0' ? false
+	       : *f != '%' ? has_percent_n(f + 1)
+	       : f[1] == '%' ? has_percent_n(f + 2)
+	       : *skip_modifiers(f + 1) == 'n' ? true
+	       : has_percent_n(f + 1);
+}
+#endif /* C++11 */
 } /* namespace mark_detail */
 }
 #define MARK__PROMOTED_TYPE(x) __typeof__(::mark_detail::promote(x))
 #define MARK__SIGN(T) ((int)::mark_detail::arg_sign<T>::value)
 #else
 #define MARK__PROMOTED_TYPE(x) \
-	__typeof__(_Generic((1 ? (x) : (x)), float: (double)0, default: (1 ? (x) : (x))))
+	__typeof__(__extension__ _Generic((1 ? (x) : (x)), float: (double)0, default: (1 ? (x) : (x))))
 #define MARK__SIGN(T) \
-	_Generic((T)0, signed char: -1, short: -1, int: -1, long: -1, long long: -1, default: 1)
+	__extension__ _Generic((T)0, signed char: -1, short: -1, int: -1, long: -1, long long: -1, default: 1)
 #endif
 
 /* Store argument i into slot i: the promoted value's bytes, the rest zero
- * (no stack garbage reaches a trace's padding). */
-#define MARK__STORE(i, x)                                                \
-	MARK__PROMOTED_TYPE(x) mark__v##i = (x);                         \
-	uint64_t mark__w##i = 0;   /* built in a register: one store */  \
-	__builtin_memcpy(&mark__w##i, &mark__v##i, sizeof(mark__v##i));  \
-	mark__slots[i] = mark__w##i;
+ * (no stack garbage reaches a trace's padding).  A block of its own, so that
+ * no declaration follows a statement (-Wdeclaration-after-statement). */
+#define MARK__STORE(i, x)                                                        \
+	{                                                                        \
+		MARK__PROMOTED_TYPE(x) mark__v = (x);                            \
+		uint64_t mark__w = 0;   /* built in a register: one store */     \
+		__builtin_memcpy(&mark__w, &mark__v, sizeof(mark__v));           \
+		mark__slots[i] = mark__w;                                        \
+	}
+
+/*
+ * The compile-time checks of a site, in an "if (0)" branch (no code):
+ *  - every argument fits its 64-bit slot: a long double, __int128 or wider
+ *    struct would be cut (the negative array size names the argument);
+ *  - no %n: a marker records, it never writes through an argument (gcc in C
+ *    folds __builtin_strstr on the literal; C++ scans it with constexpr;
+ *    clang in C, which folds neither, evaluates the diagnose_if attribute of
+ *    mark__check_format);
+ *  - the printf check of the format against the arguments, with -Wformat
+ *    made an error whatever the command line says.
+ */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define MARK__ARG_CHECK(i, x)                                                                  \
+	static_assert(sizeof(MARK__PROMOTED_TYPE(x)) <= 8,                                     \
+		      "mark: argument " #i " (" #x ") is wider than 64 bits (long double, "      \
+		      "__int128, a struct): cast it to double or to a narrower integer type");
+#define MARK__NO_PERCENT_N(fmt)                                                                \
+	static_assert(!::mark_detail::has_percent_n(fmt),                                      \
+		      "mark: %n in a marker format: markers record, they never write; remove it");
+#else
+#define MARK__ARG_CHECK(i, x)                                                                  \
+	typedef char mark__argument_##i##_is_wider_than_64_bits_cast_it_to_double_or_a_narrower_int \
+		[sizeof(MARK__PROMOTED_TYPE(x)) <= 8 ? 1 : -1] __attribute__((__unused__));
+#if defined(__clang__) || defined(__cplusplus)
+#define MARK__NO_PERCENT_N(fmt)
+#else
+#define MARK__NO_PERCENT_N(fmt)                                                                \
+	typedef char mark__format_has_percent_n_markers_never_write_remove_it                     \
+		[__builtin_strstr(fmt, "%n") || __builtin_strstr(fmt, "%hn") ||                  \
+		 __builtin_strstr(fmt, "%hhn") || __builtin_strstr(fmt, "%ln") ||                \
+		 __builtin_strstr(fmt, "%lln") || __builtin_strstr(fmt, "%zn") ||                \
+		 __builtin_strstr(fmt, "%jn") || __builtin_strstr(fmt, "%tn") ? -1 : 1]         \
+		__attribute__((__unused__));
+#endif
+#endif
+/*
+ * The format is passed as the user wrote it, with no prefix: gcc places a
+ * format diagnostic at the format string, and a string spelled in this
+ * (system) header would silence it.  An empty format is fine, hence
+ * -Wformat-zero-length off.
+ */
+#define MARK__FORMAT_ERRORS_BEGIN                                     \
+	_Pragma("GCC diagnostic push")                                \
+	_Pragma("GCC diagnostic error \"-Wformat\"")                  \
+	_Pragma("GCC diagnostic error \"-Wformat-extra-args\"")       \
+	_Pragma("GCC diagnostic ignored \"-Wformat-zero-length\"")
+#define MARK__FORMAT_ERRORS_END _Pragma("GCC diagnostic pop")
+#define MARK__CHECK(...)                                                       \
+	if (0) {                                                               \
+		MARK__EACH(MARK__ARG_CHECK, __VA_ARGS__)                       \
+		MARK__NO_PERCENT_N(MARK__FIRST(__VA_ARGS__))                   \
+		MARK__FORMAT_ERRORS_BEGIN                                      \
+		mark__check_format(__VA_ARGS__);                               \
+		MARK__FORMAT_ERRORS_END                                        \
+	}
 
 #ifndef MARK_PROVIDER
 #define MARK_PROVIDER mark
@@ -316,6 +463,11 @@ template <> struct arg_sign<decltype(nullptr)> { enum { value = 1 }; };
 #endif
 #else
 #define MARK__KIND MARK__KIND_OF(MARK_SITE)
+#if MARK__KIND != 1 && MARK__KIND != 2 && MARK__KIND != 3
+#error "mark: MARK_SITE must be jump, immediate or generic (-DMARK_SITE=jump|immediate|generic)"
+/* names the value that was given, in the next error */
+typedef char MARK__CAT(mark_site_kind_is_not_jump_immediate_or_generic__, MARK_SITE)[-1];
+#endif
 #endif
 
 #if (MARK__KIND == 1 || MARK__KIND == 2) && !defined(__x86_64__)
@@ -379,7 +531,7 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 		     : : "i"(&(desc)) : : label)
 
 #define MARK__TEST_JUMP(desc)                                                  \
-	({                                                                     \
+	__extension__({                                                                     \
 		__label__ mark__on;                                            \
 		int mark__r; /* assigned, not initialised: clang++ < 17 */      \
 		mark__r = 0;                                                   \
@@ -396,7 +548,7 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
  * The compiler adds the test and the predicted branch.
  */
 #define MARK__TEST_IMMEDIATE(desc)                                            \
-	({                                                                    \
+	__extension__({                                                                    \
 		unsigned char mark__imm;                                      \
 		__asm__ volatile("1: movb $0, %0\n"                           \
 				 ".pushsection __mark_sites, \"a?\"\n"        \
@@ -415,7 +567,7 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
  * __mark_sites.  It emits no instruction.
  */
 #define MARK__TEST_GENERIC(desc)                                                       \
-	({                                                                             \
+	__extension__({                                                                             \
 		__asm__(".pushsection __mark_sites, \"a?\"\n"                          \
 			".balign 4\n"                                                  \
 			".long 0, 0, %c0 - .\n"                                        \
@@ -458,7 +610,9 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
  * label ("8@.LC6(%rip)", which GCC uses for a double and clang for any type
  * under "or"): bcc, hence bpftrace, cannot parse such labels.
  */
-#define MARK__USDT_OPS(i, x) , [s##i] "n"((int)sizeof(mark__v##i) * MARK__SIGN(__typeof__(mark__v##i))), [a##i] "nor"(mark__slots[i])
+#define MARK__USDT_OPS(i, x)                                                                  \
+	, [s##i] "n"((int)sizeof(MARK__PROMOTED_TYPE(x)) * MARK__SIGN(MARK__PROMOTED_TYPE(x))), \
+	  [a##i] "nor"(mark__slots[i])
 /*
  * The note of sys/sdt.h's format (type 3, owner "stapsdt"): probe address,
  * link-time address of .stapsdt.base, semaphore, provider, name, argument
@@ -477,7 +631,7 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 			 ".8byte %c[mark_sem]\n"                                                   \
 			 ".asciz \"" prov "\"\n"                                              \
 			 ".asciz \"" nm "\"\n"                                                \
-			 ".asciz \"" MARK__EACH(MARK__USDT_SPEC, ##__VA_ARGS__) "\"\n"       \
+			 ".asciz \"" MARK__EACH(MARK__USDT_SPEC, __VA_ARGS__) "\"\n"         \
 			 "994: .balign 4\n"                                                   \
 			 ".popsection\n"                                                      \
 			 ".ifndef _.stapsdt.base\n"                                           \
@@ -489,7 +643,7 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 			 ".popsection\n"                                                      \
 			 ".endif\n"                                                           \
 			 MARK__USDT_PROBES_ANCHOR                                             \
-			 : : [mark_sem] "i"(sem) MARK__EACH(MARK__USDT_OPS, ##__VA_ARGS__))
+			 : : [mark_sem] "i"(sem) MARK__EACH(MARK__USDT_OPS, __VA_ARGS__))
 #else
 #define MARK__USDT(desc, sem, prov, nm, ...) ((void)0)
 #endif
@@ -528,70 +682,101 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 
 /* ---------------- the user-facing macros ---------------------------- */
 
+/* The note's asm text is longer than the 509 characters C90 promises, which
+ * clang reports at the user's line under -std=c89 -pedantic. */
+#if defined(__clang__)
+#define MARK__LONG_STRING_BEGIN \
+	_Pragma("clang diagnostic push") _Pragma("clang diagnostic ignored \"-Woverlength-strings\"")
+#define MARK__LONG_STRING_END _Pragma("clang diagnostic pop")
+#else
+#define MARK__LONG_STRING_BEGIN
+#define MARK__LONG_STRING_END
+#endif
+
 /*
- * MARK__SITE(provider, name_string, usdt_name_string, flags, fmt, args...):
- * shared by MARK() and the code that `mark dtrace -h` generates.
+ * MARK__SITE(provider, name_string, usdt_name_string, flags, arg_names,
+ * fmt, args...): shared by MARK() and the code that `mark dtrace -h`
+ * generates.  arg_names is a string literal: the arguments as written,
+ * separated by ", " (MARK() stringifies its arguments; `mark dtrace` passes
+ * the .d file's parameter names); libmark names the trace fields from it.
+ *
+ * Every block starts with its declarations (-Wdeclaration-after-statement),
+ * and every GNU statement expression carries __extension__.
  */
-#define MARK__SITE_BODY(desc, prov, usdtnm, fmt, ...)                                    \
+#define MARK__SITE_BODY(desc, prov, usdtnm, ...)                                          \
 	/* one spare slot, zeroed, so that a marker without arguments passes an   \
 	 * initialised array */                                                   \
-	uint64_t mark__slots[MARK__NARGS_AFTER(fmt, ##__VA_ARGS__) + 1];                 \
-	mark__slots[MARK__NARGS_AFTER(fmt, ##__VA_ARGS__)] = 0;                          \
-	MARK__EACH(MARK__STORE, ##__VA_ARGS__)                                           \
-	MARK__USDT(desc, MARK__USDT_SEM(desc), MARK__STR(prov), usdtnm, ##__VA_ARGS__);  \
+	uint64_t mark__slots[MARK__NARGS(__VA_ARGS__) + 1];                               \
+	mark__slots[MARK__NARGS(__VA_ARGS__)] = 0;                                        \
+	MARK__EACH(MARK__STORE, __VA_ARGS__)                                              \
+	MARK__LONG_STRING_BEGIN                                                           \
+	MARK__USDT(desc, MARK__USDT_SEM(desc), MARK__STR(prov), usdtnm, __VA_ARGS__);     \
+	MARK__LONG_STRING_END                                                             \
 	mark__fire(&(desc), mark__slots);
 
-#if MARK__KIND == 1 && !defined(__OPTIMIZE__)
+#if MARK__OFF
+#define MARK__SITE(prov, nm, usdtnm, flags, argnames, ...) \
+	do {                                               \
+		MARK__CHECK(__VA_ARGS__)                   \
+	} while (0)
+#define MARK__ENABLED(prov, nm, flags) 0
+#elif MARK__KIND == 1 && !defined(__OPTIMIZE__)
 /*
  * Unoptimised builds: the asm goto jumps straight into the out-of-line
  * block, so the straight-line path is the NOP and one jmp over the block
  * (the statement-expression form would also store, reload and test a flag).
+ * __extension__ ({ }) is there for the label declaration (-pedantic).
  */
-#define MARK__SITE(prov, nm, usdtnm, flags, fmt, ...)                                        \
+#define MARK__SITE(prov, nm, usdtnm, flags, argnames, ...)                                   \
 	do {                                                                                 \
-		__label__ mark__on;                                                          \
-		MARK__DEFINE_DESC(mark__desc, MARK__KIND, flags, prov, nm, fmt, #__VA_ARGS__, \
-				  MARK__NARGS_AFTER(fmt, ##__VA_ARGS__));                    \
-		if (0)                                                                       \
-			mark__check_format("M" fmt, ##__VA_ARGS__);                          \
-		MARK__JUMP_ASM(MARK__DESC_REF(mark__desc), mark__on);                        \
-		if (0) {                                                                     \
-		mark__on:;                                                                   \
-			MARK__SITE_BODY(MARK__DESC_REF(mark__desc), prov, usdtnm, fmt,       \
-					##__VA_ARGS__)                                       \
-		}                                                                            \
+		MARK__DEFINE_DESC(mark__desc, MARK__KIND, flags, prov, nm,                   \
+				  MARK__FIRST(__VA_ARGS__), argnames, MARK__NARGS(__VA_ARGS__)); \
+		MARK__CHECK(__VA_ARGS__)                                                     \
+		__extension__({                                                              \
+			__label__ mark__on;                                                  \
+			MARK__JUMP_ASM(MARK__DESC_REF(mark__desc), mark__on);                \
+			if (0) {                                                             \
+			mark__on:;                                                           \
+				{ /* declarations open a block: not after the label */       \
+					MARK__SITE_BODY(MARK__DESC_REF(mark__desc), prov,    \
+							usdtnm, __VA_ARGS__)                 \
+				}                                                            \
+			}                                                                    \
+		});                                                                          \
 	} while (0)
 #else
-#define MARK__SITE(prov, nm, usdtnm, flags, fmt, ...)                                        \
+#define MARK__SITE(prov, nm, usdtnm, flags, argnames, ...)                                   \
 	do {                                                                                 \
-		MARK__DEFINE_DESC(mark__desc, MARK__KIND, flags, prov, nm, fmt, #__VA_ARGS__, \
-				  MARK__NARGS_AFTER(fmt, ##__VA_ARGS__));                    \
-		if (0)                                                                       \
-			mark__check_format("M" fmt, ##__VA_ARGS__);                          \
+		MARK__DEFINE_DESC(mark__desc, MARK__KIND, flags, prov, nm,                   \
+				  MARK__FIRST(__VA_ARGS__), argnames, MARK__NARGS(__VA_ARGS__)); \
+		MARK__CHECK(__VA_ARGS__)                                                     \
 		if (__builtin_expect(MARK__TEST(MARK__DESC_REF(mark__desc)), 0)) {          \
-			MARK__SITE_BODY(MARK__DESC_REF(mark__desc), prov, usdtnm, fmt,       \
-					##__VA_ARGS__)                                       \
+			MARK__SITE_BODY(MARK__DESC_REF(mark__desc), prov, usdtnm,            \
+					__VA_ARGS__)                                         \
 		}                                                                            \
 	} while (0)
 #endif
 
+#if !MARK__OFF
 #define MARK__ENABLED(prov, nm, flags)                                                    \
-	__builtin_expect(({                                                               \
+	__builtin_expect(__extension__({                                                  \
 		MARK__DEFINE_DESC(mark__desc, MARK__KIND, (flags) | MARK__F_ENABLED_TEST, prov, \
 				  nm, "", "", 0);                                         \
 		MARK__TEST(MARK__DESC_REF(mark__desc));                                   \
 	}), 0)
+#endif
 
-#ifdef MARK_DISABLE
-#define MARK(name, fmt, ...)                                          \
-	do {                                                          \
-		if (0)                                                \
-			mark__check_format("M" fmt, ##__VA_ARGS__);   \
+#if MARK__OFF
+#define MARK(name, fmt, ...)                            \
+	do {                                            \
+		MARK__CHECK(fmt, ##__VA_ARGS__)         \
 	} while (0)
 #define MARK_ENABLED(name) 0
 #else
-/* MARK(name, "fmt", args...): a marker site.  name is a C identifier. */
-#define MARK(name, fmt, ...) MARK__SITE(MARK_PROVIDER, #name, #name, 0, fmt, ##__VA_ARGS__)
+/* MARK(name, "fmt", args...): a marker site.  name is a C identifier.  The
+ * arguments are stringified here, before any macro in them is expanded. */
+#define MARK(name, fmt, ...) \
+	MARK__SITE(MARK_PROVIDER, #name, #name, 0, #__VA_ARGS__, fmt, ##__VA_ARGS__)
 /* MARK_ENABLED(name): non-zero when marker `name` is armed at this site. */
 #define MARK_ENABLED(name) MARK__ENABLED(MARK_PROVIDER, #name, 0)
 
@@ -622,6 +807,6 @@ static void __attribute__((destructor, used)) mark__object_dtor(void)
 {
 	mark__unregister_object(__start___mark_descs, __start___mark_sites);
 }
-#endif /* MARK_DISABLE */
+#endif /* MARK__OFF */
 
 #endif /* MARK_MARK_H */

@@ -35,7 +35,7 @@ static void fire(int i)
 {
 	/* MARK() takes an identifier; MARK__SITE takes the name as a string,
 	 * which is how a crafted object could name a marker anything. */
-	MARK__SITE(MARK_PROVIDER, "evil\x1b[2J\r\x07name", "evil_name", 0, "%d \x1b[31mred\x9b %s", i,
+	MARK__SITE(MARK_PROVIDER, "evil\x1b[2J\r\x07name", "evil_name", 0, "i, \"arg\\x1b[1m\"", "%d \x1b[31mred\x9b %s", i,
 		   "arg\x1b[1m");
 }
 

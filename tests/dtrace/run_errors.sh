@@ -48,4 +48,10 @@ got=$(cd "$work" && "$mark" dtrace -C -s cpp_err.d -h -o out.h 2>&1)
 want='cpp_err.d:6: error: expected "," or ")" after the parameter name, found "int"'
 [ "$got" = "$want" ] || { printf 'FAIL: -C line numbers\n  expected: %s\n  got:      %s\n' "$want" "$got"; fail=1; }
 "$mark" dtrace --help | grep -q "usage: mark dtrace" || { echo "FAIL: --help"; fail=1; }
+# --help gives DTRACE as docs/usdt.md does: an absolute path (configure's
+# AC_PATH_PROG searches PATH for "dtrace" when given a bare name).
+help=$("$mark" dtrace --help)
+echo "$help" | grep -qF 'DTRACE="$(command -v mark-dtrace)"' && grep -qF 'DTRACE="$(command -v mark-dtrace)"' "$(dirname "$0")/../../docs/usdt.md" ||
+	{ echo "FAIL: --help and docs/usdt.md do not both give DTRACE=\"\$(command -v mark-dtrace)\""; fail=1; }
+echo "$help" | grep -q 'DTRACE=mark-dtrace' && { echo "FAIL: --help still says DTRACE=mark-dtrace (a bare name)"; fail=1; }
 exit $fail

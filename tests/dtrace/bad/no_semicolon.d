@@ -1,5 +1,5 @@
-// expect: no_semicolon.d:4: error: expected ";" after the probe declaration, found "probe"
+// expect: no_semicolon.d:3: error: expected ";" after the probe declaration, found "int"
 provider p {
-	probe one(int x)
+	probe one(int x) int
 	probe two(int x);
 };
