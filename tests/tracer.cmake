@@ -61,7 +61,8 @@ endif()
 # otherwise; `ok` is the positive case (every event of a SIGKILLed process).
 if(TARGET mark_cli)
   foreach(case ok ok_wrapped nobody_ok symlink pid0 stats_header_size stats_entry_size stats_max_entries stats_markers_described
-          stats_short stats_race stats_truncate ring_capacity ring_head ring_tail ring_stream_index ring_header_size ring_short)
+          stats_short stats_race stats_truncate ring_capacity ring_head ring_tail ring_stream_index ring_header_size ring_short
+          pid_stats_header_size)
     add_test(NAME recover_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/test_recover_attack.py ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:tracer_prog> ${CMAKE_CURRENT_BINARY_DIR}/recover-work)

@@ -254,6 +254,51 @@ def main():
             return 1
         print("ok")
         return 0
+    if case == "pid_stats_header_size":
+        # `mark record --pid` completes the trace of a target that died too,
+        # and must not take a .mark-stats it cannot read as proof that the
+        # trace is complete: recovery runs and names the damaged field.
+        p = subprocess.Popen([prog, "waitkill", "100"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, env=env)
+        check(p.stdout.readline().strip() == "ready", "tracer_prog did not get ready")
+        # Its agent thread starts beside main(): wait until it answers.
+        deadline = time.time() + 20
+        while subprocess.run([mark, "list", str(p.pid)], capture_output=True, env=env).returncode != 0:
+            check(time.time() < deadline, "the agent of tracer_prog never answered `mark list`")
+            if failures:
+                p.kill()
+                return 1
+            time.sleep(0.05)
+        rec = subprocess.Popen([mark, "record", "--pid", str(p.pid), "-o", d, "-m", "overwrite", "-b", "64k", "-q"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        deadline = time.time() + 20
+        while time.time() < deadline and rec.poll() is None and not (
+                os.path.isdir(d) and os.path.exists(os.path.join(proc_dir(d), ".mark-stats"))):
+            time.sleep(0.05)
+        if rec.poll() is not None:
+            p.kill()
+            check(False, "mark record --pid ended early (status %d): %s" % (rec.returncode, rec.stderr.read()))
+            print("FAIL: %d check(s)" % len(failures))
+            return 1
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        check(p.stdout.readline().strip() == "fired", "tracer_prog did not fire")
+        pdir = proc_dir(d)
+        poke(os.path.join(pdir, ".mark-stats"), STATS, "header_size", 0xfffffff8)
+        p.kill()
+        p.wait()
+        err = rec.communicate(timeout=40)[1]
+        print("mark record --pid exit status %d; stderr:\n%s" % (rec.returncode, err))
+        err = err.replace(top, "WORK")
+        check(0 <= rec.returncode < 128, "mark record --pid crashed (status %d)" % rec.returncode)
+        check(".mark-stats" in err and "header_size" in err,
+              "no error naming .mark-stats and header_size: the trace was taken as complete")
+        check(rings_of(pdir), "the buffers were deleted although their statistics file is damaged")
+        if failures:
+            print("FAIL: %d check(s)" % len(failures))
+            return 1
+        print("ok")
+        return 0
     runs = 10 if case in ("stats_race", "stats_truncate") else 1   # a race: give it several chances
     for i in range(runs):
         if i:

@@ -463,6 +463,20 @@ int main(int argc, char **argv)
 		if (!fgets(line, sizeof(line), stdin))
 			return 1;
 		fire_seq(n);
+	} else if (strcmp(what, "waitkill") == 0) {
+		/* tracer_prog waitkill N: as wait, then print "fired" and wait to
+		 * be killed, its events still in its buffers (a recording that
+		 * `mark record --pid` started from outside, for recovery). */
+		printf("ready\n");
+		fflush(stdout);
+		char line[16];
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+		fire_seq(n);
+		printf("fired\n");
+		fflush(stdout);
+		for (;;)
+			pause();
 	} else if (strcmp(what, "none") == 0)
 		printf("untraced run ok\n");
 	else {
