@@ -54,6 +54,15 @@ def check(cond, msg):
     return cond
 
 
+def verdict():
+    """The exit status: 1 after any failed check, else 0."""
+    if failures:
+        print("FAIL: %d check(s)" % len(failures))
+        return 1
+    print("ok")
+    return 0
+
+
 def skip(msg):
     print("SKIP: " + msg)
     sys.exit(77)
@@ -249,11 +258,7 @@ def main():
         p.stdin.flush()
         rc = p.wait(timeout=30)
         check(rc == 0, "the traced program died (status %d) after max_entries was changed" % rc)
-        if failures:
-            print("FAIL: %d check(s)" % len(failures))
-            return 1
-        print("ok")
-        return 0
+        return verdict()
     if case == "pid_stats_header_size":
         # `mark record --pid` completes the trace of a target that died too,
         # and must not take a .mark-stats it cannot read as proof that the
@@ -278,8 +283,7 @@ def main():
         if rec.poll() is not None:
             p.kill()
             check(False, "mark record --pid ended early (status %d): %s" % (rec.returncode, rec.stderr.read()))
-            print("FAIL: %d check(s)" % len(failures))
-            return 1
+            return verdict()
         p.stdin.write("go\n")
         p.stdin.flush()
         check(p.stdout.readline().strip() == "fired", "tracer_prog did not fire")
@@ -294,11 +298,7 @@ def main():
         check(".mark-stats" in err and "header_size" in err,
               "no error naming .mark-stats and header_size: the trace was taken as complete")
         check(rings_of(pdir), "the buffers were deleted although their statistics file is damaged")
-        if failures:
-            print("FAIL: %d check(s)" % len(failures))
-            return 1
-        print("ok")
-        return 0
+        return verdict()
     runs = 10 if case in ("stats_race", "stats_truncate") else 1   # a race: give it several chances
     for i in range(runs):
         if i:
@@ -355,11 +355,7 @@ def main():
         check(bad in r.stderr and want in r.stderr, "no error naming %s and %s: %s" % (bad, want, r.stderr))
         check(rings_of(pdir) == [bad], "other buffers not recovered, or the bad one deleted: %s" % rings_of(pdir))
         check(os.path.getsize(os.path.join(pdir, "stream-99")) > 0, "the good buffer's stream is empty")
-    if failures:
-        print("FAIL: %d check(s)" % len(failures))
-        return 1
-    print("ok")
-    return 0
+    return verdict()
 
 
 if __name__ == "__main__":
