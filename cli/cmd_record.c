@@ -403,15 +403,18 @@ static int64_t complete_trace(const char *dir)
 	return r;
 }
 
-static void print_summary(const struct out_dir *o, const char *cmd, int wstatus)
+/*
+ * `removed`: the program never started the tracer and the empty directory
+ * this call made was removed (done before, with or without -q: -q changes
+ * what is printed, never what is kept).
+ */
+static void print_summary(const struct out_dir *o, const char *cmd, int wstatus, bool removed)
 {
 	const char *dir = o->path;
 	struct live_stats s;
 	struct live_marker_count *markers = NULL;
 	size_t n = 0;
 	if (live_stats_read(dir, &s) != 0) {
-		/* rmdir only removes it if nothing at all was written there. */
-		int removed = out_dir_remove_empty(o);
 		fprintf(stderr,
 			"mark: no trace: %s never started the tracer (is it linked with libmark?)%s%s\n",
 			cli_text(cmd), removed ? "; removed the empty directory " : "; see ", cli_text(dir));
@@ -596,11 +599,15 @@ static int record_run(int argc, char **argv)
 		 * killed by a signal (or one that called _exit) leaves its buffers in
 		 * the .mark-ring files: finish the trace from them. */
 		int64_t recovered = complete_trace(dir);
+		/* No statistics file: the program never started the tracer.  rmdir
+		 * only removes the directory if nothing at all was written there. */
+		struct live_stats totals;
+		bool removed = live_stats_read(dir, &totals) != 0 && out_dir_remove_empty(&out);
 		if (!quiet) {
 			if (recovered > 0)
 				fprintf(stderr, "mark: %s ended without stopping the tracer: recovered %" PRId64
 						" events from its buffers\n", cli_text(cmd[0]), recovered);
-			print_summary(&out, cmd[0], wstatus);
+			print_summary(&out, cmd[0], wstatus, removed);
 		}
 	}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);

@@ -7,6 +7,7 @@
  * (nearest-rank percentiles), not histogram estimates.
  */
 #include "command.h"
+#include "liveline.h"
 #include "trace_reader.h"
 #include "trace_time.h"
 #include "trace_value.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char stats_usage[] =
 	"usage: mark stats [OPTIONS] DIR\n"
@@ -202,6 +204,12 @@ static int stats_run(int argc, char **argv)
 		cli_error("stats: out of memory after %" PRIu64 " events (8 bytes are kept per event)", st->events);
 		status = 1;
 	} else if (r != 0) {
+		struct live_incomplete inc;
+		if (live_trace_incomplete(dir, &inc)) {
+			char msg[1024];
+			live_incomplete_message(msg, sizeof(msg), dir, &inc);
+			fprintf(stderr, "%s\n", msg);
+		}
 		status = 1;
 	} else {
 		uint64_t span = st->have_time ? (uint64_t)(st->last_ns - st->first_ns) : 0;
@@ -211,6 +219,16 @@ static int stats_run(int argc, char **argv)
 		       " streams, %s s from first to last event\n",
 		       cli_text(dir), st->events, st->lost, st->nall, st->streams, sb.data ? sb.data : "?");
 		strbuf_release(&sb);
+		/* Part of the report (its second line); also on stderr when the
+		 * report goes to a file or a pipe, where no one may read it. */
+		struct live_incomplete inc;
+		if (live_trace_incomplete(dir, &inc)) {
+			char msg[1024];
+			live_incomplete_message(msg, sizeof(msg), dir, &inc);
+			printf("%s\n", msg + strlen("mark: "));
+			if (!isatty(STDOUT_FILENO))
+				fprintf(stderr, "%s\n", msg);
+		}
 		if (st->lost_unknown)
 			printf("(and events may have been lost %" PRIu64 " more time(s): babeltrace2 gives no count "
 			       "for a stream's first packet; `mark view` shows where)\n", st->lost_unknown);

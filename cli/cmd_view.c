@@ -1,5 +1,6 @@
 /* `mark view DIR`: a trace's events as readable text, one line each. */
 #include "command.h"
+#include "liveline.h"
 #include "trace_reader.h"
 #include "trace_value.h"
 #include "trace_time.h"
@@ -210,6 +211,13 @@ static int view_run(int argc, char **argv)
 		cli_error("view: no event matches -e %s", msg.failed ? "(out of memory)" : msg.data);
 		strbuf_release(&msg);
 		status = 1;
+	}
+	/* Last, so that it is seen after the events (one line, on stderr). */
+	struct live_incomplete inc;
+	if (live_trace_incomplete(argv[optind], &inc)) {
+		char msg[1024];
+		live_incomplete_message(msg, sizeof(msg), argv[optind], &inc);
+		fprintf(stderr, "%s\n", msg);
 	}
 	for (size_t i = 0; i < v.nnames; i++)
 		free(v.names[i]);

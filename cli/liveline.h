@@ -59,6 +59,27 @@ int live_stats_markers(const char *dir, struct live_marker_count **out, size_t *
 void live_print_marker_counts(FILE *out, const struct live_marker_count *markers, size_t n);
 
 /*
+ * Is the trace in DIR incomplete?  A mark trace is complete when every
+ * process's .mark-stats (DIR/ and DIR/pid-P/) says STOPPED or RECOVERED
+ * and no ring file (.mark-ring-N) is left: a process that died without
+ * stopping its tracer leaves both behind, and its last events are then
+ * only in the rings until `mark recover DIR` writes them.  A directory
+ * without .mark-stats (another tracer's trace) is not judged.
+ */
+struct live_incomplete {
+	unsigned rings;           /* .mark-ring-N files left                        */
+	unsigned unfinished;      /* .mark-stats not STOPPED/RECOVERED                */
+	unsigned running;         /* of those, processes that still run             */
+	int running_pid;          /* one of them, for the message                     */
+};
+/* Returns 1 (and fills *out) if incomplete, else 0. */
+int live_trace_incomplete(const char *dir, struct live_incomplete *out);
+/* The one line that says so and what to do ("mark: the trace in DIR is
+ * incomplete: ...; run `mark recover DIR`"), without a newline, for
+ * `mark view` (stderr) and `mark stats` (its report). */
+void live_incomplete_message(char *buf, size_t len, const char *dir, const struct live_incomplete *inc);
+
+/*
  * Start redrawing, about 4 times a second on stderr, the line
  *     mark: 1234567 events (345678/s), 12 lost, 12.3 MB written
  * from a thread of its own.  Returns NULL, and draws nothing, when stderr is
