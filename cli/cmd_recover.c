@@ -80,6 +80,12 @@ static int recover_run(int argc, char **argv)
 			cli_error("recover: %s: %s", dir, strerror(-r));
 		return 1;
 	}
+	struct live_stats totals;
+	if (r == 0 && live_stats_read(dir, &totals) != 0) {
+		cli_error("recover: %s holds no mark trace (no .mark-stats in it or its pid-P/); give the "
+			  "directory given to `mark record -o` or MARK_TRACE", dir);
+		return 1;
+	}
 	if (r == 0 && !incomplete)
 		printf("mark: the trace in %s is already complete; nothing to do\n", cli_text(dir));
 	else

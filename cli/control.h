@@ -69,6 +69,11 @@ int ctl_simple_request(struct ctl_conn *c, uint16_t type, int timeout_ms);
  * list of strings in a static buffer); shared with `mark ps`. */
 size_t ctl_socket_dirs(uid_t uid, pid_t pid, char dirs[][108], size_t max);
 
+/* The value of `name` in the environment `pid` was started with, when it is
+ * readable (same user or root) and an absolute path; the target chose it,
+ * so it is only a hint (e.g. where its agent or its trace may be). */
+bool ctl_target_env_path(pid_t pid, const char *name, char *out, size_t len);
+
 /* Make `path` absolute (relative to the current directory) without
  * requiring it to exist.  Returns false with a message on failure. */
 bool ctl_absolute_path(const char *path, char *out, size_t len);

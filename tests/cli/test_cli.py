@@ -757,6 +757,9 @@ def case_recover(mark, target, workdir):
     check_trace(mark, trace, dict(EXPECTED, cli_tick=3000))
     bad = run([mark, "recover", os.path.join(workdir, "no-such-trace")])
     check(bad.returncode == 1 and "no-such-trace" in bad.stderr, "recover of a missing dir: %r" % (bad,))
+    os.makedirs(fresh(workdir, "empty-dir"))
+    bad = run([mark, "recover", os.path.join(workdir, "empty-dir")])
+    check(bad.returncode == 1 and "no mark trace" in bad.stderr, "recover of an empty dir: %r" % (bad,))
     check(run([mark, "recover"]).returncode == 2, "recover without DIR is bad usage")
 
 
@@ -824,10 +827,16 @@ def case_record_duration(mark, target, workdir):
 
 
 def list_table(text):
-    """Header columns and the rows' (name, location) of a `mark list` table."""
+    """Header columns and the rows (dicts by column) of a `mark list` table,
+    cut at the header's column starts (cells may hold blanks)."""
     lines = [l for l in text.splitlines() if l.strip()]
     head = lines[0].split()
-    rows = [l.split() for l in lines[1:] if re.match(r"^\S+\s+\"", l) or "(enabled test)" in l]
+    starts = [lines[0].index(h) for h in head] + [None]
+    rows = []
+    for l in lines[1:]:
+        if re.match(r"^\d+ markers?, ", l):
+            continue
+        rows.append({h: l[starts[i]:starts[i + 1]].strip() for i, h in enumerate(head)})
     return head, rows
 
 
@@ -850,15 +859,21 @@ def case_list_pid(mark, target, workdir):
         fh, frows = list_table(lf.stdout)
         ph, prows = list_table(lp.stdout)
         check(ph[:len(fh)] == fh, "list FILE columns %r are not the first of list PID's %r" % (fh, ph))
-        check([r[0] for r in frows] == [r[0] for r in prows],
-              "order differs: FILE %r, PID %r" % ([r[0] for r in frows], [r[0] for r in prows]))
-        if "HITS" in ph:
-            hits = {r[0]: r[ph.index("HITS")] for r in prows}
-            tick = hits.get(marker_key(hits, "cli_tick"))
-            check(tick is not None and tick.isdigit() and int(tick) >= 2000,
-                  "live hits of cli_tick while recording: %r\n%s" % (tick, lp.stdout))
-        else:
-            check(False, "list PID has no HITS column: %r" % ph)
+        # FILE has a row per site, PID a row per marker (its first site, "+N more")
+        fnames = [r["NAME"] for r in frows]
+        fnames = [n for i, n in enumerate(fnames) if i == 0 or fnames[i - 1] != n]
+        pnames = [r.get("NAME") for r in prows]
+        check(fnames == pnames, "order differs: FILE %r, PID %r" % (fnames, pnames))
+        first = {}
+        for r in frows:
+            first.setdefault(r["NAME"], r["LOCATION"])
+        for r in prows:
+            check(r.get("LOCATION", "").split(" (+")[0] == first.get(r.get("NAME")),
+                  "PID row %r does not start at the FILE list's first site %r" % (r, first.get(r.get("NAME"))))
+        hits = {r.get("NAME"): r.get("HITS") for r in prows}
+        tick = hits.get(marker_key(hits, "cli_tick"))
+        check(tick is not None and tick.isdigit() and int(tick) >= 2000,
+              "live hits of cli_tick while recording: %r\n%s" % (tick, lp.stdout))
     finally:
         p.send_signal(signal.SIGTERM)
         p.communicate(timeout=60)
