@@ -21,6 +21,12 @@ int cli_list_pid(pid_t pid, const char *glob);
  * the record command's (argv[0] = "record").  Returns the exit status. */
 int cli_record_pid(int argc, char **argv);
 
+/* `mark record -d DURATION -- CMD`: at the end of DURATION, stop the
+ * recordings into `dir` (MARK_TRACE) of CMD and the processes it forked,
+ * through their agents; they keep running.  Returns how many could not be
+ * stopped (each said why). */
+int cli_record_stop_dir(const char *dir);
+
 /* The usage lines of `mark record --pid`, for `mark record --help`. */
 extern const char cli_record_pid_usage[];
 

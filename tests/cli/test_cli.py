@@ -803,6 +803,8 @@ def case_record_duration(mark, target, workdir):
         time.sleep(0.05)
     check(state == 2, "the recording was not stopped (state %r); mark: %r" % (
         state, p.communicate(timeout=10) if p.poll() is not None else "running"))
+    if state != 2 and state is not None and p.poll() is None:
+        os.kill(pid, signal.SIGTERM)   # end the program, so that mark ends too
     if state == 2:
         time.sleep(0.3)
         check(p.poll() is None, "mark did not wait for the program")
