@@ -22,3 +22,7 @@ if(TARGET mark_cli)
             $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_dup_format> ${CMAKE_CURRENT_BINARY_DIR}/cli-work/warn_once)
   set_tests_properties(cli_warn_once PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
+
+# The costs README.md and docs/tracer.md give are docs/benchmarks.md's (`make bench`).
+add_test(NAME docs_numbers
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/docs/test_docs_numbers.py ${CMAKE_SOURCE_DIR})
