@@ -397,9 +397,10 @@ static void usage(FILE *out)
 		"(PROVIDER:NAME when the provider is not \"mark\"), format, site kind and\n"
 		"source location; a site whose code is not what mark emitted (so that it\n"
 		"can never be armed) is flagged NEVER ARMABLE, with the reason.\n"
-		"With a PID, ask that running process (see `mark ps`): name, format,\n"
-		"kind, location, armed state, probe count, and hits while a\n"
-		"`mark record --pid` records the process.\n\n"
+		"With a PID, ask that running process (see `mark ps`): the same columns,\n"
+		"one row per marker at its first site, then armed state, probe count, and\n"
+		"hits while the process records (`mark record --pid`, or `mark record -- CMD`).\n"
+		"Both tables are sorted by name, then file and line.\n\n"
 		"GLOB matches marker names with * ? and [...]; without a ':' it also\n"
 		"matches the name part of PROVIDER:NAME.\n\n"
 		"Exit status: 0 if markers were listed, 1 if none matched or on error.\n");
