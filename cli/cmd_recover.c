@@ -40,27 +40,10 @@ static const char recover_usage[] =
 
 static int recover_run(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		if (c == 'h') {
-			fputs(recover_usage, stdout);
-			return 0;
-		}
-		cli_error("recover: %s: unknown option; see `mark recover --help`", argv[optind - 1]);
-		return 2;
-	}
-	if (optind != argc - 1) {
-		cli_error("recover: %s; usage: mark recover DIR",
-			  optind >= argc ? "give the trace directory" : "give exactly one trace directory");
-		return 2;
-	}
-	const char *dir = argv[optind];
+	const char *dir;
+	int status;
+	if (!cli_parse_dir_only(argc, argv, recover_usage, &dir, &status))
+		return status;
 	struct live_incomplete inc;
 	bool incomplete = live_trace_incomplete(dir, &inc) != 0;
 	int r = mark_trace_recover(dir);

@@ -213,12 +213,7 @@ static int view_run(int argc, char **argv)
 		status = 1;
 	}
 	/* Last, so that it is seen after the events (one line, on stderr). */
-	struct live_incomplete inc;
-	if (live_trace_incomplete(argv[optind], &inc)) {
-		char msg[1024];
-		live_incomplete_message(msg, sizeof(msg), argv[optind], &inc);
-		fprintf(stderr, "%s\n", msg);
-	}
+	live_warn_incomplete(stderr, argv[optind], false);
 	for (size_t i = 0; i < v.nnames; i++)
 		free(v.names[i]);
 	return status;

@@ -233,19 +233,21 @@ int live_trace_incomplete(const char *dir, struct live_incomplete *out)
 	return out->rings || out->unfinished;
 }
 
-void live_incomplete_message(char *buf, size_t len, const char *dir, const struct live_incomplete *inc)
+bool live_warn_incomplete(FILE *out, const char *dir, bool bare)
 {
-	char what[160];
-	snprintf(what, sizeof(what), "%u ring file%s (.mark-ring-N) left, %u process%s without final statistics",
-		 inc->rings, inc->rings == 1 ? "" : "s", inc->unfinished, inc->unfinished == 1 ? "" : "es");
-	if (inc->running)
-		snprintf(buf, len, "mark: the trace in %s is incomplete (%s): process %d is still recording; "
-			 "look again when it has stopped, or run `mark recover %s` if it was killed",
-			 cli_text(dir), what, inc->running_pid, cli_text(dir));
+	struct live_incomplete inc;
+	if (!live_trace_incomplete(dir, &inc))
+		return false;
+	fprintf(out, "%sthe trace in %s is incomplete (%u ring file%s (.mark-ring-N) left, %u process%s without "
+		"final statistics): ", bare ? "" : "mark: ", cli_text(dir), inc.rings, inc.rings == 1 ? "" : "s",
+		inc.unfinished, inc.unfinished == 1 ? "" : "es");
+	if (inc.running)
+		fprintf(out, "process %d is still recording; look again when it has stopped, or run "
+			"`mark recover %s` if it was killed\n", inc.running_pid, cli_text(dir));
 	else
-		snprintf(buf, len, "mark: the trace in %s is incomplete (%s): a process died without stopping "
-			 "its tracer; run `mark recover %s` to add the events left in its buffers",
-			 cli_text(dir), what, cli_text(dir));
+		fprintf(out, "a process died without stopping its tracer; run `mark recover %s` to add the "
+			"events left in its buffers\n", cli_text(dir));
+	return true;
 }
 
 struct marker_acc {

@@ -18,6 +18,7 @@
 #ifndef MARK_CLI_LIVELINE_H
 #define MARK_CLI_LIVELINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -74,10 +75,13 @@ struct live_incomplete {
 };
 /* Returns 1 (and fills *out) if incomplete, else 0. */
 int live_trace_incomplete(const char *dir, struct live_incomplete *out);
-/* The one line that says so and what to do ("mark: the trace in DIR is
- * incomplete: ...; run `mark recover DIR`"), without a newline, for
- * `mark view` (stderr) and `mark stats` (its report). */
-void live_incomplete_message(char *buf, size_t len, const char *dir, const struct live_incomplete *inc);
+/*
+ * If the trace in DIR is incomplete, print the one line that says so and
+ * what to do ("mark: the trace in DIR is incomplete (...): ...; run
+ * `mark recover DIR` ...") to `out`, without its "mark: " prefix when
+ * `bare` (a line of `mark stats`' report), and return true.
+ */
+bool live_warn_incomplete(FILE *out, const char *dir, bool bare);
 
 /*
  * Start redrawing, about 4 times a second on stderr, the line

@@ -590,16 +590,7 @@ def case_record_fork(mark, target, workdir):
 def case_record_signal(mark, target, workdir):
     """SIGTERM sent to `mark` reaches the program; mark exits with its status."""
     need_babeltrace2()
-    trace = fresh(workdir, "rec-term")
-    ready = os.path.join(workdir, "rec-term.ready")
-    if os.path.exists(ready):
-        os.unlink(ready)
-    p = subprocess.Popen([mark, "record", "-o", trace, "--", target, "wait", ready],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 30
-    while not os.path.exists(ready) and time.time() < deadline and p.poll() is None:
-        time.sleep(0.02)
-    check(os.path.exists(ready), "target never got ready")
+    trace, p = start_waiting(mark, target, workdir, "rec-term")
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
     check(p.returncode == 42, "exit status %d, want 42 (the program's, after SIGTERM): %s" % (p.returncode, err))
@@ -725,6 +716,18 @@ def wait_ready(p, ready, seconds=30):
     check(os.path.exists(ready), "target never got ready")
 
 
+def start_waiting(mark, target, workdir, name, extra=()):
+    """`mark record [extra] -o DIR -- target wait READY`, once the target is ready: (trace, p)."""
+    trace = fresh(workdir, name)
+    ready = os.path.join(workdir, name + ".ready")
+    if os.path.exists(ready):
+        os.unlink(ready)
+    p = subprocess.Popen([mark, "record"] + list(extra) + ["-o", trace, "--", target, "wait", ready],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_ready(p, ready)
+    return trace, p
+
+
 def case_recover(mark, target, workdir):
     """A trace whose process died (SIGKILL, nobody recovered it): view and stats
     say it is incomplete and name `mark recover DIR`; `mark recover DIR`
@@ -785,13 +788,7 @@ def case_record_duration(mark, target, workdir):
     complete while CMD goes on running; mark waits for CMD and exits with
     its status."""
     need_babeltrace2()
-    trace = fresh(workdir, "duration")
-    ready = os.path.join(workdir, "duration.ready")
-    if os.path.exists(ready):
-        os.unlink(ready)
-    p = subprocess.Popen([mark, "record", "-d", "0.5", "-o", trace, "--", target, "wait", ready],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_ready(p, ready)
+    trace, p = start_waiting(mark, target, workdir, "duration", extra=["-d", "0.5"])
     deadline = time.time() + 30
     state = None
     while time.time() < deadline and p.poll() is None:
@@ -845,13 +842,7 @@ def list_table(text):
 def case_list_pid(mark, target, workdir):
     """`mark list FILE` and `mark list PID` share one layout and one order,
     and `mark list PID` shows live hit counts of a `mark record -- CMD`."""
-    trace = fresh(workdir, "list-pid")
-    ready = os.path.join(workdir, "list-pid.ready")
-    if os.path.exists(ready):
-        os.unlink(ready)
-    p = subprocess.Popen([mark, "record", "-o", trace, "--", target, "wait", ready],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    wait_ready(p, ready)
+    trace, p = start_waiting(mark, target, workdir, "list-pid")
     try:
         pid = int(process_dirs(trace)[0][4:])
         lf = run([mark, "list", target])
