@@ -5,8 +5,11 @@
 #define _GNU_SOURCE
 #include "command.h"
 #include "control.h"
+#include "list_table.h"
 #include "liveline.h"
 #include "text.h"
+
+#include "tracer/trace_format.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -14,10 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct row {
-	char *name, *format, *kind, *location, *armed, *probes, *hits;
-};
 
 static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *dupf(const char *fmt, ...)
@@ -31,15 +30,30 @@ static char *dupf(const char *fmt, ...)
 	return s;
 }
 
-static int width_of(struct row *rows, size_t n, size_t off, const char *title)
+/*
+ * The trace directory whose per-marker counts are the hits of `pid`'s
+ * recording: the agent names it for a `mark record --pid` recording; a
+ * recording started by MARK_TRACE (`mark record -- CMD`) writes its
+ * process's counts in MARK_TRACE/pid-PID/.mark-stats, MARK_TRACE read from
+ * the environment the process started with.  The counts are read as any
+ * .mark-stats is (liveline.c: checked, never trusted), so a wrong hint
+ * shows no hits, nothing worse.
+ */
+static bool hits_dir(pid_t pid, const struct mark_proto_msg *info, char *out, size_t len)
 {
-	size_t w = strlen(title);
-	for (size_t i = 0; i < n; i++) {
-		const char *s = *(char **)((char *)&rows[i] + off);
-		if (s && strlen(s) > w)
-			w = strlen(s);
+	if (info->type != MARK_MSG_INFO_REPLY)
+		return false;
+	const char *dir = mark_proto_str(info, MARK_TAG_DIR, 0);
+	if (dir) {
+		snprintf(out, len, "%s", dir);
+		return true;
 	}
-	return (int)w;
+	uint64_t tracing = MARK_TRACING_OFF;
+	mark_proto_u64(info, MARK_TAG_TRACING, 0, &tracing);
+	char base[4096];
+	if (tracing != MARK_TRACING_OTHER || !ctl_target_env_path(pid, "MARK_TRACE", base, sizeof(base)))
+		return false;
+	return snprintf(out, len, "%s/%s%d", base, MARK_TF_CHILD_PREFIX, (int)pid) < (int)len;
 }
 
 int cli_list_pid(pid_t pid, const char *glob)
@@ -47,16 +61,18 @@ int cli_list_pid(pid_t pid, const char *glob)
 	struct ctl_conn c;
 	if (ctl_connect(&c, pid))
 		return 1;
-	/* Hits are known while a `mark record --pid` records the process: the
-	 * per-marker event counts of its trace directory. */
+	/* Hits are known while the process records (`mark record --pid`, or
+	 * `mark record -- CMD`): the per-marker event counts of its trace
+	 * directory (hits_dir). */
 	struct live_marker_count *counts = NULL;
 	size_t ncounts = 0;
 	if (ctl_simple_request(&c, MARK_MSG_INFO, CTL_TIMEOUT_MS) != 0) {
 		ctl_close(&c);
 		return 1;
 	}
-	const char *trace_dir = c.msg.type == MARK_MSG_INFO_REPLY ? mark_proto_str(&c.msg, MARK_TAG_DIR, 0) : NULL;
-	if (trace_dir && live_stats_markers(trace_dir, &counts, &ncounts) != 0) {
+	char trace_dir[4096];
+	if (hits_dir(pid, &c.msg, trace_dir, sizeof(trace_dir)) &&
+	    live_stats_markers(trace_dir, &counts, &ncounts) != 0) {
 		counts = NULL;
 		ncounts = 0;
 	}
@@ -68,12 +84,12 @@ int cli_list_pid(pid_t pid, const char *glob)
 	mark_proto_end(&req);
 	int r = ctl_request(&c, &req, CTL_TIMEOUT_MS);
 	mark_proto_buf_free(&req);
-	struct row *rows = NULL;
+	struct list_row *rows = NULL;
 	size_t n = 0, cap = 0;
 	while (r == 0 && c.msg.type == MARK_MSG_MARKER) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
-			struct row *g = realloc(rows, cap * sizeof(*g));
+			struct list_row *g = realloc(rows, cap * sizeof(*g));
 			if (!g) {
 				r = cli_error("out of memory");
 				break;
@@ -93,7 +109,8 @@ int cli_list_pid(pid_t pid, const char *glob)
 				have_hits = true;
 			}
 		}
-		struct row *w = &rows[n++];
+		struct list_row *w = &rows[n++];
+		w->note = NULL;
 		/* What the agent sends is the target's text: escaped for the terminal. */
 		w->name = strdup(cli_text(mname));
 		w->format = dupf("\"%s\"", cli_text(mark_proto_str(&c.msg, MARK_TAG_FORMAT, 0)));
@@ -124,28 +141,9 @@ int cli_list_pid(pid_t pid, const char *glob)
 		else
 			printf("process %d (%s) has no markers\n", (int)pid, c.comm);
 	}
-	if (r == 0 && n > 0) {
-		int wn = width_of(rows, n, offsetof(struct row, name), "NAME");
-		int wf = width_of(rows, n, offsetof(struct row, format), "FORMAT");
-		int wk = width_of(rows, n, offsetof(struct row, kind), "KIND");
-		int wl = width_of(rows, n, offsetof(struct row, location), "LOCATION");
-		int wa = width_of(rows, n, offsetof(struct row, armed), "ARMED");
-		int wp = width_of(rows, n, offsetof(struct row, probes), "PROBES");
-		printf("%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %s\n", wn, "NAME", wf, "FORMAT", wk, "KIND", wl,
-		       "LOCATION", wa, "ARMED", wp, "PROBES", "HITS");
-		for (size_t i = 0; i < n; i++)
-			printf("%-*s  %-*s  %-*s  %-*s  %-*s  %*s  %s\n", wn, rows[i].name, wf, rows[i].format, wk,
-			       rows[i].kind, wl, rows[i].location, wa, rows[i].armed, wp, rows[i].probes, rows[i].hits);
-	}
-	for (size_t i = 0; i < n; i++) {
-		free(rows[i].name);
-		free(rows[i].format);
-		free(rows[i].kind);
-		free(rows[i].location);
-		free(rows[i].armed);
-		free(rows[i].probes);
-		free(rows[i].hits);
-	}
+	if (r == 0 && n > 0)
+		list_table_print(rows, n, true);
+	list_table_free(rows, n);
 	free(rows);
 	free(counts);
 	ctl_close(&c);

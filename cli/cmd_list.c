@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "command.h"
+#include "list_table.h"
 #include "text.h"
 
 #include <mark/mark.h>
@@ -341,19 +342,25 @@ static int list_file(const char *path, const char *glob)
 		else
 			cli_error("%s has no markers (no __mark_descs or __mark_sites section)", path);
 	} else {
+		/* The strings are the file's: escaped for the terminal. */
+		struct list_row *rows = calloc(ns, sizeof(*rows));
 		size_t never = 0;
-		printf("%-32s %-24s %-10s %s\n", "MARKER", "FORMAT", "KIND", "LOCATION");
-		for (size_t i = 0; i < ns; i++) {
-			/* The strings are the file's: escaped for the terminal. */
-			char fmt[64];
-			snprintf(fmt, sizeof(fmt), "\"%s\"", cli_text(sites[i].format));
-			printf("%-32s %-24s %-10s %s%s%s\n", cli_text(sites[i].display),
-			       sites[i].enabled_test ? "(enabled test)" : fmt, sites[i].kind,
-			       cli_text(sites[i].location),
-			       sites[i].never_armed ? "  NEVER ARMABLE: " : "",
-			       sites[i].never_armed ? sites[i].never_armed : "");
+		for (size_t i = 0; rows && i < ns; i++) {
+			rows[i].name = strdup(cli_text(sites[i].display));
+			if (sites[i].enabled_test)
+				rows[i].format = strdup("(enabled test)");
+			else if (asprintf(&rows[i].format, "\"%s\"", cli_text(sites[i].format)) < 0)
+				rows[i].format = NULL;
+			rows[i].kind = strdup(sites[i].kind);
+			rows[i].location = strdup(cli_text(sites[i].location));
+			if (sites[i].never_armed &&
+			    asprintf(&rows[i].note, "NEVER ARMABLE: %s", sites[i].never_armed) < 0)
+				rows[i].note = NULL;
 			never += sites[i].never_armed != NULL;
 		}
+		if (!rows)
+			return cli_error("out of memory");
+		list_table_print(rows, ns, false);
 		if (never)
 			fprintf(stderr, "mark: %zu site%s of %s can never be armed (marked NEVER ARMABLE); "
 				"rebuild the file from its sources without post-processing its code\n",
@@ -363,6 +370,8 @@ static int list_file(const char *path, const char *glob)
 			markers += i == 0 || strcmp(sites[i].display, sites[i - 1].display) != 0;
 		printf("%zu marker%s, %zu site%s in %s\n", markers, markers == 1 ? "" : "s", ns, ns == 1 ? "" : "s",
 		       cli_text(path));
+		list_table_free(rows, ns);
+		free(rows);
 	}
 	for (size_t i = 0; i < ns; i++) {
 		free(sites[i].display);
@@ -388,9 +397,10 @@ static void usage(FILE *out)
 		"(PROVIDER:NAME when the provider is not \"mark\"), format, site kind and\n"
 		"source location; a site whose code is not what mark emitted (so that it\n"
 		"can never be armed) is flagged NEVER ARMABLE, with the reason.\n"
-		"With a PID, ask that running process (see `mark ps`): name, format,\n"
-		"kind, location, armed state, probe count, and hits while a\n"
-		"`mark record --pid` records the process.\n\n"
+		"With a PID, ask that running process (see `mark ps`): the same columns,\n"
+		"one row per marker at its first site, then armed state, probe count, and\n"
+		"hits while the process records (`mark record --pid`, or `mark record -- CMD`).\n"
+		"Both tables are sorted by name, then file and line.\n\n"
 		"GLOB matches marker names with * ? and [...]; without a ':' it also\n"
 		"matches the name part of PROVIDER:NAME.\n\n"
 		"Exit status: 0 if markers were listed, 1 if none matched or on error.\n");

@@ -69,6 +69,9 @@ static const char record_usage[] =
 	"                        block      never lose events: the program waits\n"
 	"  -b, --buffer SIZE   bytes per thread buffer, 4k to 4G: 4096, 64k, 16M, 1G\n"
 	"                      (default 2M)\n"
+	"  -d, --duration SECONDS\n"
+	"                      stop recording after SECONDS (decimals allowed); CMD\n"
+	"                      keeps running and `mark` waits for it as without -d\n"
 	"  -q, --quiet         no live line and no summary (errors are still printed)\n"
 	"  -h, --help          this help\n"
 	"\n"
@@ -102,7 +105,7 @@ static void note_child(int sig)
  * terminal's ^C, ^\ and hangup) went to the whole foreground process
  * group, CMD included, so they are not sent a second time.
  */
-static int wait_forwarding(pid_t pid, const sigset_t *waited)
+static int wait_forwarding(pid_t pid, const sigset_t *waited, const struct timespec *until, bool *timed_out)
 {
 	int wstatus = 0;
 	for (;;) {
@@ -110,7 +113,26 @@ static int wait_forwarding(pid_t pid, const sigset_t *waited)
 		if (w == pid || (w < 0 && errno != EINTR))
 			return wstatus;
 		siginfo_t info;
-		int sig = sigwaitinfo(waited, &info);
+		int sig;
+		if (until) {
+			/* -d: wait at most until `until` (CLOCK_MONOTONIC), then return
+			 * with CMD still running and *timed_out set. */
+			struct timespec now, left;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left.tv_sec = until->tv_sec - now.tv_sec;
+			left.tv_nsec = until->tv_nsec - now.tv_nsec;
+			if (left.tv_nsec < 0) {
+				left.tv_nsec += 1000000000L;
+				left.tv_sec--;
+			}
+			if (left.tv_sec < 0) {
+				*timed_out = true;
+				return 0;
+			}
+			sig = sigtimedwait(waited, &info, &left);
+		} else {
+			sig = sigwaitinfo(waited, &info);
+		}
 		if (sig < 0 || sig == SIGCHLD || info.si_code == SI_KERNEL)
 			continue;
 		kill(pid, sig);
@@ -462,15 +484,18 @@ static int64_t complete_trace(const char *dir, const char *cmd, pid_t cmd_pid, b
 	return failed ? -1 : total;
 }
 
-static void print_summary(const struct out_dir *o, const char *cmd, int wstatus)
+/*
+ * `removed`: the program never started the tracer and the empty directory
+ * this call made was removed (done before, with or without -q: -q changes
+ * what is printed, never what is kept).
+ */
+static void print_summary(const struct out_dir *o, const char *cmd, int wstatus, bool removed)
 {
 	const char *dir = o->path;
 	struct live_stats s;
 	struct live_marker_count *markers = NULL;
 	size_t n = 0;
 	if (live_stats_read(dir, &s) != 0) {
-		/* rmdir only removes it if nothing at all was written there. */
-		int removed = out_dir_remove_empty(o);
 		fprintf(stderr,
 			"mark: no trace: %s never started the tracer (is it linked with libmark?)%s%s\n",
 			cli_text(cmd), removed ? "; removed the empty directory " : "; see ", cli_text(dir));
@@ -544,10 +569,12 @@ static int record_run(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "duration", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *output = NULL, *mode = NULL, *buffer = NULL;
+	double duration = 0;
 	int quiet = 0;
 	size_t enable_len = 0;
 	char *enable = NULL;
@@ -555,7 +582,7 @@ static int record_run(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	/* "+": stop at the first non-option, so CMD's own options are left alone. */
-	while ((c = getopt_long(argc, argv, "+e:o:m:b:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:o:m:b:d:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'e': {
 			if (!*optarg || strchr(optarg, ',')) {
@@ -584,6 +611,17 @@ static int record_run(int argc, char **argv)
 		case 'm': mode = optarg; break;
 		case 'b': buffer = optarg; break;
 		case 'q': quiet = 1; break;
+		case 'd': {
+			char *end;
+			duration = strtod(optarg, &end);
+			if (end == optarg || *end || !(duration > 0) || !(duration < 1e9)) {
+				free(enable);
+				cli_error("record: bad --duration \"%s\": give a positive number of seconds, "
+					  "like 10 or 0.5", optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'h': free(enable); fputs(record_usage, stdout); return 0;
 		default:
 			free(enable);
@@ -647,7 +685,32 @@ static int record_run(int argc, char **argv)
 			fprintf(stderr, "mark: removed the empty trace directory %s\n", cli_text(dir));
 	} else {
 		struct liveline *line = quiet ? NULL : liveline_start(dir);
-		int wstatus = wait_forwarding(pid, &waited);
+		bool timed_out = false;
+		int wstatus = 0;
+		if (duration > 0) {
+			struct timespec until;
+			clock_gettime(CLOCK_MONOTONIC, &until);
+			until.tv_sec += (time_t)duration;
+			until.tv_nsec += (long)((duration - (double)(time_t)duration) * 1e9);
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_nsec -= 1000000000L;
+				until.tv_sec++;
+			}
+			wstatus = wait_forwarding(pid, &waited, &until, &timed_out);
+		}
+		if (timed_out) {
+			/* -d: stop the recordings through the agents; CMD runs on and
+			 * is waited for as without -d (signals still forwarded). */
+			liveline_stop(line);
+			line = NULL;
+			int failed = cli_record_stop_dir(dir);
+			if (!quiet)
+				fprintf(stderr, "mark: %s after %g s; %s (pid %d) runs on, waiting for it to end\n",
+					failed ? "could not stop every recording" : "stopped recording", duration,
+					cli_text(cmd[0]), (int)pid);
+		}
+		if (duration <= 0 || timed_out)
+			wstatus = wait_forwarding(pid, &waited, NULL, NULL);
 		liveline_stop(line);
 		status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus) : 1;
 
@@ -655,8 +718,12 @@ static int record_run(int argc, char **argv)
 		 * killed by a signal (or one that called _exit) leaves its buffers in
 		 * the .mark-ring files: finish the trace from them. */
 		complete_trace(dir, cmd[0], pid, quiet);
+		/* No statistics file: the program never started the tracer.  rmdir
+		 * only removes the directory if nothing at all was written there. */
+		struct live_stats totals;
+		bool removed = live_stats_read(dir, &totals) != 0 && out_dir_remove_empty(&out);
 		if (!quiet)
-			print_summary(&out, cmd[0], wstatus);
+			print_summary(&out, cmd[0], wstatus, removed);
 	}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	sigaction(SIGCHLD, &old_chld, NULL);

@@ -20,10 +20,12 @@
 #include "liveline.h"
 #include "util/safe_dir.h"
 
+#include "tracer/trace_format.h"
 #include <mark/tracer.h>
 
 #include <mark/mark.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -430,4 +432,59 @@ int cli_record_pid(int argc, char **argv)
 	if (!quiet)
 		print_summary(dir, pid, c.comm);
 	return status;
+}
+
+/*
+ * `mark record -d DURATION -- CMD`: stop the recordings that CMD and the
+ * processes it forked run into `dir` (their MARK_TRACE), through their
+ * agents, and let the processes run on.  Each process writes DIR/pid-P/;
+ * those whose .mark-stats is not final yet and that still run are asked to
+ * stop, naming `dir`, so that only the recording `mark record` started is
+ * stopped (src/agent/agent.c, do_trace_stop).  Returns the number of
+ * recordings that could not be stopped (each said why on stderr).
+ */
+int cli_record_stop_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		cli_error("record: cannot read the trace directory %s to stop its recordings: %s", dir,
+			  strerror(errno));
+		return 1;
+	}
+	int failed = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		const char *num = de->d_name + strlen(MARK_TF_CHILD_PREFIX);
+		char *end;
+		if (strncmp(de->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) != 0)
+			continue;
+		long pid = strtol(num, &end, 10);
+		if (end == num || *end || pid <= 0 || pid > INT_MAX)
+			continue;
+		char sub[PATH_MAX];
+		struct live_stats st;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+		/* Final already (it exited, or stopped its tracer): nothing to do. */
+		if (live_stats_read_one(sub, &st) != 0 || st.unfinished == 0 || ctl_process_gone((pid_t)pid))
+			continue;
+		struct ctl_conn c;
+		if (ctl_connect(&c, (pid_t)pid)) {
+			failed++;
+			continue;
+		}
+		struct mark_proto_buf req;
+		mark_proto_buf_init(&req);
+		mark_proto_begin(&req, MARK_MSG_TRACE_STOP);
+		mark_proto_add_str(&req, MARK_TAG_DIR, dir);
+		mark_proto_end(&req);
+		int r = ctl_request(&c, &req, 60000);
+		mark_proto_buf_free(&req);
+		/* A process that exited meanwhile is finished by recovery later. */
+		if ((r == 0 && ctl_reply_error(&c, "record: stopping the recording")) ||
+		    (r != 0 && !ctl_process_gone((pid_t)pid)))
+			failed++;
+		ctl_close(&c);
+	}
+	closedir(d);
+	return failed;
 }

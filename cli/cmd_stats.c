@@ -7,6 +7,7 @@
  * (nearest-rank percentiles), not histogram estimates.
  */
 #include "command.h"
+#include "liveline.h"
 #include "trace_reader.h"
 #include "trace_time.h"
 #include "trace_value.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char stats_usage[] =
 	"usage: mark stats [OPTIONS] DIR\n"
@@ -171,37 +173,21 @@ static void print_duration_cell(uint64_t ns)
 
 static int stats_run(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		if (c == 'h') {
-			fputs(stats_usage, stdout);
-			return 0;
-		}
-		cli_error("stats: %s: unknown option; see `mark stats --help`", argv[optind - 1]);
-		return 2;
-	}
-	if (optind != argc - 1) {
-		cli_error("stats: %s; usage: mark stats DIR",
-			  optind >= argc ? "give the trace directory" : "give exactly one trace directory");
-		return 2;
-	}
-	const char *dir = argv[optind];
+	const char *dir;
+	int status;
+	if (!cli_parse_dir_only(argc, argv, stats_usage, &dir, &status))
+		return status;
 	struct stats_state *st = calloc(1, sizeof(*st));
 	if (!st)
 		return cli_error("stats: out of memory");
 	struct trace_reader_ops ops = { .event = stats_event, .discarded = stats_discarded };
 	int r = trace_read(dir, &ops, st);
-	int status = 0;
+	status = 0;
 	if (st->oom) {
 		cli_error("stats: out of memory after %" PRIu64 " events (8 bytes are kept per event)", st->events);
 		status = 1;
 	} else if (r != 0) {
+		live_warn_incomplete(stderr, dir, false);
 		status = 1;
 	} else {
 		uint64_t span = st->have_time ? (uint64_t)(st->last_ns - st->first_ns) : 0;
@@ -211,6 +197,10 @@ static int stats_run(int argc, char **argv)
 		       " streams, %s s from first to last event\n",
 		       cli_text(dir), st->events, st->lost, st->nall, st->streams, sb.data ? sb.data : "?");
 		strbuf_release(&sb);
+		/* Part of the report (its second line); also on stderr when the
+		 * report goes to a file or a pipe, where no one may read it. */
+		if (live_warn_incomplete(stdout, dir, true) && !isatty(STDOUT_FILENO))
+			live_warn_incomplete(stderr, dir, false);
 		if (st->lost_unknown)
 			printf("(and events may have been lost %" PRIu64 " more time(s): babeltrace2 gives no count "
 			       "for a stream's first packet; `mark view` shows where)\n", st->lost_unknown);

@@ -1,5 +1,6 @@
 /* `mark view DIR`: a trace's events as readable text, one line each. */
 #include "command.h"
+#include "liveline.h"
 #include "trace_reader.h"
 #include "trace_value.h"
 #include "trace_time.h"
@@ -211,6 +212,8 @@ static int view_run(int argc, char **argv)
 		strbuf_release(&msg);
 		status = 1;
 	}
+	/* Last, so that it is seen after the events (one line, on stderr). */
+	live_warn_incomplete(stderr, argv[optind], false);
 	for (size_t i = 0; i < v.nnames; i++)
 		free(v.names[i]);
 	return status;

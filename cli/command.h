@@ -6,6 +6,8 @@
 #ifndef MARK_CLI_COMMAND_H
 #define MARK_CLI_COMMAND_H
 
+#include <stdbool.h>
+
 struct mark_cli_command {
 	const char *name;
 	const char *summary;   /* one line for `mark --help` */
@@ -19,6 +21,14 @@ struct mark_cli_command {
 
 /* Print "mark: <message>" to stderr; returns 1 (the usage/error exit status). */
 int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Arguments of a command whose only option is -h/--help and whose only
+ * argument is a trace directory (`mark stats DIR`, `mark recover DIR`).
+ * Returns true with *dir set; or false with *status the exit status (0
+ * after printing `usage` for --help, 2 after saying what is wrong).
+ */
+bool cli_parse_dir_only(int argc, char **argv, const char *usage, const char **dir, int *status);
 
 /* 0 if glob (given to `cmd` as `option`) is a valid marker glob; else prints
  * why ("mark: view: bad -e \"req[\": ...") and returns 2 (bad usage). */

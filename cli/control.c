@@ -53,8 +53,7 @@ static void read_comm(pid_t pid, char *buf, size_t len)
 	snprintf(buf, len, "%s", cli_text(buf));
 }
 
-/* XDG_RUNTIME_DIR of the target, when its environment is readable (same user or root). */
-static bool target_xdg(pid_t pid, char *out, size_t len)
+bool ctl_target_env_path(pid_t pid, const char *name, char *out, size_t len)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
@@ -67,9 +66,10 @@ static bool target_xdg(pid_t pid, char *out, size_t len)
 	if (n <= 0)
 		return false;
 	env[n] = '\0';
+	size_t nl = strlen(name);
 	for (char *p = env; p < env + n; p += strlen(p) + 1) {
-		if (strncmp(p, "XDG_RUNTIME_DIR=", 16) == 0 && p[16] == '/') {
-			snprintf(out, len, "%s", p + 16);
+		if (strncmp(p, name, nl) == 0 && p[nl] == '=' && p[nl + 1] == '/') {
+			snprintf(out, len, "%s", p + nl + 1);
 			return true;
 		}
 	}
@@ -94,7 +94,7 @@ size_t ctl_socket_dirs(uid_t uid, pid_t pid, char dirs[][108], size_t max)
 	const char *own = secure_getenv("XDG_RUNTIME_DIR");
 	if (own && mark_agent_dir(dir, sizeof(dir), uid, own) == 0)
 		n = add_dir(dirs, n, max, dir);
-	if (pid > 0 && target_xdg(pid, xdg, sizeof(xdg)) && mark_agent_dir(dir, sizeof(dir), uid, xdg) == 0)
+	if (pid > 0 && ctl_target_env_path(pid, "XDG_RUNTIME_DIR", xdg, sizeof(xdg)) && mark_agent_dir(dir, sizeof(dir), uid, xdg) == 0)
 		n = add_dir(dirs, n, max, dir);
 	snprintf(run, sizeof(run), "/run/user/%u", (unsigned)uid);
 	if (mark_agent_dir(dir, sizeof(dir), uid, run) == 0)

@@ -21,6 +21,12 @@ int cli_list_pid(pid_t pid, const char *glob);
  * the record command's (argv[0] = "record").  Returns the exit status. */
 int cli_record_pid(int argc, char **argv);
 
+/* `mark record -d DURATION -- CMD`: at the end of DURATION, stop the
+ * recordings into `dir` (MARK_TRACE) of CMD and the processes it forked,
+ * through their agents; they keep running.  Returns how many could not be
+ * stopped (each said why). */
+int cli_record_stop_dir(const char *dir);
+
 /* The usage lines of `mark record --pid`, for `mark record --help`. */
 extern const char cli_record_pid_usage[];
 
@@ -68,6 +74,11 @@ int ctl_simple_request(struct ctl_conn *c, uint16_t type, int timeout_ms);
 /* The candidate socket directories of processes of `uid` (NULL-terminated
  * list of strings in a static buffer); shared with `mark ps`. */
 size_t ctl_socket_dirs(uid_t uid, pid_t pid, char dirs[][108], size_t max);
+
+/* The value of `name` in the environment `pid` was started with, when it is
+ * readable (same user or root) and an absolute path; the target chose it,
+ * so it is only a hint (e.g. where its agent or its trace may be). */
+bool ctl_target_env_path(pid_t pid, const char *name, char *out, size_t len);
 
 /* Make `path` absolute (relative to the current directory) without
  * requiring it to exist.  Returns false with a message on failure. */

@@ -25,6 +25,7 @@
 #include "text.h"
 
 #include "tracer/trace_format.h"
+#include "tracer/tracer.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -181,6 +182,72 @@ int live_stats_read_one(const char *dir, struct live_stats *out)
 {
 	*out = (struct live_stats){ 0 };
 	return for_each_stats(dir, 0, 0, add_totals, out);
+}
+
+/* ---- is the trace complete? ---- */
+
+static void count_unfinished(const struct stats_copy *c, void *arg)
+{
+	struct live_incomplete *inc = arg;
+	if (c->hdr.state == MARK_TF_STATE_STOPPED || c->hdr.state == MARK_TF_STATE_RECOVERED)
+		return;
+	inc->unfinished++;
+	/* The pid is the file's claim: used only to word the message. */
+	if (mark_process_running((pid_t)c->hdr.pid)) {
+		inc->running++;
+		inc->running_pid = c->hdr.pid;
+	}
+}
+
+/* .mark-ring-N files in `path` (read only: a directory listing). */
+static unsigned count_rings(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	unsigned n = 0;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		n += strncmp(de->d_name, MARK_TF_RING_PREFIX, strlen(MARK_TF_RING_PREFIX)) == 0;
+	closedir(d);
+	return n;
+}
+
+int live_trace_incomplete(const char *dir, struct live_incomplete *out)
+{
+	*out = (struct live_incomplete){ 0 };
+	if (for_each_stats(dir, 0, 1, count_unfinished, out) != 0)
+		return 0;   /* no .mark-stats: not a mark trace, or not ours to judge */
+	out->rings = count_rings(dir);
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) != 0)
+			continue;
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		out->rings += count_rings(path);
+	}
+	if (d)
+		closedir(d);
+	return out->rings || out->unfinished;
+}
+
+bool live_warn_incomplete(FILE *out, const char *dir, bool bare)
+{
+	struct live_incomplete inc;
+	if (!live_trace_incomplete(dir, &inc))
+		return false;
+	fprintf(out, "%sthe trace in %s is incomplete (%u ring file%s (.mark-ring-N) left, %u process%s without "
+		"final statistics): ", bare ? "" : "mark: ", cli_text(dir), inc.rings, inc.rings == 1 ? "" : "s",
+		inc.unfinished, inc.unfinished == 1 ? "" : "es");
+	if (inc.running)
+		fprintf(out, "process %d is still recording; look again when it has stopped, or run "
+			"`mark recover %s` if it was killed\n", inc.running_pid, cli_text(dir));
+	else
+		fprintf(out, "a process died without stopping its tracer; run `mark recover %s` to add the "
+			"events left in its buffers\n", cli_text(dir));
+	return true;
 }
 
 struct marker_acc {

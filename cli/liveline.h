@@ -18,6 +18,7 @@
 #ifndef MARK_CLI_LIVELINE_H
 #define MARK_CLI_LIVELINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,6 +58,30 @@ int live_stats_markers(const char *dir, struct live_marker_count **out, size_t *
  * fired (count > 0) of an array sorted as live_stats_markers() returns it.
  */
 void live_print_marker_counts(FILE *out, const struct live_marker_count *markers, size_t n);
+
+/*
+ * Is the trace in DIR incomplete?  A mark trace is complete when every
+ * process's .mark-stats (DIR/ and DIR/pid-P/) says STOPPED or RECOVERED
+ * and no ring file (.mark-ring-N) is left: a process that died without
+ * stopping its tracer leaves both behind, and its last events are then
+ * only in the rings until `mark recover DIR` writes them.  A directory
+ * without .mark-stats (another tracer's trace) is not judged.
+ */
+struct live_incomplete {
+	unsigned rings;           /* .mark-ring-N files left                        */
+	unsigned unfinished;      /* .mark-stats not STOPPED/RECOVERED                */
+	unsigned running;         /* of those, processes that still run             */
+	int running_pid;          /* one of them, for the message                     */
+};
+/* Returns 1 (and fills *out) if incomplete, else 0. */
+int live_trace_incomplete(const char *dir, struct live_incomplete *out);
+/*
+ * If the trace in DIR is incomplete, print the one line that says so and
+ * what to do ("mark: the trace in DIR is incomplete (...): ...; run
+ * `mark recover DIR` ...") to `out`, without its "mark: " prefix when
+ * `bare` (a line of `mark stats`' report), and return true.
+ */
+bool live_warn_incomplete(FILE *out, const char *dir, bool bare);
 
 /*
  * Start redrawing, about 4 times a second on stderr, the line

@@ -4,6 +4,7 @@
 #include "text.h"
 #include "core/internal.h"
 
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,36 @@ int cli_glob_check(const char *cmd, const char *option, const char *glob)
 	shown[n] = '\0';
 	cli_error("%s: bad %s \"%s\": %s", cmd, option, shown, why);
 	return 2;
+}
+
+bool cli_parse_dir_only(int argc, char **argv, const char *usage, const char **dir, int *status)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd = argv[0];
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage, stdout);
+			*status = 0;
+			return false;
+		}
+		cli_error("%s: %s: unknown option; see `mark %s --help`", cmd, argv[optind - 1], cmd);
+		*status = 2;
+		return false;
+	}
+	if (optind != argc - 1) {
+		cli_error("%s: %s; usage: mark %s DIR", cmd,
+			  optind >= argc ? "give the trace directory" : "give exactly one trace directory", cmd);
+		*status = 2;
+		return false;
+	}
+	*dir = argv[optind];
+	return true;
 }
 
 int cli_glob_match(const char *glob, const char *name)

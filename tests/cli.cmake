@@ -5,11 +5,24 @@
 if(TARGET mark_cli)
   add_executable(cli_record_target cli/record_target.c)
   target_link_libraries(cli_record_target PRIVATE mark Threads::Threads)
-  foreach(case view stats export errors glob help hostile record_exit record_filter record_fork record_fork_kill record_kill record_signal record_interrupt record_liveline)
+  foreach(case view stats export errors glob help hostile record_exit record_filter record_fork record_fork_kill record_kill record_signal record_interrupt record_liveline
+               recover record_quiet record_duration list_pid)
     add_test(NAME cli_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.py ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
               ${CMAKE_CURRENT_BINARY_DIR}/cli-work/${case})
     set_tests_properties(cli_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()
+  # A marker with two formats, one site duplicated by inlining: warned once.
+  add_executable(cli_dup_format cli/dup_format.c)
+  target_compile_options(cli_dup_format PRIVATE -O2)
+  target_link_libraries(cli_dup_format PRIVATE mark)
+  add_test(NAME cli_warn_once
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.py warn_once
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_dup_format> ${CMAKE_CURRENT_BINARY_DIR}/cli-work/warn_once)
+  set_tests_properties(cli_warn_once PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
+
+# The costs README.md and docs/tracer.md give are docs/benchmarks.md's (`make bench`).
+add_test(NAME docs_numbers
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/docs/test_docs_numbers.py ${CMAKE_SOURCE_DIR})

@@ -55,6 +55,15 @@ int mark_tracer_start(const struct mark_trace_config *config);
  * the trace; the sessions of processes forked meanwhile stop too. */
 int mark_tracer_stop(void);
 /*
+ * mark_tracer_stop() if the running session writes into `directory` (the
+ * directory it was started with, absolute: MARK_TRACE for a session the
+ * environment started); -ESRCH if it writes elsewhere, -ENOENT if none
+ * runs.  The agent uses it to stop a session it did not start, for
+ * `mark record -d` (the caller names the directory it gave, so that no
+ * other recording is stopped by mistake).
+ */
+int mark_tracer_stop_directory(const char *directory);
+/*
  * Overwrite mode: write the current buffer contents as a CTF trace into
  * `directory` (created 0700 if missing; it must be owned by this euid and
  * writable by nobody else).  A directory that holds anything is refused

@@ -714,8 +714,30 @@ static void do_trace_start(int ci, const struct mark_request *req, struct mark_p
 	mark_proto_end(out);
 }
 
-static void do_trace_stop(int ci, struct mark_proto_buf *out)
+static void do_trace_stop(int ci, const struct mark_request *req, struct mark_proto_buf *out)
 {
+	if (session_conn < 0 && req->dir) {
+		/*
+		 * No controller owns a recording: a session the environment
+		 * (MARK_TRACE) or the program started may be stopped by a
+		 * controller that names its directory (`mark record -d`, which
+		 * set MARK_TRACE).  Any controller may already arm, disarm and
+		 * snapshot; the directory only guards against stopping another
+		 * recording by mistake.
+		 */
+		struct mark_trace_stats before, after;
+		mark_tracer_get_stats(&before);
+		int r = mark_tracer_stop_directory(req->dir);
+		if (r < 0) {
+			/* The CLI adds its own "mark: " prefix. */
+			const char *why = mark_last_error();
+			mark_proto_error(out, r, "%s", strncmp(why, "mark: ", 6) == 0 ? why + 6 : why);
+			return;
+		}
+		mark_tracer_get_stats(&after);
+		add_stats(out, after.events >= before.events ? &after : &before);
+		return;
+	}
 	if (session_conn != ci) {
 		if (session_conn >= 0)
 			mark_proto_error(out, EPERM, "the recording of process %d belongs to controller pid %d; "
@@ -782,7 +804,7 @@ static bool handle_message(int ci, const uint8_t *buf, size_t len)
 	case MARK_MSG_ARM: do_arm(&req, true, &out); break;
 	case MARK_MSG_DISARM: do_arm(&req, false, &out); break;
 	case MARK_MSG_TRACE_START: do_trace_start(ci, &req, &out); break;
-	case MARK_MSG_TRACE_STOP: do_trace_stop(ci, &out); break;
+	case MARK_MSG_TRACE_STOP: do_trace_stop(ci, &req, &out); break;
 	case MARK_MSG_TRACE_STATS: {
 		struct mark_trace_stats st;
 		mark_tracer_get_stats(&st);

@@ -85,6 +85,8 @@ static const struct schema_row schema[] = {
 	{ MARK_MSG_TRACE_START, MARK_TAG_MODE, V_U64, 1, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_BUFSIZE, V_U64, 0, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_GLOB, V_STR, 1, MARK_PROTO_MAX_GLOBS },
+	/* TRACE_STOP DIR: stop a session no controller owns if it writes into DIR (`mark record -d`) */
+	{ MARK_MSG_TRACE_STOP, MARK_TAG_DIR, V_STR, 0, 1 },
 	{ MARK_MSG_SNAPSHOT, MARK_TAG_DIR, V_STR, 1, 1 },
 	{ MARK_MSG_SNAPSHOT, MARK_TAG_FORCE, V_U64, 0, 1 },
 	/* replies */

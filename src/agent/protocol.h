@@ -46,7 +46,7 @@ enum mark_proto_type {
 	MARK_MSG_ARM = 3,           /* GLOB+ -> OK (GLOB MATCHED CHANGED)+         */
 	MARK_MSG_DISARM = 4,        /* GLOB+ -> OK (GLOB MATCHED CHANGED)+         */
 	MARK_MSG_TRACE_START = 5,   /* DIR MODE [BUFSIZE] GLOB+ -> OK              */
-	MARK_MSG_TRACE_STOP = 6,    /* -> STATS                                    */
+	MARK_MSG_TRACE_STOP = 6,    /* [DIR] -> STATS                              */
 	MARK_MSG_TRACE_STATS = 7,   /* -> STATS                                    */
 	MARK_MSG_SNAPSHOT = 8,      /* DIR -> OK                                   */
 	/* replies */

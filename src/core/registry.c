@@ -655,9 +655,18 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 				s->conflict = true;
 			} else if (strcmp(m->format, d->format) != 0) {
 				s->conflict = true;
-				fprintf(stderr, "mark: marker %s: the site at %s:%u has format \"%s\", but the "
+				/* One descriptor may have several code entries (the
+				 * compiler duplicated the site, e.g. by inlining): the
+				 * user wrote one site, so say it once.  Conflicts are
+				 * rare, so the linear look-back costs nothing normally. */
+				bool said = false;
+				for (size_t k = 0; k < n && !said; k++)
+					said = sites[k].desc == d && sites[k].conflict;
+				if (!said)
+					fprintf(stderr, "mark: marker %s: the site at %s:%u has format \"%s\", but the "
 						"marker was first defined with \"%s\" at %s:%u; that site is never armed\n",
-					m->name, d->file, d->line, d->format, m->format, m->first_file, m->first_line);
+						m->name, d->file, d->line, d->format, m->format, m->first_file,
+						m->first_line);
 			}
 		}
 		if (!marker_add_site_locked(m, s))

@@ -662,6 +662,25 @@ int mark_tracer_stop(void)
 	return rc;
 }
 
+int mark_tracer_stop_directory(const char *directory)
+{
+	mark_error_clear();
+	pthread_mutex_lock(&control_mutex);
+	/* Compared and stopped under control_mutex: no other session can
+	 * take the place of the one compared in between. */
+	struct tracer_session *s = tracer_current;
+	int rc;
+	if (!s)
+		rc = mark_error(ENOENT, "mark: tracer: no tracing session is running in process %d", (int)getpid());
+	else if (!directory || !s->base_dir || strcmp(s->base_dir, directory) != 0)
+		rc = mark_error(ESRCH, "mark: tracer: process %d records into %s, not into %s", (int)getpid(),
+				s->base_dir ? s->base_dir : "?", directory ? directory : "?");
+	else
+		rc = session_stop_locked();
+	pthread_mutex_unlock(&control_mutex);
+	return rc;
+}
+
 void mark_tracer_get_stats(struct mark_trace_stats *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -616,16 +616,7 @@ def case_record_fork_kill(mark, target, workdir):
 def case_record_signal(mark, target, workdir):
     """SIGTERM sent to `mark` reaches the program; mark exits with its status."""
     need_babeltrace2()
-    trace = fresh(workdir, "rec-term")
-    ready = os.path.join(workdir, "rec-term.ready")
-    if os.path.exists(ready):
-        os.unlink(ready)
-    p = subprocess.Popen([mark, "record", "-o", trace, "--", target, "wait", ready],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 30
-    while not os.path.exists(ready) and time.time() < deadline and p.poll() is None:
-        time.sleep(0.02)
-    check(os.path.exists(ready), "target never got ready")
+    trace, p = start_waiting(mark, target, workdir, "rec-term")
     p.send_signal(signal.SIGTERM)
     out, err = p.communicate(timeout=60)
     check(p.returncode == 42, "exit status %d, want 42 (the program's, after SIGTERM): %s" % (p.returncode, err))
@@ -730,6 +721,189 @@ def case_record_liveline(mark, target, workdir):
     # not on a pipe: no escape sequences
     trace2, r = record(mark, target, workdir, "rec-notty", "exit", "0")
     check("\x1b[K" not in r.stderr, "no live line when stderr is not a terminal")
+
+
+def stats_state(path):
+    """(pid, state) of the .mark-stats at `path` (src/tracer/trace_format.h:
+    pid at byte 24, state at 28; 1 running, 2 stopped, 3 recovered)."""
+    with open(path, "rb") as f:
+        head = f.read(32)
+    return struct.unpack_from("<iI", head, 24)
+
+
+def process_dirs(trace):
+    return sorted(d for d in os.listdir(trace) if d.startswith("pid-")) if os.path.isdir(trace) else []
+
+
+def wait_ready(p, ready, seconds=30):
+    deadline = time.time() + seconds
+    while not os.path.exists(ready) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.02)
+    check(os.path.exists(ready), "target never got ready")
+
+
+def start_waiting(mark, target, workdir, name, extra=()):
+    """`mark record [extra] -o DIR -- target wait READY`, once the target is ready: (trace, p)."""
+    trace = fresh(workdir, name)
+    ready = os.path.join(workdir, name + ".ready")
+    if os.path.exists(ready):
+        os.unlink(ready)
+    p = subprocess.Popen([mark, "record"] + list(extra) + ["-o", trace, "--", target, "wait", ready],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_ready(p, ready)
+    return trace, p
+
+
+def case_recover(mark, target, workdir):
+    """A trace whose process died (SIGKILL, nobody recovered it): view and stats
+    say it is incomplete and name `mark recover DIR`; `mark recover DIR`
+    completes it (every event), says so, and a second run changes nothing."""
+    need_babeltrace2()
+    trace = fresh(workdir, "dead")
+    env = dict(os.environ, MARK_TRACE=trace, MARK_ENABLE="*", MARK_MODE="block")
+    r = subprocess.run([target, "kill"], env=env)
+    check(r.returncode == -signal.SIGKILL, "target did not die of SIGKILL: %d" % r.returncode)
+    sub = process_dirs(trace)
+    check(len(sub) == 1 and [f for f in os.listdir(os.path.join(trace, sub[0])) if f.startswith(".mark-ring-")],
+          "the dead process left no ring files to recover: %r" % sub)
+    v = run([mark, "view", trace])
+    warn = [l for l in v.stderr.splitlines() if "incomplete" in l]
+    check(len(warn) == 1 and "mark recover" in warn[0], "view: one line saying incomplete + mark recover: %r" % v.stderr)
+    st = run([mark, "stats", trace])
+    check(re.search(r"incomplete.*mark recover", st.stdout) is not None,
+          "stats output says incomplete + mark recover: %r" % st.stdout[:600])
+    rc = run([mark, "recover", trace])
+    check(rc.returncode == 0, "mark recover: exit %d: %s" % (rc.returncode, rc.stderr))
+    check(re.search(r"recovered \d+ events", rc.stdout + rc.stderr) is not None, "recover says what it did: %r" % rc)
+    check_trace(mark, trace, dict(EXPECTED, cli_tick=3000))
+    v = run([mark, "view", trace])
+    check("incomplete" not in v.stderr, "view still says incomplete after recovery: %r" % v.stderr)
+    st = run([mark, "stats", trace])
+    check("incomplete" not in st.stdout + st.stderr, "stats still says incomplete after recovery")
+    again = run([mark, "recover", trace])
+    check(again.returncode == 0 and "already complete" in again.stdout + again.stderr,
+          "second recover: %r" % (again,))
+    check_trace(mark, trace, dict(EXPECTED, cli_tick=3000))
+    bad = run([mark, "recover", os.path.join(workdir, "no-such-trace")])
+    check(bad.returncode == 1 and "no-such-trace" in bad.stderr, "recover of a missing dir: %r" % (bad,))
+    os.makedirs(fresh(workdir, "empty-dir"))
+    bad = run([mark, "recover", os.path.join(workdir, "empty-dir")])
+    check(bad.returncode == 1 and "no mark trace" in bad.stderr, "recover of an empty dir: %r" % (bad,))
+    check(run([mark, "recover"]).returncode == 2, "recover without DIR is bad usage")
+
+
+def case_record_quiet(mark, target, workdir):
+    """-q changes what is printed, never what is kept: for a command not
+    found, a command that never starts the tracer and a normal run, the
+    trace directory exists afterwards with -q exactly when it does without."""
+    outcomes = {"not-found": ["/nonexistent/prog"], "no-tracer": ["/bin/true"], "normal": [target, "exit", "0"]}
+    for what, cmd in outcomes.items():
+        kept = []
+        for quiet in ([], ["-q"]):
+            trace = fresh(workdir, "quiet-%s%s" % (what, "-q" if quiet else ""))
+            r = run([mark, "record"] + quiet + ["-o", trace, "--"] + cmd)
+            kept.append(os.path.isdir(trace))
+            if quiet:
+                check("mark: recording" not in r.stderr, "-q printed the banner: %r" % r.stderr)
+        check(kept[0] == kept[1], "%s: trace directory kept without -q: %s, with -q: %s" % (what, kept[0], kept[1]))
+        check(kept[0] == (what == "normal"), "%s: kept=%s" % (what, kept[0]))
+
+
+def case_record_duration(mark, target, workdir):
+    """`mark record -d 0.5 -- CMD` stops recording after 0.5 s: the trace is
+    complete while CMD goes on running; mark waits for CMD and exits with
+    its status."""
+    need_babeltrace2()
+    trace, p = start_waiting(mark, target, workdir, "duration", extra=["-d", "0.5"])
+    deadline = time.time() + 30
+    state = None
+    while time.time() < deadline and p.poll() is None:
+        sub = process_dirs(trace)
+        if sub and os.path.exists(os.path.join(trace, sub[0], ".mark-stats")):
+            pid, state = stats_state(os.path.join(trace, sub[0], ".mark-stats"))
+            if state == 2:
+                break
+        time.sleep(0.05)
+    check(state == 2, "the recording was not stopped (state %r); mark: %r" % (
+        state, p.communicate(timeout=10) if p.poll() is not None else "running"))
+    if state != 2 and state is not None and p.poll() is None:
+        os.kill(pid, signal.SIGTERM)   # end the program, so that mark ends too
+    if state == 2:
+        time.sleep(0.3)
+        check(p.poll() is None, "mark did not wait for the program")
+        alive = os.path.exists("/proc/%d" % pid) and open("/proc/%d/stat" % pid).read().split(") ")[1][0] != "Z"
+        check(alive, "the program did not keep running after the recording stopped")
+        bt1 = run(["babeltrace2", trace])
+        time.sleep(0.3)
+        bt2 = run(["babeltrace2", trace])
+        check(bt1.returncode == 0 and len(bt1.stdout.splitlines()) > 6001, "trace of the first 0.5 s")
+        check(len(bt1.stdout.splitlines()) == len(bt2.stdout.splitlines()), "events still recorded after -d")
+        os.kill(pid, signal.SIGTERM)
+    try:
+        out, err = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    check(p.returncode == 42, "exit status %d, want 42 (the program's): %s" % (p.returncode, err))
+    check("stopped recording after 0.5 s" in err, "mark says it stopped: %r" % err)
+    check("trace written to" in err, "summary: %r" % err)
+    bad = run([mark, "record", "-d", "0", "--", target, "exit", "0"])
+    check(bad.returncode == 2 and "--duration" in bad.stderr, "-d 0 refused: %r" % (bad,))
+
+
+def list_table(text):
+    """Header columns and the rows (dicts by column) of a `mark list` table,
+    cut at the header's column starts (cells may hold blanks)."""
+    lines = [l for l in text.splitlines() if l.strip()]
+    head = lines[0].split()
+    starts = [lines[0].index(h) for h in head] + [None]
+    rows = []
+    for l in lines[1:]:
+        if re.match(r"^\d+ markers?, ", l):
+            continue
+        rows.append({h: l[starts[i]:starts[i + 1]].strip() for i, h in enumerate(head)})
+    return head, rows
+
+
+def case_list_pid(mark, target, workdir):
+    """`mark list FILE` and `mark list PID` share one layout and one order,
+    and `mark list PID` shows live hit counts of a `mark record -- CMD`."""
+    trace, p = start_waiting(mark, target, workdir, "list-pid")
+    try:
+        pid = int(process_dirs(trace)[0][4:])
+        lf = run([mark, "list", target])
+        time.sleep(0.3)   # the tracer publishes its counts every few ms
+        lp = run([mark, "list", str(pid)])
+        check(lf.returncode == 0 and lp.returncode == 0, "list: %r %r" % (lf.stderr, lp.stderr))
+        fh, frows = list_table(lf.stdout)
+        ph, prows = list_table(lp.stdout)
+        check(ph[:len(fh)] == fh, "list FILE columns %r are not the first of list PID's %r" % (fh, ph))
+        # FILE has a row per site, PID a row per marker (its first site, "+N more")
+        fnames = [r["NAME"] for r in frows]
+        fnames = [n for i, n in enumerate(fnames) if i == 0 or fnames[i - 1] != n]
+        pnames = [r.get("NAME") for r in prows]
+        check(fnames == pnames, "order differs: FILE %r, PID %r" % (fnames, pnames))
+        first = {}
+        for r in frows:
+            first.setdefault(r["NAME"], r["LOCATION"])
+        for r in prows:
+            check(r.get("LOCATION", "").split(" (+")[0] == first.get(r.get("NAME")),
+                  "PID row %r does not start at the FILE list's first site %r" % (r, first.get(r.get("NAME"))))
+        hits = {r.get("NAME"): r.get("HITS") for r in prows}
+        tick = hits.get(marker_key(hits, "cli_tick"))
+        check(tick is not None and tick.isdigit() and int(tick) >= 2000,
+              "live hits of cli_tick while recording: %r\n%s" % (tick, lp.stdout))
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=60)
+
+
+def case_warn_once(mark, target, workdir):
+    """`target` has one marker with two formats, the second site's code
+    duplicated by inlining: the site that is never armed is reported once."""
+    r = run([target], env=dict(os.environ, MARK_ENABLE="*"))
+    lines = [l for l in r.stderr.splitlines() if "never armed" in l]
+    check(len(lines) == 1, "warnings about the never-armed site: %d, want 1: %r" % (len(lines), r.stderr))
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
