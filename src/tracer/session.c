@@ -676,7 +676,7 @@ int mark_tracer_stop_directory(const char *directory)
 		rc = mark_error(ESRCH, "mark: tracer: process %d records into %s, not into %s", (int)getpid(),
 				s->base_dir ? s->base_dir : "?", directory ? directory : "?");
 	else
-		rc = session_stop_locked();
+		rc = session_stop_locked(true);
 	pthread_mutex_unlock(&control_mutex);
 	return rc;
 }
