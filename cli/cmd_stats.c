@@ -195,7 +195,7 @@ static int stats_run(int argc, char **argv)
 	struct stats_state *st = calloc(1, sizeof(*st));
 	if (!st)
 		return cli_error("stats: out of memory");
-	struct trace_reader_ops ops = { .event = stats_event, .discarded = stats_discarded };
+	struct trace_reader_ops ops = { .native_ok = true, .event = stats_event, .discarded = stats_discarded };
 	int r = trace_read(dir, &ops, st);
 	int status = 0;
 	if (st->oom) {

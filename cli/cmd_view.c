@@ -69,11 +69,10 @@ static void note_name(struct view_state *v, const char *name)
 }
 
 /* " pid P \"name\"" (the name escaped: it comes from the trace). */
-static void append_process(struct strbuf *sb, int64_t pid, const bt_trace *trace)
+static void append_process(struct strbuf *sb, int64_t pid, const char *name)
 {
 	if (pid >= 0)
 		strbuf_addf(sb, " pid %" PRId64, pid);
-	const char *name = trace_process_name(trace);
 	if (name) {
 		strbuf_add(sb, " ", 1);
 		strbuf_add_c_string(sb, name);
@@ -108,14 +107,13 @@ static int view_event(const struct trace_event *ev, void *arg)
 	if (ev->cpu >= 0)
 		strbuf_addf(sb, " cpu %" PRId64, ev->cpu);
 	if (ev->ntraces > 1)
-		append_process(sb, ev->pid, bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev->event)));
+		append_process(sb, ev->pid, ev->procname);
 	if (ev->tid >= 0)
 		strbuf_addf(sb, " tid %" PRId64, ev->tid);
 	strbuf_addf(sb, " %s:", cli_text(ev->name));
-	if (ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE &&
-	    bt_field_class_structure_get_member_count(bt_field_borrow_class_const(ev->payload)) > 0) {
+	if (trace_event_payload_count(ev) > 0) {
 		strbuf_add(sb, " ", 1);
-		trace_payload_append(sb, ev->payload, TRACE_VALUE_TEXT);
+		trace_event_payload_append(sb, ev, TRACE_VALUE_TEXT);
 	}
 	strbuf_add(sb, "\n", 1);
 	if (sb->failed) {
@@ -141,7 +139,7 @@ static void view_discarded(const struct trace_loss *loss, void *arg)
 	if (loss->tid >= 0 || loss->ntraces > 1)
 		strbuf_add(sb, " of", 3);
 	if (loss->ntraces > 1)
-		append_process(sb, loss->pid, loss->trace);
+		append_process(sb, loss->pid, loss->procname);
 	if (loss->tid >= 0)
 		strbuf_addf(sb, " tid %" PRId64, loss->tid);
 	strbuf_addf(sb, " (%s)\n", loss->count ? "tracer buffer full" : "babeltrace2 gives no count");
@@ -187,7 +185,7 @@ static int view_run(int argc, char **argv)
 	}
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
-	struct trace_reader_ops ops = { .event = view_event, .discarded = view_discarded };
+	struct trace_reader_ops ops = { .native_ok = true, .event = view_event, .discarded = view_discarded };
 	int r = trace_read(argv[optind], &ops, &v);
 	fflush(stdout);
 	strbuf_release(&v.line);

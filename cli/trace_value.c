@@ -38,6 +38,16 @@ static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_p
 	}
 }
 
+static void add_signed(struct strbuf *sb, int64_t v, bt_field_class_integer_preferred_display_base base,
+		       enum trace_value_style style)
+{
+	if (base == BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL)
+		strbuf_addf(sb, "%" PRId64, v);
+	else
+		/* A non-decimal signed value shows its two's-complement bits, as printf("%x") does. */
+		add_unsigned(sb, (uint64_t)v, base, style);
+}
+
 static void add_double(struct strbuf *sb, double d, bool single, enum trace_value_style style)
 {
 	if (!isfinite(d)) {
@@ -143,13 +153,8 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		if (t == BT_FIELD_CLASS_TYPE_UNSIGNED_ENUMERATION)
 			add_enum_labels(sb, field, false, style);
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)) {
-		int64_t v = bt_field_integer_signed_get_value(field);
-		bt_field_class_integer_preferred_display_base base = bt_field_class_integer_get_preferred_display_base(fc);
-		if (base == BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL)
-			strbuf_addf(sb, "%" PRId64, v);
-		else
-			/* A non-decimal signed value shows its two's-complement bits, as printf("%x") does. */
-			add_unsigned(sb, (uint64_t)v, base, style);
+		add_signed(sb, bt_field_integer_signed_get_value(field),
+			   bt_field_class_integer_get_preferred_display_base(fc), style);
 		if (t == BT_FIELD_CLASS_TYPE_SIGNED_ENUMERATION)
 			add_enum_labels(sb, field, true, style);
 	} else if (t == BT_FIELD_CLASS_TYPE_SINGLE_PRECISION_REAL) {
@@ -163,11 +168,7 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		 * text in place (an empty string would show an earlier event's).
 		 */
 		const char *s = bt_field_string_get_value(field);
-		const char *text = s && bt_field_string_get_length(field) > 0 ? s : "";
-		if (json)
-			strbuf_add_json_string(sb, text);
-		else
-			strbuf_add_c_string(sb, text);
+		trace_value_append_string(sb, s && bt_field_string_get_length(field) > 0 ? s : "", style);
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY)) {
 		uint64_t n = bt_field_array_get_length(field);
 		strbuf_add(sb, "[", 1);
@@ -266,4 +267,35 @@ void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace
 	}
 	if (style == TRACE_VALUE_JSON)
 		strbuf_add(sb, "}", 1);
+}
+
+/* ---- scalars for the native reader (trace_native.c): the same text as above ---- */
+
+void trace_value_append_integer(struct strbuf *sb, uint64_t raw, bool is_signed, unsigned base,
+				enum trace_value_style style)
+{
+	/* bt_field_class_integer_preferred_display_base's values are the bases themselves. */
+	bt_field_class_integer_preferred_display_base b = (bt_field_class_integer_preferred_display_base)base;
+	if (is_signed)
+		add_signed(sb, (int64_t)raw, b, style);
+	else
+		add_unsigned(sb, raw, b, style);
+}
+
+void trace_value_append_real(struct strbuf *sb, double d, enum trace_value_style style)
+{
+	add_double(sb, d, false, style);
+}
+
+void trace_value_append_char(struct strbuf *sb, unsigned char c, enum trace_value_style style)
+{
+	add_char(sb, c, style == TRACE_VALUE_JSON);
+}
+
+void trace_value_append_string(struct strbuf *sb, const char *text, enum trace_value_style style)
+{
+	if (style == TRACE_VALUE_JSON)
+		strbuf_add_json_string(sb, text);
+	else
+		strbuf_add_c_string(sb, text);
 }
