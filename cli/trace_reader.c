@@ -530,13 +530,17 @@ int trace_read(const char *directory, const struct trace_reader_ops *ops, void *
 		fprintf(stderr, "mark: out of memory listing the traces in %s\n", cli_text(directory));
 		goto out;
 	}
-	if (ops->native_ok) {
-		const char *which = secure_getenv("MARK_READER");
-		if (!which || strcmp(which, "bt2") != 0) {
-			ret = trace_native_read(traces.paths, traces.n, directory, ops, arg);
-			if (ret != TRACE_NATIVE_NOT_MINE)
-				goto out;
-			ret = -1;
+	const char *which = secure_getenv("MARK_READER");
+	if (ops->native_ok && (!which || strcmp(which, "bt2") != 0)) {
+		ret = trace_native_read(traces.paths, traces.n, directory, ops, arg);
+		if (ret != TRACE_NATIVE_NOT_MINE)
+			goto out;
+		ret = -1;
+		if (which && strcmp(which, "native") == 0) {
+			fprintf(stderr, "mark: cannot read trace %s with the native reader (MARK_READER=native): "
+					"it is not exactly the layout mark's tracer writes; unset MARK_READER to "
+					"read it with libbabeltrace2\n", cli_text(directory));
+			goto out;
 		}
 	}
 	if (!(ctf = load_plugin("ctf", directory)) || !(utils = load_plugin("utils", directory)))

@@ -84,8 +84,9 @@ struct trace_reader_ops {
  * Traces mark's tracer wrote (its metadata says tracer_name = "mark" and
  * has exactly the layout src/tracer/metadata.c writes) are read by the
  * native reader when ops->native_ok is set, with the same callbacks in the
- * same order; MARK_READER=bt2 in the environment forces libbabeltrace2
- * (the comparison tests use it).  Any other trace goes to libbabeltrace2.
+ * same order; MARK_READER=bt2 in the environment forces libbabeltrace2,
+ * MARK_READER=native refuses a trace the native reader cannot read (the
+ * comparison tests use both).  Any other trace goes to libbabeltrace2.
  */
 int trace_read(const char *directory, const struct trace_reader_ops *ops, void *arg);
 
