@@ -5,6 +5,7 @@
 #include "trace_time.h"
 
 #include <getopt.h>
+#include <stdint.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,16 @@ static const char view_usage[] =
 	"Exit status: 0 on success, 1 if DIR cannot be read as a trace or no event\n"
 	"matches -e, 2 on bad usage (an invalid glob).\n";
 
+#define VIEW_NAME_SLOTS 256
+
+struct name_slot {
+	const char *name;    /* compared by address only */
+	char *text;          /* cli_text(name)           */
+	int match;           /* matches(v, name)         */
+};
+
 struct view_state {
+	struct name_slot escaped[VIEW_NAME_SLOTS];
 	char **globs;
 	int nglobs;
 	int relative, utc;
@@ -79,6 +89,46 @@ static void append_process(struct strbuf *sb, int64_t pid, const char *name)
 	}
 }
 
+/*
+ * What view needs of a marker name, remembered per name pointer: a reader
+ * hands the same pointer for every event of a class while it runs (the
+ * class name), and escaping the name and matching the globs for every
+ * event cost as much as the rest of the line.  A different pointer with
+ * the same text only costs computing them again.
+ */
+static const struct name_slot *name_slot(struct view_state *v, const char *name)
+{
+	struct name_slot *slot = &v->escaped[((uintptr_t)name >> 4) % VIEW_NAME_SLOTS];
+	if (slot->name != name || !slot->text) {
+		free(slot->text);
+		slot->text = strdup(cli_text(name));
+		slot->name = slot->text ? name : NULL;
+		slot->match = matches(v, name);
+	}
+	return slot;
+}
+
+/*
+ * Lines are gathered in v->line and written 64 KiB at a time: one fwrite
+ * per line cost a call and a copy into stdio's buffer for each event.
+ * Returns non-zero if stdout refused them (closed pipe).
+ */
+#define VIEW_FLUSH (64 * 1024)
+
+static int flush_lines(struct view_state *v)
+{
+	struct strbuf *sb = &v->line;
+	int rc = 0;
+	if (sb->failed) {
+		fprintf(stderr, "mark view: out of memory formatting an event\n");
+		rc = 1;
+	} else if (sb->len && fwrite(sb->data, 1, sb->len, stdout) != sb->len) {
+		rc = 1;
+	}
+	strbuf_reset(sb);
+	return rc;
+}
+
 static int view_event(const struct trace_event *ev, void *arg)
 {
 	struct view_state *v = arg;
@@ -86,14 +136,14 @@ static int view_event(const struct trace_event *ev, void *arg)
 		v->first_ns = ev->ns;
 		v->have_first = 1;
 	}
-	if (!matches(v, ev->name)) {
+	const struct name_slot *slot = name_slot(v, ev->name);
+	if (!slot->match) {
 		if (v->shown == 0)
 			note_name(v, ev->name);
 		return 0;
 	}
 	v->shown++;
 	struct strbuf *sb = &v->line;
-	strbuf_reset(sb);
 	strbuf_add(sb, "[", 1);
 	if (!ev->has_time)
 		strbuf_addf(sb, "no time");
@@ -104,13 +154,20 @@ static int view_event(const struct trace_event *ev, void *arg)
 	else
 		trace_time_append_seconds(sb, ev->ns);
 	strbuf_add(sb, "]", 1);
-	if (ev->cpu >= 0)
-		strbuf_addf(sb, " cpu %" PRId64, ev->cpu);
+	if (ev->cpu >= 0) {
+		strbuf_add(sb, " cpu ", 5);
+		strbuf_add_int(sb, ev->cpu);
+	}
 	if (ev->ntraces > 1)
 		append_process(sb, ev->pid, ev->procname);
-	if (ev->tid >= 0)
-		strbuf_addf(sb, " tid %" PRId64, ev->tid);
-	strbuf_addf(sb, " %s:", cli_text(ev->name));
+	if (ev->tid >= 0) {
+		strbuf_add(sb, " tid ", 5);
+		strbuf_add_int(sb, ev->tid);
+	}
+	strbuf_add(sb, " ", 1);
+	const char *name = slot->text ? slot->text : cli_text(ev->name);
+	strbuf_add(sb, name, strlen(name));
+	strbuf_add(sb, ":", 1);
 	if (trace_event_payload_count(ev) > 0) {
 		strbuf_add(sb, " ", 1);
 		trace_event_payload_append(sb, ev, TRACE_VALUE_TEXT);
@@ -120,7 +177,7 @@ static int view_event(const struct trace_event *ev, void *arg)
 		fprintf(stderr, "mark view: out of memory formatting an event\n");
 		return 1;
 	}
-	if (fwrite(sb->data, 1, sb->len, stdout) != sb->len)
+	if (sb->len >= VIEW_FLUSH && flush_lines(v) != 0)
 		return 2;   /* stdout closed (e.g. `| head`): stop quietly */
 	return 0;
 }
@@ -130,7 +187,6 @@ static void view_discarded(const struct trace_loss *loss, void *arg)
 	struct view_state *v = arg;
 	v->lost += loss->count;
 	struct strbuf *sb = &v->line;
-	strbuf_reset(sb);
 	if (loss->count)
 		strbuf_addf(sb, "# lost %" PRIu64 " events in stream %" PRIu64, loss->count, loss->stream_index);
 	else
@@ -143,8 +199,8 @@ static void view_discarded(const struct trace_loss *loss, void *arg)
 	if (loss->tid >= 0)
 		strbuf_addf(sb, " tid %" PRId64, loss->tid);
 	strbuf_addf(sb, " (%s)\n", loss->count ? "tracer buffer full" : "babeltrace2 gives no count");
-	if (!sb->failed)
-		fwrite(sb->data, 1, sb->len, stdout);
+	if (sb->len >= VIEW_FLUSH)
+		flush_lines(v);
 }
 
 static int view_run(int argc, char **argv)
@@ -187,6 +243,7 @@ static int view_run(int argc, char **argv)
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	struct trace_reader_ops ops = { .native_ok = true, .event = view_event, .discarded = view_discarded };
 	int r = trace_read(argv[optind], &ops, &v);
+	flush_lines(&v);
 	fflush(stdout);
 	strbuf_release(&v.line);
 	int status = r == 0 || r == 2 ? 0 : 1;
@@ -211,6 +268,8 @@ static int view_run(int argc, char **argv)
 	}
 	for (size_t i = 0; i < v.nnames; i++)
 		free(v.names[i]);
+	for (size_t i = 0; i < VIEW_NAME_SLOTS; i++)
+		free(v.escaped[i].text);
 	return status;
 }
 

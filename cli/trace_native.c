@@ -952,7 +952,11 @@ void trace_native_payload_append(struct strbuf *sb, const struct trace_native_ev
 			strbuf_add_json_string(sb, f->name);
 			strbuf_add(sb, ": ", 2);
 		} else {
-			strbuf_addf(sb, "%s%s=", i ? " " : "", f->name);
+			/* names are [A-Za-z0-9_]+ (ident()): nothing to escape */
+			if (i)
+				strbuf_add(sb, " ", 1);
+			strbuf_add(sb, f->name, strlen(f->name));
+			strbuf_add(sb, "=", 1);
 		}
 		if (f->kind == TN_STRING) {
 			const char *text = (const char *)p + 1;

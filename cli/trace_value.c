@@ -15,7 +15,10 @@ static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_p
 	const char *q = style == TRACE_VALUE_JSON ? "\"" : "";
 	switch (base) {
 	case BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_HEXADECIMAL:
-		strbuf_addf(sb, "%s0x%" PRIx64 "%s", q, v, q);
+		strbuf_add(sb, q, strlen(q));
+		strbuf_add(sb, "0x", 2);
+		strbuf_add_hex(sb, v);
+		strbuf_add(sb, q, strlen(q));
 		break;
 	case BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_OCTAL:
 		strbuf_addf(sb, "%s0%" PRIo64 "%s", q, v, q);
@@ -34,7 +37,7 @@ static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_p
 		break;
 	}
 	default:
-		strbuf_addf(sb, "%" PRIu64, v);
+		strbuf_add_uint(sb, v, 1);
 	}
 }
 
@@ -42,7 +45,7 @@ static void add_signed(struct strbuf *sb, int64_t v, bt_field_class_integer_pref
 		       enum trace_value_style style)
 {
 	if (base == BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL)
-		strbuf_addf(sb, "%" PRId64, v);
+		strbuf_add_int(sb, v);
 	else
 		/* A non-decimal signed value shows its two's-complement bits, as printf("%x") does. */
 		add_unsigned(sb, (uint64_t)v, base, style);
