@@ -85,10 +85,10 @@ struct thread_slices {
 /* Per trace class: which event class names are halves of a declared pair. */
 struct export_state {
 	FILE *out;
-	const bt_trace_class *known_class;   /* the trace class `paired` was computed for */
+	const void *known_trace;             /* the trace `paired` was computed for        */
 	char **paired;                       /* names with a declared partner             */
 	size_t npaired;
-	const bt_trace *named_trace[64];     /* traces whose process_name was emitted     */
+	const void *named_trace[64];         /* traces whose process_name was emitted     */
 	size_t nnamed;
 	uint64_t events;
 	uint64_t lost;
@@ -114,37 +114,6 @@ static int ends_with(const char *s, const char *suffix, size_t *stem_len)
 	return 1;
 }
 
-/* Every event class name the trace class declares (borrowed from it), in
- * one array; NULL when out of memory. */
-static const char **event_class_names(const bt_trace_class *tc, size_t *count)
-{
-	size_t n = 0, cap = 16;
-	const char **names = malloc(cap * sizeof(*names));
-	uint64_t nsc = bt_trace_class_get_stream_class_count(tc);
-	for (uint64_t i = 0; names && i < nsc; i++) {
-		const bt_stream_class *sc = bt_trace_class_borrow_stream_class_by_index_const(tc, i);
-		uint64_t nec = bt_stream_class_get_event_class_count(sc);
-		for (uint64_t j = 0; names && j < nec; j++) {
-			const char *name = bt_event_class_get_name(bt_stream_class_borrow_event_class_by_index_const(sc, j));
-			if (!name)
-				continue;
-			if (n == cap) {
-				const char **grown = realloc(names, 2 * cap * sizeof(*names));
-				if (!grown) {
-					free(names);
-					names = NULL;
-					break;
-				}
-				names = grown;
-				cap *= 2;
-			}
-			names[n++] = name;
-		}
-	}
-	*count = n;
-	return names;
-}
-
 static bool name_in(const char *const *names, size_t count, const char *name)
 {
 	for (size_t i = 0; i < count; i++)
@@ -163,18 +132,18 @@ static void free_paired(struct export_state *x)
 }
 
 /*
- * Recompute the pairs when the events come from another trace class (a
+ * Recompute the pairs when the events come from another trace (a
  * directory holding a parent trace and pid-P/ child traces has several).
- * The CTF reader declares every event class of the metadata up front.
+ * Both readers declare every event class of the metadata up front.
  */
-static void learn_pairs(struct export_state *x, const bt_trace_class *tc)
+static void learn_pairs(struct export_state *x, const struct trace_event *ev)
 {
-	if (tc == x->known_class)
+	if (ev->trace == x->known_trace)
 		return;
 	free_paired(x);
-	x->known_class = tc;
+	x->known_trace = ev->trace;
 	size_t count;
-	const char **names = event_class_names(tc, &count);
+	const char **names = trace_event_class_names(ev, &count);
 	for (size_t i = 0; names && i < count; i++) {
 		const char *n = names[i];
 		for (size_t k = 0; k < sizeof(pair_suffixes) / sizeof(pair_suffixes[0]); k++) {
@@ -262,19 +231,18 @@ static void append_ts(struct strbuf *sb, int64_t ns)
 }
 
 /* A "process_name" metadata event per traced process, from the trace's env.procname. */
-static void maybe_name_process(struct export_state *x, const bt_trace *trace, int64_t pid)
+static void maybe_name_process(struct export_state *x, const void *trace, const char *procname, int64_t pid)
 {
 	for (size_t i = 0; i < x->nnamed; i++)
 		if (x->named_trace[i] == trace)
 			return;
 	if (x->nnamed < sizeof(x->named_trace) / sizeof(x->named_trace[0]))
 		x->named_trace[x->nnamed++] = trace;
-	const bt_value *v = bt_trace_borrow_environment_entry_value_by_name_const(trace, "procname");
-	if (!v || !bt_value_is_string(v))
+	if (!procname)
 		return;
 	strbuf_addf(&x->sb, "%s{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %" PRId64 ", \"tid\": 0, \"args\": {\"name\": ",
 		    x->wrote_any ? ",\n" : "", pid);
-	strbuf_add_json_string(&x->sb, bt_value_string_get(v));
+	strbuf_add_json_string(&x->sb, procname);
 	strbuf_add(&x->sb, "}}", 2);
 	x->wrote_any = 1;
 }
@@ -332,14 +300,13 @@ static enum pair_role balance(struct export_state *x, struct strbuf *sb, struct 
 static int export_event(const struct trace_event *ev, void *arg)
 {
 	struct export_state *x = arg;
-	const bt_trace *trace = bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev->event));
-	learn_pairs(x, bt_trace_borrow_class_const(trace));
+	learn_pairs(x, ev);
 	/* Unknown ids fall back to something stable: pid 0, one "thread" per stream. */
 	int64_t pid = ev->pid >= 0 ? ev->pid : 0;
 	int64_t tid = ev->tid >= 0 ? ev->tid : (int64_t)ev->stream_index;
 	struct strbuf *sb = &x->sb;
 	strbuf_reset(sb);
-	maybe_name_process(x, trace, pid);
+	maybe_name_process(x, ev->trace, ev->procname, pid);
 
 	/* Events come in time order: the first timed one is ts 0. */
 	if (ev->has_time && !x->have_origin) {
@@ -367,17 +334,15 @@ static int export_event(const struct trace_event *ev, void *arg)
 	append_rel_ts(x, sb, ns);
 	strbuf_addf(sb, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64, pid, tid);
 	strbuf_add(sb, ", \"args\": ", 10);
-	if (ev->cpu >= 0 && ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE &&
-	    !bt_field_structure_borrow_member_field_by_name_const(ev->payload, "cpu") && !sb->failed) {
+	bool has_payload = ev->native || (ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE);
+	if (ev->cpu >= 0 && has_payload && !trace_event_has_field(ev, "cpu") && !sb->failed) {
 		/* The CPU is a property of the event, not an argument; add it unless an
 		 * argument already has that name. */
-		trace_payload_append(sb, ev->payload, TRACE_VALUE_JSON);
+		trace_event_payload_append(sb, ev, TRACE_VALUE_JSON);
 		sb->len--;   /* reopen the object */
-		strbuf_addf(sb, "%s\"cpu\": %" PRId64 "}",
-			    bt_field_class_structure_get_member_count(bt_field_borrow_class_const(ev->payload)) ? ", " : "",
-			    ev->cpu);
+		strbuf_addf(sb, "%s\"cpu\": %" PRId64 "}", trace_event_payload_count(ev) ? ", " : "", ev->cpu);
 	} else {
-		trace_payload_append(sb, ev->payload, TRACE_VALUE_JSON);
+		trace_event_payload_append(sb, ev, TRACE_VALUE_JSON);
 	}
 	strbuf_add(sb, "}", 1);
 	if (sb->failed) {
@@ -460,7 +425,7 @@ static int export_run(int argc, char **argv)
 					 strerror(errno));
 	}
 	fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n", x.out);
-	struct trace_reader_ops ops = { .event = export_event, .discarded = export_discarded };
+	struct trace_reader_ops ops = { .native_ok = true, .event = export_event, .discarded = export_discarded };
 	int r = trace_read(dir, &ops, &x);
 	int status = 0;
 	if (r != 0 || x.failed) {

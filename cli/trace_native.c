@@ -112,6 +112,7 @@ struct tn_stream {
 };
 
 struct trace_native_event {
+	const struct tn_trace *trace;
 	const struct tn_class *cls;
 	const uint8_t *payload;      /* the first argument's bytes               */
 	const uint8_t *end;          /* end of the event                         */
@@ -897,7 +898,7 @@ int trace_native_read(char *const *paths, size_t n, const char *directory, const
 			packet_begins(&r, s, ops, arg);
 		} else if (ops->event) {
 			const uint8_t *p = s->buf + s->ev_off;
-			struct trace_native_event nev = { .cls = s->cls, .payload = p + 16, .end = s->buf + s->ev_end };
+			struct trace_native_event nev = { .trace = s->trace, .cls = s->cls, .payload = p + 16, .end = s->buf + s->ev_end };
 			struct trace_event ev = {
 				.name = s->cls->name,
 				.has_time = true,
@@ -908,6 +909,7 @@ int trace_native_read(char *const *paths, size_t n, const char *directory, const
 				.tid = s->tid > 0 ? s->tid : -1,
 				.stream_index = s->index,
 				.procname = s->trace->procname,
+				.trace = s->trace,
 				.native = &nev,
 				.ntraces = r.ntraces,
 			};
@@ -933,6 +935,29 @@ int trace_native_read(char *const *paths, size_t n, const char *directory, const
 size_t trace_native_payload_count(const struct trace_native_event *ev)
 {
 	return ev->cls->nfields;
+}
+
+bool trace_native_has_field(const struct trace_native_event *ev, const char *name)
+{
+	for (unsigned i = 0; i < ev->cls->nfields; i++)
+		if (strcmp(ev->cls->fields[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+const char **trace_native_class_names(const struct trace_native_event *ev, size_t *count)
+{
+	size_t n = 0;
+	for (size_t id = 0; id <= MARK_TF_MAX_ID; id++)
+		n += ev->trace->classes[id] != NULL;
+	const char **names = malloc((n ? n : 1) * sizeof(*names));
+	*count = 0;
+	if (!names)
+		return NULL;
+	for (size_t id = 0; id <= MARK_TF_MAX_ID; id++)
+		if (ev->trace->classes[id])
+			names[(*count)++] = ev->trace->classes[id]->name;
+	return names;
 }
 
 void trace_native_payload_append(struct strbuf *sb, const struct trace_native_event *ev,

@@ -27,5 +27,7 @@ int trace_native_read(char *const *paths, size_t n, const char *directory, const
 void trace_native_payload_append(struct strbuf *sb, const struct trace_native_event *ev,
 				 enum trace_value_style style);
 size_t trace_native_payload_count(const struct trace_native_event *ev);
+bool trace_native_has_field(const struct trace_native_event *ev, const char *name);
+const char **trace_native_class_names(const struct trace_native_event *ev, size_t *count);
 
 #endif

@@ -205,6 +205,7 @@ static int handle_event(struct reader *r, const bt_message *msg)
 		.tid = lookup_int(event, packet, tid_names),
 		.stream_index = stream_index(r, stream),
 		.procname = trace_process_name(bt_stream_borrow_trace_const(stream)),
+		.trace = bt_stream_borrow_trace_const(stream),
 		.payload = bt_event_borrow_payload_field_const(event),
 		.event = event,
 		.ntraces = r->ntraces,
@@ -608,4 +609,45 @@ size_t trace_event_payload_count(const struct trace_event *ev)
 	if (!ev->payload || bt_field_get_class_type(ev->payload) != BT_FIELD_CLASS_TYPE_STRUCTURE)
 		return 0;
 	return bt_field_class_structure_get_member_count(bt_field_borrow_class_const(ev->payload));
+}
+
+bool trace_event_has_field(const struct trace_event *ev, const char *name)
+{
+	if (ev->native)
+		return trace_native_has_field(ev->native, name);
+	return ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE &&
+	       bt_field_structure_borrow_member_field_by_name_const(ev->payload, name);
+}
+
+const char **trace_event_class_names(const struct trace_event *ev, size_t *count)
+{
+	*count = 0;
+	if (ev->native)
+		return trace_native_class_names(ev->native, count);
+	const bt_trace_class *tc = bt_trace_borrow_class_const(bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev->event)));
+	size_t n = 0, cap = 16;
+	const char **names = malloc(cap * sizeof(*names));
+	uint64_t nsc = bt_trace_class_get_stream_class_count(tc);
+	for (uint64_t i = 0; names && i < nsc; i++) {
+		const bt_stream_class *sc = bt_trace_class_borrow_stream_class_by_index_const(tc, i);
+		uint64_t nec = bt_stream_class_get_event_class_count(sc);
+		for (uint64_t j = 0; names && j < nec; j++) {
+			const char *name = bt_event_class_get_name(bt_stream_class_borrow_event_class_by_index_const(sc, j));
+			if (!name)
+				continue;
+			if (n == cap) {
+				const char **grown = realloc(names, 2 * cap * sizeof(*names));
+				if (!grown) {
+					free(names);
+					names = NULL;
+					break;
+				}
+				names = grown;
+				cap *= 2;
+			}
+			names[n++] = name;
+		}
+	}
+	*count = n;
+	return names;
 }

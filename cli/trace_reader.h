@@ -29,6 +29,7 @@ struct trace_event {
 	int64_t tid;               /* -1 if unknown                                          */
 	uint64_t stream_index;     /* dense index of the event's stream, in order first seen  */
 	const char *procname;      /* the process's name (env.procname), or NULL; untrusted  */
+	const void *trace;         /* the same address for every event of one trace (process) */
 	const bt_field *payload;   /* babeltrace2 path: structure of the arguments, or NULL   */
 	const bt_event *event;     /* babeltrace2 path: the event (borrowed), else NULL       */
 	const struct trace_native_event *native;   /* native path (trace_native.h), else NULL */
@@ -44,6 +45,14 @@ struct trace_native_event;
  */
 void trace_event_payload_append(struct strbuf *sb, const struct trace_event *ev, enum trace_value_style style);
 size_t trace_event_payload_count(const struct trace_event *ev);
+/* Whether the event has an argument called `name`. */
+bool trace_event_has_field(const struct trace_event *ev, const char *name);
+/*
+ * The name of every event class (marker) the event's trace declares, in one
+ * malloc'd array of borrowed names (valid while trace_read runs); NULL when
+ * out of memory.
+ */
+const char **trace_event_class_names(const struct trace_event *ev, size_t *count);
 
 
 /*

@@ -6,7 +6,7 @@
 compare  Real traces made by the tracer (block, lossy discard, overwrite
          flight recorder, SIGKILL then recovery, a forked child's sub-trace,
          every argument type, strings from several threads) read by
-         `mark view` (plain, -r, -u -e) and `mark stats` twice: with the
+         `mark view` (plain, -r, -u -e), `mark stats` and `mark export` twice: with the
          native reader forced (MARK_READER=native) and with libbabeltrace2
          forced (MARK_READER=bt2).  Every byte of stdout and stderr and the
          exit status must be equal: each event's time, cpu, process, thread,
@@ -123,6 +123,7 @@ def case_compare(mark, target, prog, workdir):
         same(mark, ["view", "-r", d], label + " view -r")
         same(mark, ["view", "-u", "-e", "*req*", "-e", "t_s*", d], label + " view -u -e")
         same(mark, ["stats", d], label + " stats")
+        same(mark, ["export", "-o", "-", d], label + " export")
         out = n.stdout.decode(errors="replace")
         check(n.returncode == 0 and out, "%s: native view failed: %r" % (label, n.stderr[-300:]))
         seen_loss |= "# lost" in out
