@@ -33,6 +33,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,22 @@ struct thread_slices {
 	size_t nopen, cap;
 };
 
+#define EXPORT_NAME_SLOTS 256
+#define EXPORT_FLUSH (64 * 1024)
+
+/* See name_info(). */
+struct name_info {
+	const void *trace;                   /* compared by address only                  */
+	const char *name;                    /* compared by address only; NULL: empty slot */
+	enum pair_role role;
+	size_t stem;                         /* length of the slice name (B/E)            */
+	bool has_cpu;                        /* an argument is called "cpu"               */
+	char *json_full, *json_stem;         /* the name and the slice name as JSON strings */
+};
+
 /* Per trace class: which event class names are halves of a declared pair. */
 struct export_state {
+	struct name_info names[EXPORT_NAME_SLOTS];
 	FILE *out;
 	const void *known_trace;             /* the trace `paired` was computed for        */
 	char **paired;                       /* names with a declared partner             */
@@ -227,7 +242,11 @@ static bool slice_push(struct thread_slices *t, const char *name, size_t len)
 static void append_ts(struct strbuf *sb, int64_t ns)
 {
 	uint64_t mag = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-	strbuf_addf(sb, "%s%" PRIu64 ".%03" PRIu64, ns < 0 ? "-" : "", mag / 1000, mag % 1000);
+	if (ns < 0)
+		strbuf_add_lit(sb, "-");
+	strbuf_add_uint(sb, mag / 1000, 1);
+	strbuf_add_lit(sb, ".");
+	strbuf_add_uint(sb, mag % 1000, 3);
 }
 
 /* A "process_name" metadata event per traced process, from the trace's env.procname. */
@@ -243,7 +262,7 @@ static void maybe_name_process(struct export_state *x, const void *trace, const 
 	strbuf_addf(&x->sb, "%s{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %" PRId64 ", \"tid\": 0, \"args\": {\"name\": ",
 		    x->wrote_any ? ",\n" : "", pid);
 	strbuf_add_json_string(&x->sb, procname);
-	strbuf_add(&x->sb, "}}", 2);
+	strbuf_add_lit(&x->sb, "}}");
 	x->wrote_any = 1;
 }
 
@@ -266,7 +285,7 @@ static void append_closing_end(struct export_state *x, struct strbuf *sb, struct
 	strbuf_addf(sb, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64
 		    ", \"args\": {\"closed_by\": \"mark export\", \"reason\": ", t->pid, t->tid);
 	strbuf_add_json_string(sb, why);
-	strbuf_add(sb, "}}", 2);
+	strbuf_add_lit(sb, "}}");
 	free(name);
 	x->closed_slices++;
 }
@@ -297,15 +316,57 @@ static enum pair_role balance(struct export_state *x, struct strbuf *sb, struct 
 	return ROLE_END;
 }
 
+/*
+ * What export needs of a marker of a trace, remembered per (trace, name
+ * pointer): a reader hands the same name pointer for every event of a
+ * class while it runs, and the pairing, the escaping and the "cpu" check
+ * per event were most of the export's time.  A miss (first event of a
+ * class, or a slot taken by another class) computes them again.
+ */
+static struct name_info *name_info(struct export_state *x, const struct trace_event *ev)
+{
+	struct name_info *ni = &x->names[(((uintptr_t)ev->name >> 4) ^ ((uintptr_t)ev->trace >> 6)) % EXPORT_NAME_SLOTS];
+	if (ni->name == ev->name && ni->trace == ev->trace)
+		return ni;
+	learn_pairs(x, ev);
+	free(ni->json_full);
+	free(ni->json_stem);
+	*ni = (struct name_info){ .trace = ev->trace };
+	size_t stem = strlen(ev->name);
+	ni->role = role_of(x, ev->name, &stem);
+	ni->stem = stem;
+	ni->has_cpu = trace_event_has_field(ev, "cpu");
+	struct strbuf a = { 0 }, b = { 0 };
+	strbuf_add_json_string(&a, ev->name);
+	char *stem_text = strndup(ev->name, stem);
+	strbuf_add_json_string(&b, stem_text ? stem_text : ev->name);
+	free(stem_text);
+	if (a.failed || b.failed) {
+		strbuf_release(&a);
+		strbuf_release(&b);
+		return NULL;
+	}
+	ni->json_full = a.data;
+	ni->json_stem = b.data;
+	ni->name = ev->name;
+	return ni;
+}
+
+static int flush_events(struct export_state *x);
+
 static int export_event(const struct trace_event *ev, void *arg)
 {
 	struct export_state *x = arg;
-	learn_pairs(x, ev);
+	struct name_info *ni = name_info(x, ev);
+	if (!ni) {
+		cli_error("export: out of memory formatting an event");
+		x->failed = 1;
+		return 1;
+	}
 	/* Unknown ids fall back to something stable: pid 0, one "thread" per stream. */
 	int64_t pid = ev->pid >= 0 ? ev->pid : 0;
 	int64_t tid = ev->tid >= 0 ? ev->tid : (int64_t)ev->stream_index;
 	struct strbuf *sb = &x->sb;
-	strbuf_reset(sb);
 	maybe_name_process(x, ev->trace, ev->procname, pid);
 
 	/* Events come in time order: the first timed one is ts 0. */
@@ -318,44 +379,64 @@ static int export_event(const struct trace_event *ev, void *arg)
 	struct thread_slices *t = thread_of(x, pid, tid);
 	if (t)
 		t->last_ns = ns;
-	size_t stem = strlen(ev->name);
-	enum pair_role role = role_of(x, ev->name, &stem);
-	role = balance(x, sb, t, role, ev->name, stem, ns);
-	if (role == ROLE_INSTANT)
-		stem = strlen(ev->name);
-	strbuf_addf(sb, "%s{\"name\": ", x->wrote_any ? ",\n" : "");
+	enum pair_role role = balance(x, sb, t, ni->role, ev->name, ni->stem, ns);
+	if (x->wrote_any)
+		strbuf_add_lit(sb, ",\n");
 	x->wrote_any = 1;
-	char *slice_name = strndup(ev->name, stem);
-	strbuf_add_json_string(sb, slice_name ? slice_name : ev->name);
-	free(slice_name);
-	strbuf_addf(sb, ", \"cat\": \"mark\", \"ph\": \"%s\", ",
-		    role == ROLE_BEGIN ? "B" : role == ROLE_END ? "E" : "i\", \"s\": \"t");
-	strbuf_add(sb, "\"ts\": ", 6);
+	const char *name = role == ROLE_INSTANT ? ni->json_full : ni->json_stem;
+	strbuf_add_lit(sb, "{\"name\": ");
+	strbuf_add(sb, name, strlen(name));
+	if (role == ROLE_BEGIN)
+		strbuf_add_lit(sb, ", \"cat\": \"mark\", \"ph\": \"B\", ");
+	else if (role == ROLE_END)
+		strbuf_add_lit(sb, ", \"cat\": \"mark\", \"ph\": \"E\", ");
+	else
+		strbuf_add_lit(sb, ", \"cat\": \"mark\", \"ph\": \"i\", \"s\": \"t\", ");
+	strbuf_add_lit(sb, "\"ts\": ");
 	append_rel_ts(x, sb, ns);
-	strbuf_addf(sb, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64, pid, tid);
-	strbuf_add(sb, ", \"args\": ", 10);
+	strbuf_add_lit(sb, ", \"pid\": ");
+	strbuf_add_int(sb, pid);
+	strbuf_add_lit(sb, ", \"tid\": ");
+	strbuf_add_int(sb, tid);
+	strbuf_add_lit(sb, ", \"args\": ");
 	bool has_payload = ev->native || (ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE);
-	if (ev->cpu >= 0 && has_payload && !trace_event_has_field(ev, "cpu") && !sb->failed) {
+	if (ev->cpu >= 0 && has_payload && !ni->has_cpu && !sb->failed) {
 		/* The CPU is a property of the event, not an argument; add it unless an
 		 * argument already has that name. */
 		trace_event_payload_append(sb, ev, TRACE_VALUE_JSON);
 		sb->len--;   /* reopen the object */
-		strbuf_addf(sb, "%s\"cpu\": %" PRId64 "}", trace_event_payload_count(ev) ? ", " : "", ev->cpu);
+		if (trace_event_payload_count(ev))
+			strbuf_add_lit(sb, ", ");
+		strbuf_add_lit(sb, "\"cpu\": ");
+		strbuf_add_int(sb, ev->cpu);
+		strbuf_add_lit(sb, "}");
 	} else {
 		trace_event_payload_append(sb, ev, TRACE_VALUE_JSON);
 	}
-	strbuf_add(sb, "}", 1);
-	if (sb->failed) {
-		cli_error("export: out of memory formatting an event");
-		x->failed = 1;
-		return 1;
-	}
-	if (fwrite(sb->data, 1, sb->len, x->out) != sb->len) {
-		x->failed = 1;
-		return 1;
-	}
+	strbuf_add_lit(sb, "}");
 	x->events++;
+	if ((sb->failed || sb->len >= EXPORT_FLUSH) && flush_events(x) != 0)
+		return 1;
 	return 0;
+}
+
+/* Events are gathered in x->sb and written 64 KiB at a time (one fwrite
+ * per event cost a call and a copy each).  Non-zero on failure (reported). */
+static int flush_events(struct export_state *x)
+{
+	struct strbuf *sb = &x->sb;
+	int rc = 0;
+	if (sb->failed) {
+		if (!x->failed)
+			cli_error("export: out of memory formatting an event");
+		rc = 1;
+	} else if (sb->len && fwrite(sb->data, 1, sb->len, x->out) != sb->len) {
+		rc = 1;
+	}
+	if (rc)
+		x->failed = 1;
+	strbuf_reset(sb);
+	return rc;
 }
 
 static void export_discarded(const struct trace_loss *loss, void *arg)
@@ -427,6 +508,8 @@ static int export_run(int argc, char **argv)
 	fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n", x.out);
 	struct trace_reader_ops ops = { .native_ok = true, .event = export_event, .discarded = export_discarded };
 	int r = trace_read(dir, &ops, &x);
+	if (!x.failed)
+		flush_events(&x);
 	int status = 0;
 	if (r != 0 || x.failed) {
 		status = 1;
@@ -486,6 +569,10 @@ static int export_run(int argc, char **argv)
 		free(x.threads[i].open);
 	}
 	free(x.threads);
+	for (size_t i = 0; i < EXPORT_NAME_SLOTS; i++) {
+		free(x.names[i].json_full);
+		free(x.names[i].json_stem);
+	}
 	strbuf_release(&x.sb);
 	return status;
 }

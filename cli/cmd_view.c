@@ -84,7 +84,7 @@ static void append_process(struct strbuf *sb, int64_t pid, const char *name)
 	if (pid >= 0)
 		strbuf_addf(sb, " pid %" PRId64, pid);
 	if (name) {
-		strbuf_add(sb, " ", 1);
+		strbuf_add_lit(sb, " ");
 		strbuf_add_c_string(sb, name);
 	}
 }
@@ -144,7 +144,7 @@ static int view_event(const struct trace_event *ev, void *arg)
 	}
 	v->shown++;
 	struct strbuf *sb = &v->line;
-	strbuf_add(sb, "[", 1);
+	strbuf_add_lit(sb, "[");
 	if (!ev->has_time)
 		strbuf_addf(sb, "no time");
 	else if (v->relative)
@@ -153,26 +153,26 @@ static int view_event(const struct trace_event *ev, void *arg)
 		trace_time_append_wall(sb, ev->ns, v->utc);
 	else
 		trace_time_append_seconds(sb, ev->ns);
-	strbuf_add(sb, "]", 1);
+	strbuf_add_lit(sb, "]");
 	if (ev->cpu >= 0) {
-		strbuf_add(sb, " cpu ", 5);
+		strbuf_add_lit(sb, " cpu ");
 		strbuf_add_int(sb, ev->cpu);
 	}
 	if (ev->ntraces > 1)
 		append_process(sb, ev->pid, ev->procname);
 	if (ev->tid >= 0) {
-		strbuf_add(sb, " tid ", 5);
+		strbuf_add_lit(sb, " tid ");
 		strbuf_add_int(sb, ev->tid);
 	}
-	strbuf_add(sb, " ", 1);
+	strbuf_add_lit(sb, " ");
 	const char *name = slot->text ? slot->text : cli_text(ev->name);
 	strbuf_add(sb, name, strlen(name));
-	strbuf_add(sb, ":", 1);
+	strbuf_add_lit(sb, ":");
 	if (trace_event_payload_count(ev) > 0) {
-		strbuf_add(sb, " ", 1);
+		strbuf_add_lit(sb, " ");
 		trace_event_payload_append(sb, ev, TRACE_VALUE_TEXT);
 	}
-	strbuf_add(sb, "\n", 1);
+	strbuf_add_lit(sb, "\n");
 	if (sb->failed) {
 		fprintf(stderr, "mark view: out of memory formatting an event\n");
 		return 1;
@@ -193,7 +193,7 @@ static void view_discarded(const struct trace_loss *loss, void *arg)
 		strbuf_addf(sb, "# lost events in stream %" PRIu64, loss->stream_index);
 	/* whose: the thread (and the process when the trace has several) */
 	if (loss->tid >= 0 || loss->ntraces > 1)
-		strbuf_add(sb, " of", 3);
+		strbuf_add_lit(sb, " of");
 	if (loss->ntraces > 1)
 		append_process(sb, loss->pid, loss->procname);
 	if (loss->tid >= 0)
@@ -261,7 +261,7 @@ static int view_run(int argc, char **argv)
 			strbuf_add_json_string(&msg, v.names[i]);
 		}
 		if (v.nnames == sizeof(v.names) / sizeof(v.names[0]))
-			strbuf_add(&msg, ", ...", 5);
+			strbuf_add_lit(&msg, ", ...");
 		cli_error("view: no event matches -e %s", msg.failed ? "(out of memory)" : msg.data);
 		strbuf_release(&msg);
 		status = 1;

@@ -37,6 +37,8 @@ static inline void strbuf_add(struct strbuf *sb, const char *text, size_t len)
 		strbuf_add_grow(sb, text, len);
 	}
 }
+/* A string literal, its length counted by the compiler. */
+#define strbuf_add_lit(sb, lit) strbuf_add((sb), "" lit, sizeof(lit) - 1)
 /* Decimal (at least min_digits, zero-padded), signed decimal, hex without "0x". */
 void strbuf_add_uint(struct strbuf *sb, uint64_t v, unsigned min_digits);
 void strbuf_add_int(struct strbuf *sb, int64_t v);

@@ -968,20 +968,22 @@ void trace_native_payload_append(struct strbuf *sb, const struct trace_native_ev
 	/* Offsets as next_message() checked them: every field is inside the event. */
 	const uint8_t *base = ev->payload - 16, *p = ev->payload;
 	if (json)
-		strbuf_add(sb, "{", 1);
+		strbuf_add_lit(sb, "{");
 	for (unsigned i = 0; i < k->nfields; i++) {
 		const struct tn_field *f = &k->fields[i];
 		if (json) {
+			/* names are [A-Za-z0-9_]+ (ident()): a JSON string as they are */
 			if (i)
-				strbuf_add(sb, ", ", 2);
-			strbuf_add_json_string(sb, f->name);
-			strbuf_add(sb, ": ", 2);
+				strbuf_add_lit(sb, ", ");
+			strbuf_add_lit(sb, "\"");
+			strbuf_add(sb, f->name, strlen(f->name));
+			strbuf_add_lit(sb, "\": ");
 		} else {
 			/* names are [A-Za-z0-9_]+ (ident()): nothing to escape */
 			if (i)
-				strbuf_add(sb, " ", 1);
+				strbuf_add_lit(sb, " ");
 			strbuf_add(sb, f->name, strlen(f->name));
-			strbuf_add(sb, "=", 1);
+			strbuf_add_lit(sb, "=");
 		}
 		if (f->kind == TN_STRING) {
 			const char *text = (const char *)p + 1;
@@ -1014,5 +1016,5 @@ void trace_native_payload_append(struct strbuf *sb, const struct trace_native_ev
 		}
 	}
 	if (json)
-		strbuf_add(sb, "}", 1);
+		strbuf_add_lit(sb, "}");
 }
