@@ -209,7 +209,8 @@ static int64_t number(struct cur *c)
 		c->p++;
 	uint64_t v = 0;
 	const char *start = c->p;
-	while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && c->p - start < 19)
+	/* at most 18 digits: no overflow here, nor in what callers add to it */
+	while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && c->p - start < 18)
 		v = v * 10 + (uint64_t)(*c->p++ - '0');
 	if (c->p == start || (c->p < c->end && *c->p >= '0' && *c->p <= '9'))
 		c->ok = false;
