@@ -66,12 +66,47 @@ static void add_double(struct strbuf *sb, double d, bool single, enum trace_valu
 	 * so check the sign too).
 	 */
 	char text[512];   /* %.17g needs 25; room for what the compiler cannot bound */
+	/*
+	 * An integer below 1e15 (not -0) is its digits: the shortest %g that
+	 * reads back has exactly its significant digits, and the plain
+	 * notation below prints them without a fraction.  A fast path: a
+	 * conversion costs a microsecond and a view may print millions.
+	 */
+	if (!single && d == trunc(d) && fabs(d) < 1e15 && !(d == 0 && signbit(d))) {
+		strbuf_add_int(sb, (int64_t)d);
+		return;
+	}
 	int prec = 1;
-	for (; prec < (single ? 9 : 17); prec++) {
-		snprintf(text, sizeof(text), "%.*g", prec, d);
-		double back = single ? (double)strtof(text, NULL) : strtod(text, NULL);
-		if (back == d && signbit(back) == signbit(d))
-			break;
+	uint64_t bits;
+	memcpy(&bits, &d, sizeof(bits));
+	if (!single && (bits & ((UINT64_C(1) << 52) - 1)) != 0) {
+		/*
+		 * Binary search for the same first precision: unless d is a power
+		 * of two, the values that read back as d are the interval of half
+		 * an ulp on either side, and the correctly rounded (p+1)-digit
+		 * decimal is no farther from d than the p-digit one (which is
+		 * also a (p+1)-digit decimal), so once a precision reads back,
+		 * every larger one does.  A power of two (narrower interval
+		 * below) keeps the linear search.
+		 */
+		int lo = 1, hi = 17;
+		while (lo < hi) {
+			int mid = (lo + hi) / 2;
+			snprintf(text, sizeof(text), "%.*g", mid, d);
+			double back = strtod(text, NULL);
+			if (back == d && signbit(back) == signbit(d))
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		prec = lo;
+	} else {
+		for (; prec < (single ? 9 : 17); prec++) {
+			snprintf(text, sizeof(text), "%.*g", prec, d);
+			double back = single ? (double)strtof(text, NULL) : strtod(text, NULL);
+			if (back == d && signbit(back) == signbit(d))
+				break;
+		}
 	}
 	snprintf(text, sizeof(text), "%.*e", prec - 1, d);
 	/* Those digits in plain notation where that is how people write the
