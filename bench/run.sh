@@ -142,6 +142,11 @@ else
 	echo "S t7 all not measured: bench/macro/run.sh missing" >>"$RESULTS"
 fi
 
+# ---------------------------------------------------------------- reading a large trace (issue 15)
+# Records a >= 1 GB trace (200 MB in quick mode) and times cat, babeltrace2's
+# counter sink and mark stats/view/export on it; 3 runs each.
+run reader all "$ROOT/bench/reader/run.sh" "$MODE" "$BUILD" 3
+
 # ---------------------------------------------------------------- pieces of other modules
 # bench/eventhandler (issue 6, seed 004): built by bench/CMakeLists.txt.
 if [ -x "$B/eventhandler/bench_eventhandler" ]; then
