@@ -59,6 +59,8 @@ static const char export_usage[] =
 	"Options:\n"
 	"  -f, --format FMT   output format: chrome (the default; \"perfetto\" is the same)\n"
 	"  -o, --output FILE  write to FILE (\"-\" for standard output); required\n"
+	"      --progress     show the reading progress on stderr (by default only when\n"
+	"                     stderr is a terminal, and FILE is not stdout on it)\n"
 	"  -h, --help         this help\n"
 	"\n"
 	"Exit status: 0 on success, 1 if DIR cannot be read or FILE cannot be written,\n"
@@ -453,9 +455,11 @@ static int export_run(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "progress", no_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *format = "chrome", *output = NULL;
+	bool progress = false;
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -464,6 +468,7 @@ static int export_run(int argc, char **argv)
 		case 'f': format = optarg; break;
 		case 'o': output = optarg; break;
 		case 'h': fputs(export_usage, stdout); return 0;
+		case 'P': progress = true; break;
 		default:
 			cli_error("export: %s: unknown option or missing argument; see `mark export --help`",
 				  argv[optind - 1]);
@@ -506,7 +511,9 @@ static int export_run(int argc, char **argv)
 					 strerror(errno));
 	}
 	fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n", x.out);
-	struct trace_reader_ops ops = { .native_ok = true, .event = export_event, .discarded = export_discarded };
+	struct trace_reader_ops ops = { .native_ok = true,
+					.progress = trace_progress_wanted(progress, strcmp(output, "-") == 0),
+					.event = export_event, .discarded = export_discarded };
 	int r = trace_read(dir, &ops, &x);
 	if (!x.failed)
 		flush_events(&x);

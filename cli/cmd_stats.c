@@ -13,6 +13,7 @@
 #include "trace_value.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -32,6 +33,8 @@ static const char stats_usage[] =
 	"The header line gives the totals, including events the tracer lost.\n"
 	"\n"
 	"Options:\n"
+	"  --progress   show the reading progress on stderr (by default only when\n"
+	"               stderr is a terminal)\n"
 	"  -h, --help   this help\n"
 	"\n"
 	"Exit status: 0 on success, 1 if DIR cannot be read as a trace, 2 on bad usage.\n";
@@ -227,15 +230,21 @@ static int stats_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "progress", no_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
+	bool progress = false;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(stats_usage, stdout);
 			return 0;
+		}
+		if (c == 'P') {
+			progress = true;
+			continue;
 		}
 		cli_error("stats: %s: unknown option; see `mark stats --help`", argv[optind - 1]);
 		return 2;
@@ -249,7 +258,8 @@ static int stats_run(int argc, char **argv)
 	struct stats_state *st = calloc(1, sizeof(*st));
 	if (!st)
 		return cli_error("stats: out of memory");
-	struct trace_reader_ops ops = { .native_ok = true, .event = stats_event, .discarded = stats_discarded };
+	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(progress, false),
+					.event = stats_event, .discarded = stats_discarded };
 	int r = trace_read(dir, &ops, st);
 	int status = 0;
 	if (st->oom) {

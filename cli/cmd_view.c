@@ -26,6 +26,8 @@ static const char view_usage[] =
 	"  -e, --enable GLOB  only markers matching GLOB (repeatable; * ? [...] globs)\n"
 	"  -r, --relative     times in seconds since the first event instead of clock time\n"
 	"  -u, --utc          clock times in UTC instead of the local time zone\n"
+	"      --progress     show the reading progress on stderr (by default only when\n"
+	"                     stderr is a terminal and stdout is not)\n"
 	"  -h, --help         this help\n"
 	"\n"
 	"GLOB also matches the name without its provider (net_* finds app:net_rx), and\n"
@@ -211,9 +213,11 @@ static int view_run(int argc, char **argv)
 		{ "relative", no_argument, NULL, 'r' },
 		{ "utc", no_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "progress", no_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct view_state v = { .globs = NULL };
+	bool progress = false;
 	char *globs[argc > 0 ? argc : 1];
 	v.globs = globs;
 	int c;
@@ -229,6 +233,7 @@ static int view_run(int argc, char **argv)
 		case 'r': v.relative = 1; break;
 		case 'u': v.utc = 1; break;
 		case 'h': fputs(view_usage, stdout); return 0;
+		case 'P': progress = true; break;
 		default:
 			cli_error("view: %s: unknown option or missing argument; see `mark view --help`",
 				  argv[optind - 1]);
@@ -242,7 +247,8 @@ static int view_run(int argc, char **argv)
 	}
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
-	struct trace_reader_ops ops = { .native_ok = true, .event = view_event, .discarded = view_discarded };
+	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(progress, true),
+					.event = view_event, .discarded = view_discarded };
 	int r = trace_read(argv[optind], &ops, &v);
 	flush_lines(&v);
 	fflush(stdout);

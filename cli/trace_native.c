@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_FIELDS 64                /* more than MARK_MAX_MARKER_ARGS           */
@@ -129,6 +130,10 @@ struct tn_reader {
 	uint64_t next_index;
 	int64_t last_ns;
 	bool have_last;
+	/* progress (ops->progress) */
+	bool progress, tty;
+	uint64_t total_bytes, events;
+	int64_t start_ns, drawn_ns;
 };
 
 /* ---------------- errors ---------------- */
@@ -144,6 +149,8 @@ static void tn_error(const struct tn_reader *r, const struct tn_trace *t, const 
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
+	if (r->progress && r->tty)
+		fputs("\r\033[K", stderr);   /* not after the progress line */
 	fprintf(stderr, "mark: cannot read trace %s: %s/%s at offset %" PRIu64 ": ", cli_text(r->directory),
 		cli_text(t->path), cli_text(file), off);
 	fprintf(stderr, "%s\n", cli_text(what));
@@ -824,6 +831,67 @@ static void free_reader(struct tn_reader *r)
 	free(r->traces);
 }
 
+/* ---------------- progress ---------------- */
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void append_bytes(char *out, size_t len, uint64_t n)
+{
+	if (n >= 1000000000)
+		snprintf(out, len, "%.1f GB", (double)n / 1e9);
+	else if (n >= 1000000)
+		snprintf(out, len, "%.1f MB", (double)n / 1e6);
+	else if (n >= 1000)
+		snprintf(out, len, "%.1f kB", (double)n / 1e3);
+	else
+		snprintf(out, len, "%" PRIu64 " B", n);
+}
+
+/*
+ * "mark: 1234567 events read, 45% of 1.2 GB, ETA 3 s": \r-redrawn on the
+ * same line; at the end erased on a terminal, ended by a newline
+ * otherwise (--progress into a file or pipe keeps the final state).
+ */
+static void progress_draw(struct tn_reader *r, bool final, bool complete)
+{
+	uint64_t done = 0;
+	for (size_t i = 0; i < r->nstreams; i++)
+		done += r->streams[i]->pkt_off < r->streams[i]->file_size ? r->streams[i]->pkt_off
+									    : r->streams[i]->file_size;
+	if (complete)
+		done = r->total_bytes;
+	int64_t t = now_ns();
+	unsigned pct = r->total_bytes ? (unsigned)(done * 100 / r->total_bytes) : 100;
+	char size[32], eta[48] = "";
+	append_bytes(size, sizeof(size), r->total_bytes);
+	if (!final && done > 0 && done < r->total_bytes) {
+		double left = (double)(t - r->start_ns) / 1e9 * (double)(r->total_bytes - done) / (double)done;
+		snprintf(eta, sizeof(eta), ", ETA %.0f s", left);
+	}
+	if (final && r->tty) {
+		fputs("\r\033[K", stderr);
+	} else {
+		fprintf(stderr, "\rmark: %" PRIu64 " events read, %u%% of %s%s%s", r->events, pct, size, eta,
+			r->tty ? "\033[K" : "");
+		if (final)
+			fputc('\n', stderr);
+	}
+	fflush(stderr);
+	r->drawn_ns = t;
+}
+
+static void progress_tick(struct tn_reader *r)
+{
+	/* the clock only every 64Ki events: reading the time per event would cost */
+	if ((++r->events & 0xffff) == 0 && r->progress && now_ns() - r->drawn_ns >= 250000000)
+		progress_draw(r, false, false);
+}
+
 /* ---------------- reading ---------------- */
 
 /* The stream's packet begins: its thread from now on, and the loss before it. */
@@ -885,6 +953,13 @@ int trace_native_read(char *const *paths, size_t n, const char *directory, const
 		return rc;
 	}
 	heap_build(&r);
+	if (ops->progress) {
+		r.progress = true;
+		r.tty = isatty(STDERR_FILENO);
+		for (size_t i = 0; i < r.nstreams; i++)
+			r.total_bytes += r.streams[i]->file_size;
+		r.start_ns = r.drawn_ns = now_ns();
+	}
 	while (r.nheap > 0) {
 		struct tn_stream *s = r.heap[0];
 		if (r.have_last && s->ns < r.last_ns) {
@@ -917,6 +992,7 @@ int trace_native_read(char *const *paths, size_t n, const char *directory, const
 			rc = ops->event(&ev, arg);
 			if (rc != 0)
 				break;
+			progress_tick(&r);
 		}
 		int more = next_message(&r, s);
 		if (more < 0) {
@@ -927,6 +1003,8 @@ int trace_native_read(char *const *paths, size_t n, const char *directory, const
 			r.heap[0] = r.heap[--r.nheap];
 		heap_down(&r, 0);
 	}
+	if (r.progress)
+		progress_draw(&r, true, rc == 0);
 	free_reader(&r);
 	return rc;
 }

@@ -651,3 +651,8 @@ const char **trace_event_class_names(const struct trace_event *ev, size_t *count
 	*count = n;
 	return names;
 }
+
+bool trace_progress_wanted(bool asked, bool output_on_stdout)
+{
+	return asked || (isatty(STDERR_FILENO) && !(output_on_stdout && isatty(STDOUT_FILENO)));
+}

@@ -76,6 +76,13 @@ struct trace_reader_ops {
 	 * read by the native reader (trace_native.h) instead of babeltrace2.
 	 */
 	bool native_ok;
+	/*
+	 * Draw the reading progress on stderr (events read, % of the stream
+	 * bytes, ETA) about 4 times a second; erased at the end on a
+	 * terminal, left as a last line otherwise.  Native reader only.  See
+	 * trace_progress_wanted().
+	 */
+	bool progress;
 	/* Each event in time order.  Return non-zero to stop reading (trace_read returns it). */
 	int (*event)(const struct trace_event *event, void *arg);
 	/* Events the tracer lost (CTF packet events_discarded), as babeltrace2 reports them. */
@@ -106,5 +113,13 @@ int trace_read(const char *directory, const struct trace_reader_ops *ops, void *
  * returns -1.
  */
 int trace_check_directory(const char *directory);
+
+/*
+ * Whether a command shows its reading progress: when asked (--progress),
+ * or when stderr is a terminal unless the command's output goes to that
+ * terminal too (`output_on_stdout` and stdout is a terminal), where the
+ * line would mix with the output.
+ */
+bool trace_progress_wanted(bool asked, bool output_on_stdout);
 
 #endif

@@ -13,7 +13,7 @@ if(TARGET mark_cli)
     set_tests_properties(cli_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()
   # The native reader of mark's own traces against libbabeltrace2 (cli/trace_native.c).
-  foreach(case compare hostile forced)
+  foreach(case compare hostile forced progress)
     add_test(NAME reader_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_reader.py ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target> $<TARGET_FILE:tracer_prog>

@@ -16,6 +16,8 @@ hostile  Truncated and corrupt stream files (cut in a packet, bad magic, a
          its NUL, time going backwards): an error naming the file and the
          offset, exit status 1, the events before the damage printed, never
          a crash.  A corrupt metadata file is left to libbabeltrace2.
+progress `--progress` shows events read, % of bytes and ETA on stderr; only
+         on a terminal without it.
 forced   MARK_READER=native on a trace mark did not write (tests/cli/make_ctf.py)
          is refused with a message; without it, babeltrace2 reads it.
 """
@@ -237,6 +239,23 @@ def case_forced(mark, target, prog, workdir):
           "MARK_READER=native on a foreign trace: %d %r" % (r.returncode, r.stderr))
     r = run([mark, "view", d])
     check(r.returncode == 0 and b"req_begin" in r.stdout, "a foreign trace goes to babeltrace2: %r" % r.stderr)
+
+
+def case_progress(mark, target, prog, workdir):
+    """--progress draws the reading progress on stderr even when it is not a
+    terminal: events read, percentage of the stream bytes, ETA; the last state
+    (100%) ends with a newline.  Without it, stderr stays empty (not a tty)."""
+    d, r = record(mark, workdir, "progress", [prog, "threads", "20000", "2"])
+    check(r.returncode == 0, "record failed: %r" % r.stderr[-300:])
+    for args in (["stats", "--progress", d], ["view", "--progress", d], ["export", "--progress", "-o", "-", d]):
+        r = run([mark] + args)
+        err = r.stderr.decode(errors="replace")
+        check(r.returncode == 0, "%s: exit %d: %r" % (args[0], r.returncode, err[-300:]))
+        check(re.search(r"mark: 40000 events read, 100% of [0-9.]+ [kMG]?B", err) is not None and err.endswith("\n"),
+              "%s --progress: no final progress line: %r" % (args[0], err[-300:]))
+        quiet = run([mark] + [a for a in args if a != "--progress"])
+        check(b"events read" not in quiet.stderr, "%s: progress shown on a non-terminal: %r" % (args[0], quiet.stderr))
+        check(quiet.stdout == r.stdout, "%s: --progress changed stdout" % args[0])
 
 
 def main():
