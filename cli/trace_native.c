@@ -188,17 +188,7 @@ struct cur {
 	bool ok;
 };
 
-static bool lit(struct cur *c, const char *s)
-{
-	size_t n = strlen(s);
-	if (c->ok && (size_t)(c->end - c->p) >= n && memcmp(c->p, s, n) == 0) {
-		c->p += n;
-		return true;
-	}
-	c->ok = false;
-	return false;
-}
-
+/* Skip `s` if the text continues with it. */
 static bool try_lit(struct cur *c, const char *s)
 {
 	size_t n = strlen(s);
@@ -206,6 +196,15 @@ static bool try_lit(struct cur *c, const char *s)
 		c->p += n;
 		return true;
 	}
+	return false;
+}
+
+/* Skip `s`, which must come next (else the cursor fails). */
+static bool lit(struct cur *c, const char *s)
+{
+	if (try_lit(c, s))
+		return true;
+	c->ok = false;
 	return false;
 }
 

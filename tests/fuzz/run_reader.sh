@@ -18,6 +18,7 @@ set -euo pipefail
 secs=${1:?usage: run_reader.sh SECONDS [WORKDIR]}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+. "$here/afl_lib.sh"
 work=${2:-${MARK_FUZZ_DIR:-$repo/build-fuzz-reader}}
 mkdir -p "$work"
 
@@ -57,15 +58,7 @@ fi
 # run_recover.sh builds it), packed in the harness's input format.
 seeds=$work/seeds
 if [ ! -d "$seeds" ] || [ -z "$(ls -A "$seeds" 2>/dev/null)" ]; then
-	srcs=()
-	for d in "$repo"/src/*/; do
-		case "$d" in */arch/) continue ;; esac
-		srcs+=("$d"*.c)
-	done
-	case "$(uname -m)" in
-	x86_64) srcs+=("$repo"/src/arch/x86_64/*.c) ;;
-	*) srcs+=("$repo"/src/arch/generic/*.c) ;;
-	esac
+	libmark_sources "$repo"
 	prog=$work/tracer_prog
 	cc -O1 -I"$repo/include" -I"$repo/src" -DMARK_BUILDING_LIBRARY=1 -DMARK_HAVE_AGENT=1 \
 		$(pkg-config --cflags liburcu-bp) "${srcs[@]}" "$repo/tests/tracer/tracer_prog.c" -o "$prog" \
@@ -95,28 +88,4 @@ print("%d seeds" % n)
 PY
 fi
 
-echo "fuzzing the native trace reader with afl++ for ${secs}s (seeds: $seeds)"
-status=0
-out=$work/afl
-export MARK_FUZZ_SCRATCH=$work/scratch
-trap 'rm -rf "$MARK_FUZZ_SCRATCH"' EXIT
-# A bounded, quiet, unattended run on a shared machine (see run_recover.sh).
-env AFL_NO_UI=1 AFL_NO_AFFINITY=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
-	AFL_BENCH_UNTIL_CRASH=1 AFL_NO_STARTUP_CALIBRATION=1 \
-	afl-fuzz -i "$seeds" -o "$out" -m none -t 5000 -V "$secs" -- "$bin" >"$work/fuzz.log" 2>&1 || status=$?
-stats=$out/default/fuzzer_stats
-if [ -f "$stats" ]; then
-	grep -E "^(execs_done|execs_per_sec|corpus_count|saved_crashes|saved_hangs) " "$stats" || true
-fi
-crashes=$(find "$out/default/crashes" -type f -name 'id:*' 2>/dev/null | head -5)
-if [ -n "$crashes" ]; then
-	echo "FAIL: afl++ found a crash; reproduce with: $bin FILE" >&2
-	echo "$crashes" >&2
-	exit 1
-fi
-if [ "$status" -ne 0 ] || [ ! -f "$stats" ]; then
-	tail -n 30 "$work/fuzz.log" >&2
-	echo "FAIL: afl-fuzz did not run (status $status)" >&2
-	exit 1
-fi
-echo "ok: no crash in ${secs}s"
+afl_run "$bin" "$seeds" "$work" "$secs" "the native trace reader"
