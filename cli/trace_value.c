@@ -90,8 +90,12 @@ static void add_double(struct strbuf *sb, double d, bool single, enum trace_valu
 		 * below) keeps the linear search.
 		 */
 		int lo = 1, hi = 17;
+		bool first = true;
 		while (lo < hi) {
-			int mid = (lo + hi) / 2;
+			/* Computed values (i / 7.0) mostly need 16 or 17 digits: try 15
+			 * first, which leaves one more probe for them. */
+			int mid = first ? 15 : (lo + hi) / 2;
+			first = false;
 			snprintf(text, sizeof(text), "%.*g", mid, d);
 			double back = strtod(text, NULL);
 			if (back == d && signbit(back) == signbit(d))
