@@ -72,6 +72,7 @@ struct tn_class {
 	char *name;
 	unsigned nfields;
 	bool has_string;
+	uint32_t fixed_end;          /* without strings: the event's end, from its start */
 	struct tn_field fields[];
 };
 
@@ -375,6 +376,10 @@ static struct tn_class *parse_event(struct cur *c, unsigned *id)
 	if (pending_len)
 		c->ok = false;
 	free(pending_len);
+	/* Without strings every field is at a fixed offset: 16, 24, ... */
+	k->fixed_end = 16;
+	for (unsigned i = 0; i < k->nfields; i++)
+		k->fixed_end = ((k->fixed_end + 7) & ~UINT32_C(7)) + k->fields[i].bytes;
 	if (!c->ok) {
 		free_class(k);
 		return NULL;
@@ -666,7 +671,16 @@ static int next_message(struct tn_reader *r, struct tn_stream *s)
 			return -1;
 		}
 		uint64_t off = pos + 16;
-		for (unsigned i = 0; i < k->nfields; i++) {
+		if (!k->has_string) {
+			/* the loop below, done once per class (parse_event) */
+			off = pos + k->fixed_end;
+			if (off > end) {
+				tn_error(r, t, s->name, s->pkt_off + pos, "event of %s runs past the packet's content",
+					 k->name);
+				return -1;
+			}
+		}
+		for (unsigned i = 0; k->has_string && i < k->nfields; i++) {
 			const struct tn_field *f = &k->fields[i];
 			if (f->kind == TN_STRING) {
 				/* length byte (only selects the variant), then the text to its NUL */
