@@ -51,6 +51,86 @@ static void add_signed(struct strbuf *sb, int64_t v, bt_field_class_integer_pref
 		add_unsigned(sb, (uint64_t)v, base, style);
 }
 
+/*
+ * The text add_double() gives a double that is not a power of two: the
+ * first precision p whose %.{p-1}e text strtod reads back as d (the same
+ * decimal as %.{p}g), found by binary search, then those p digits in plain
+ * notation when -4 <= exponent < 16, else that %e text.  Why a binary
+ * search is exact: the values that read back as d are the interval of half
+ * an ulp on either side (not so for a power of two, whose interval below
+ * is narrower: add_double searches linearly there), and the correctly
+ * rounded (p+1)-digit decimal is no farther from d than the p-digit one
+ * (which is also a (p+1)-digit decimal), so once a precision reads back,
+ * every larger one does.  The plain text is built from the %e digits (the
+ * same rounding position as %.*f with those decimals) instead of a second
+ * conversion: each costs most of a microsecond.
+ */
+static void shortest_double(char *text, size_t size, double d)
+{
+	char probe[64];
+	int lo = 1, hi = 17;
+	bool have = false;   /* text holds %.{hi-1}e */
+	bool first = true;
+	while (lo < hi) {
+		/* Computed values (i / 7.0) mostly need 16 or 17 digits: try 15
+		 * first, which leaves one more probe for them. */
+		int mid = first ? 15 : (lo + hi) / 2;
+		first = false;
+		snprintf(probe, sizeof(probe), "%.*e", mid - 1, d);
+		double back = strtod(probe, NULL);
+		if (back == d && signbit(back) == signbit(d)) {
+			hi = mid;
+			snprintf(text, size, "%s", probe);
+			have = true;
+		} else {
+			lo = mid + 1;
+		}
+	}
+	int prec = lo;
+	if (!have || hi != prec)
+		snprintf(text, size, "%.*e", prec - 1, d);
+	const char *e = strchr(text, 'e');
+	int exp10 = atoi(e + 1);
+	if (exp10 < -4 || exp10 >= 16)
+		return;
+	if (prec - 1 - exp10 < 0) {   /* fewer digits than the integer part: %.0f prints it all */
+		snprintf(text, size, "%.0f", d);
+		return;
+	}
+	/* the digits of "-d.ddde+XX" without sign, point and exponent */
+	char digits[32], out[64];
+	const char *p = text;
+	bool neg = *p == '-';
+	if (neg)
+		p++;
+	size_t n = 0;
+	for (; p < e && n + 1 < sizeof(digits); p++)
+		if (*p != '.')
+			digits[n++] = *p;
+	size_t o = 0;
+	if (neg)
+		out[o++] = '-';
+	if (exp10 >= 0) {
+		/* integer part: digits[0..exp10], then the rest after the point */
+		for (int i = 0; i <= exp10; i++)
+			out[o++] = (size_t)i < n ? digits[i] : '0';
+		if ((size_t)exp10 + 1 < n) {
+			out[o++] = '.';
+			for (size_t i = (size_t)exp10 + 1; i < n; i++)
+				out[o++] = digits[i];
+		}
+	} else {
+		out[o++] = '0';
+		out[o++] = '.';
+		for (int i = 0; i < -exp10 - 1; i++)
+			out[o++] = '0';
+		for (size_t i = 0; i < n; i++)
+			out[o++] = digits[i];
+	}
+	out[o] = '\0';
+	snprintf(text, size, "%s", out);
+}
+
 static void add_double(struct strbuf *sb, double d, bool single, enum trace_value_style style)
 {
 	if (!isfinite(d)) {
@@ -80,30 +160,7 @@ static void add_double(struct strbuf *sb, double d, bool single, enum trace_valu
 	uint64_t bits;
 	memcpy(&bits, &d, sizeof(bits));
 	if (!single && (bits & ((UINT64_C(1) << 52) - 1)) != 0) {
-		/*
-		 * Binary search for the same first precision: unless d is a power
-		 * of two, the values that read back as d are the interval of half
-		 * an ulp on either side, and the correctly rounded (p+1)-digit
-		 * decimal is no farther from d than the p-digit one (which is
-		 * also a (p+1)-digit decimal), so once a precision reads back,
-		 * every larger one does.  A power of two (narrower interval
-		 * below) keeps the linear search.
-		 */
-		int lo = 1, hi = 17;
-		bool first = true;
-		while (lo < hi) {
-			/* Computed values (i / 7.0) mostly need 16 or 17 digits: try 15
-			 * first, which leaves one more probe for them. */
-			int mid = first ? 15 : (lo + hi) / 2;
-			first = false;
-			snprintf(text, sizeof(text), "%.*g", mid, d);
-			double back = strtod(text, NULL);
-			if (back == d && signbit(back) == signbit(d))
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
-		prec = lo;
+		shortest_double(text, sizeof(text), d);
 	} else {
 		for (; prec < (single ? 9 : 17); prec++) {
 			snprintf(text, sizeof(text), "%.*g", prec, d);
@@ -111,14 +168,14 @@ static void add_double(struct strbuf *sb, double d, bool single, enum trace_valu
 			if (back == d && signbit(back) == signbit(d))
 				break;
 		}
+		snprintf(text, sizeof(text), "%.*e", prec - 1, d);
+		/* Those digits in plain notation where that is how people write the
+		 * number (100, not 1e+02), in exponent notation for very large or
+		 * small magnitudes (the rule of Python's repr). */
+		int exp10 = atoi(strchr(text, 'e') + 1);
+		if (exp10 >= -4 && exp10 < 16)
+			snprintf(text, sizeof(text), "%.*f", prec - 1 - exp10 > 0 ? prec - 1 - exp10 : 0, d);
 	}
-	snprintf(text, sizeof(text), "%.*e", prec - 1, d);
-	/* Those digits in plain notation where that is how people write the
-	 * number (100, not 1e+02), in exponent notation for very large or
-	 * small magnitudes (the rule of Python's repr). */
-	int exp10 = atoi(strchr(text, 'e') + 1);
-	if (exp10 >= -4 && exp10 < 16)
-		snprintf(text, sizeof(text), "%.*f", prec - 1 - exp10 > 0 ? prec - 1 - exp10 : 0, d);
 	/* JSON readers take "-0" for the integer 0: keep the sign as -0.0 */
 	if (style == TRACE_VALUE_JSON && d == 0 && signbit(d))
 		snprintf(text, sizeof(text), "-0.0");

@@ -12,6 +12,11 @@ if(TARGET mark_cli)
               ${CMAKE_CURRENT_BINARY_DIR}/cli-work/${case})
     set_tests_properties(cli_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()
+  # The shortest-double text (cli/trace_value.c) against the algorithm it replaced.
+  add_executable(cli_double_text cli/double_text.c ${CMAKE_SOURCE_DIR}/cli/text.c)
+  target_include_directories(cli_double_text PRIVATE ${CMAKE_SOURCE_DIR}/cli ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(cli_double_text PRIVATE PkgConfig::BABELTRACE2 m)
+  add_test(NAME cli_double_text COMMAND cli_double_text 100000)
   # The native reader of mark's own traces against libbabeltrace2 (cli/trace_native.c).
   foreach(case compare hostile forced progress)
     add_test(NAME reader_${case}
