@@ -78,6 +78,7 @@ bench-quick: deps-bench
 fuzz: deps-test
 	./tests/fuzz/run.sh 300
 	./tests/fuzz/run_recover.sh 300
+	./tests/fuzz/run_reader.sh 300
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-clang

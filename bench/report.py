@@ -604,6 +604,14 @@ EXTRA = {
              "test, as dtrace -h/-G make it), `sdt` (plain sys/sdt.h), `jump`, `enabled` "
              "(`MARK_ENABLED()` + site), `generic`.  Details: [bench/usdt/README.md](../bench/usdt/README.md).",
              "bench/usdt/run.sh"),
+    "reader": ("10. Reading a large trace: mark stats/view/export against babeltrace2 and cat",
+               "A trace of >= 1 GB (quick mode: 200 MB) recorded by the real tracer from "
+               "bench/reader/gen_trace.c (4 threads; a begin/end pair with a string, a counter, a double "
+               "per round).  `cat` reads the stream files (the I/O limit), `bt2_counter` is "
+               "`babeltrace2 -c sink.utils.counter`, `stats`/`view`/`view_filter` (`-e rb_req_*`)/`export` "
+               "(`-o -`) are mark's commands with the native reader, output to /dev/null.  Peak RSS from "
+               "wait4's rusage.",
+               "bench/reader/run.sh"),
     "usdt_hit": ("9b. One enabled USDT hit: mark tracer vs bpftrace (ns per iteration)",
                  "`mark_tracer` = MARK_TRACE overwrite mode on a jump site; `bpftrace_generic` = bpftrace "
                  "`usdt:` probe enabling a generic site through its semaphore, `{ @n = count(); }`; "

@@ -145,6 +145,11 @@ fi
 # ---------------------------------------------------------------- fork (issue 17)
 run fork all "$ROOT/bench/fork/run.sh" "$BUILD" "$REPS" "$SCALE" "$OUT/fork"
 
+# ---------------------------------------------------------------- reading a large trace (issue 15)
+# Records a >= 1 GB trace (200 MB in quick mode) and times cat, babeltrace2's
+# counter sink and mark stats/view/export on it; 3 runs each.
+run reader all "$ROOT/bench/reader/run.sh" "$MODE" "$BUILD" 3
+
 # ---------------------------------------------------------------- pieces of other modules
 # bench/eventhandler (issue 6, seed 004): built by bench/CMakeLists.txt.
 if [ -x "$B/eventhandler/bench_eventhandler" ]; then

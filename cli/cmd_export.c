@@ -33,6 +33,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,8 @@ static const char export_usage[] =
 	"Options:\n"
 	"  -f, --format FMT   output format: chrome (the default; \"perfetto\" is the same)\n"
 	"  -o, --output FILE  write to FILE (\"-\" for standard output); required\n"
+	"      --progress     show the reading progress on stderr (by default only when\n"
+	"                     stderr is a terminal, and FILE is not stdout on it)\n"
 	"  -h, --help         this help\n"
 	"\n"
 	"Exit status: 0 on success, 1 if DIR cannot be read or FILE cannot be written,\n"
@@ -82,13 +85,27 @@ struct thread_slices {
 	size_t nopen, cap;
 };
 
+#define EXPORT_NAME_SLOTS 256
+#define EXPORT_FLUSH (64 * 1024)
+
+/* See name_info(). */
+struct name_info {
+	const void *trace;                   /* compared by address only                  */
+	const char *name;                    /* compared by address only; NULL: empty slot */
+	enum pair_role role;
+	size_t stem;                         /* length of the slice name (B/E)            */
+	bool has_cpu;                        /* an argument is called "cpu"               */
+	char *json_full, *json_stem;         /* the name and the slice name as JSON strings */
+};
+
 /* Per trace class: which event class names are halves of a declared pair. */
 struct export_state {
+	struct name_info names[EXPORT_NAME_SLOTS];
 	FILE *out;
-	const bt_trace_class *known_class;   /* the trace class `paired` was computed for */
+	const void *known_trace;             /* the trace `paired` was computed for        */
 	char **paired;                       /* names with a declared partner             */
 	size_t npaired;
-	const bt_trace *named_trace[64];     /* traces whose process_name was emitted     */
+	const void *named_trace[64];         /* traces whose process_name was emitted     */
 	size_t nnamed;
 	uint64_t events;
 	uint64_t lost;
@@ -114,37 +131,6 @@ static int ends_with(const char *s, const char *suffix, size_t *stem_len)
 	return 1;
 }
 
-/* Every event class name the trace class declares (borrowed from it), in
- * one array; NULL when out of memory. */
-static const char **event_class_names(const bt_trace_class *tc, size_t *count)
-{
-	size_t n = 0, cap = 16;
-	const char **names = malloc(cap * sizeof(*names));
-	uint64_t nsc = bt_trace_class_get_stream_class_count(tc);
-	for (uint64_t i = 0; names && i < nsc; i++) {
-		const bt_stream_class *sc = bt_trace_class_borrow_stream_class_by_index_const(tc, i);
-		uint64_t nec = bt_stream_class_get_event_class_count(sc);
-		for (uint64_t j = 0; names && j < nec; j++) {
-			const char *name = bt_event_class_get_name(bt_stream_class_borrow_event_class_by_index_const(sc, j));
-			if (!name)
-				continue;
-			if (n == cap) {
-				const char **grown = realloc(names, 2 * cap * sizeof(*names));
-				if (!grown) {
-					free(names);
-					names = NULL;
-					break;
-				}
-				names = grown;
-				cap *= 2;
-			}
-			names[n++] = name;
-		}
-	}
-	*count = n;
-	return names;
-}
-
 static bool name_in(const char *const *names, size_t count, const char *name)
 {
 	for (size_t i = 0; i < count; i++)
@@ -163,18 +149,18 @@ static void free_paired(struct export_state *x)
 }
 
 /*
- * Recompute the pairs when the events come from another trace class (a
+ * Recompute the pairs when the events come from another trace (a
  * directory holding a parent trace and pid-P/ child traces has several).
- * The CTF reader declares every event class of the metadata up front.
+ * Both readers declare every event class of the metadata up front.
  */
-static void learn_pairs(struct export_state *x, const bt_trace_class *tc)
+static void learn_pairs(struct export_state *x, const struct trace_event *ev)
 {
-	if (tc == x->known_class)
+	if (ev->trace == x->known_trace)
 		return;
 	free_paired(x);
-	x->known_class = tc;
+	x->known_trace = ev->trace;
 	size_t count;
-	const char **names = event_class_names(tc, &count);
+	const char **names = trace_event_class_names(ev, &count);
 	for (size_t i = 0; names && i < count; i++) {
 		const char *n = names[i];
 		for (size_t k = 0; k < sizeof(pair_suffixes) / sizeof(pair_suffixes[0]); k++) {
@@ -258,24 +244,27 @@ static bool slice_push(struct thread_slices *t, const char *name, size_t len)
 static void append_ts(struct strbuf *sb, int64_t ns)
 {
 	uint64_t mag = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-	strbuf_addf(sb, "%s%" PRIu64 ".%03" PRIu64, ns < 0 ? "-" : "", mag / 1000, mag % 1000);
+	if (ns < 0)
+		strbuf_add_lit(sb, "-");
+	strbuf_add_uint(sb, mag / 1000, 1);
+	strbuf_add_lit(sb, ".");
+	strbuf_add_uint(sb, mag % 1000, 3);
 }
 
 /* A "process_name" metadata event per traced process, from the trace's env.procname. */
-static void maybe_name_process(struct export_state *x, const bt_trace *trace, int64_t pid)
+static void maybe_name_process(struct export_state *x, const void *trace, const char *procname, int64_t pid)
 {
 	for (size_t i = 0; i < x->nnamed; i++)
 		if (x->named_trace[i] == trace)
 			return;
 	if (x->nnamed < sizeof(x->named_trace) / sizeof(x->named_trace[0]))
 		x->named_trace[x->nnamed++] = trace;
-	const bt_value *v = bt_trace_borrow_environment_entry_value_by_name_const(trace, "procname");
-	if (!v || !bt_value_is_string(v))
+	if (!procname)
 		return;
 	strbuf_addf(&x->sb, "%s{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %" PRId64 ", \"tid\": 0, \"args\": {\"name\": ",
 		    x->wrote_any ? ",\n" : "", pid);
-	strbuf_add_json_string(&x->sb, bt_value_string_get(v));
-	strbuf_add(&x->sb, "}}", 2);
+	strbuf_add_json_string(&x->sb, procname);
+	strbuf_add_lit(&x->sb, "}}");
 	x->wrote_any = 1;
 }
 
@@ -298,7 +287,7 @@ static void append_closing_end(struct export_state *x, struct strbuf *sb, struct
 	strbuf_addf(sb, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64
 		    ", \"args\": {\"closed_by\": \"mark export\", \"reason\": ", t->pid, t->tid);
 	strbuf_add_json_string(sb, why);
-	strbuf_add(sb, "}}", 2);
+	strbuf_add_lit(sb, "}}");
 	free(name);
 	x->closed_slices++;
 }
@@ -329,17 +318,58 @@ static enum pair_role balance(struct export_state *x, struct strbuf *sb, struct 
 	return ROLE_END;
 }
 
+/*
+ * What export needs of a marker of a trace, remembered per (trace, name
+ * pointer): a reader hands the same name pointer for every event of a
+ * class while it runs, and the pairing, the escaping and the "cpu" check
+ * per event were most of the export's time.  A miss (first event of a
+ * class, or a slot taken by another class) computes them again.
+ */
+static struct name_info *name_info(struct export_state *x, const struct trace_event *ev)
+{
+	struct name_info *ni = &x->names[(((uintptr_t)ev->name >> 4) ^ ((uintptr_t)ev->trace >> 6)) % EXPORT_NAME_SLOTS];
+	if (ni->name == ev->name && ni->trace == ev->trace)
+		return ni;
+	learn_pairs(x, ev);
+	free(ni->json_full);
+	free(ni->json_stem);
+	*ni = (struct name_info){ .trace = ev->trace };
+	size_t stem = strlen(ev->name);
+	ni->role = role_of(x, ev->name, &stem);
+	ni->stem = stem;
+	ni->has_cpu = trace_event_has_field(ev, "cpu");
+	struct strbuf a = { 0 }, b = { 0 };
+	strbuf_add_json_string(&a, ev->name);
+	char *stem_text = strndup(ev->name, stem);
+	strbuf_add_json_string(&b, stem_text ? stem_text : ev->name);
+	free(stem_text);
+	if (a.failed || b.failed) {
+		strbuf_release(&a);
+		strbuf_release(&b);
+		return NULL;
+	}
+	ni->json_full = a.data;
+	ni->json_stem = b.data;
+	ni->name = ev->name;
+	return ni;
+}
+
+static int flush_events(struct export_state *x);
+
 static int export_event(const struct trace_event *ev, void *arg)
 {
 	struct export_state *x = arg;
-	const bt_trace *trace = bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev->event));
-	learn_pairs(x, bt_trace_borrow_class_const(trace));
+	struct name_info *ni = name_info(x, ev);
+	if (!ni) {
+		cli_error("export: out of memory formatting an event");
+		x->failed = 1;
+		return 1;
+	}
 	/* Unknown ids fall back to something stable: pid 0, one "thread" per stream. */
 	int64_t pid = ev->pid >= 0 ? ev->pid : 0;
 	int64_t tid = ev->tid >= 0 ? ev->tid : (int64_t)ev->stream_index;
 	struct strbuf *sb = &x->sb;
-	strbuf_reset(sb);
-	maybe_name_process(x, trace, pid);
+	maybe_name_process(x, ev->trace, ev->procname, pid);
 
 	/* Events come in time order: the first timed one is ts 0. */
 	if (ev->has_time && !x->have_origin) {
@@ -351,46 +381,64 @@ static int export_event(const struct trace_event *ev, void *arg)
 	struct thread_slices *t = thread_of(x, pid, tid);
 	if (t)
 		t->last_ns = ns;
-	size_t stem = strlen(ev->name);
-	enum pair_role role = role_of(x, ev->name, &stem);
-	role = balance(x, sb, t, role, ev->name, stem, ns);
-	if (role == ROLE_INSTANT)
-		stem = strlen(ev->name);
-	strbuf_addf(sb, "%s{\"name\": ", x->wrote_any ? ",\n" : "");
+	enum pair_role role = balance(x, sb, t, ni->role, ev->name, ni->stem, ns);
+	if (x->wrote_any)
+		strbuf_add_lit(sb, ",\n");
 	x->wrote_any = 1;
-	char *slice_name = strndup(ev->name, stem);
-	strbuf_add_json_string(sb, slice_name ? slice_name : ev->name);
-	free(slice_name);
-	strbuf_addf(sb, ", \"cat\": \"mark\", \"ph\": \"%s\", ",
-		    role == ROLE_BEGIN ? "B" : role == ROLE_END ? "E" : "i\", \"s\": \"t");
-	strbuf_add(sb, "\"ts\": ", 6);
+	const char *name = role == ROLE_INSTANT ? ni->json_full : ni->json_stem;
+	strbuf_add_lit(sb, "{\"name\": ");
+	strbuf_add(sb, name, strlen(name));
+	if (role == ROLE_BEGIN)
+		strbuf_add_lit(sb, ", \"cat\": \"mark\", \"ph\": \"B\", ");
+	else if (role == ROLE_END)
+		strbuf_add_lit(sb, ", \"cat\": \"mark\", \"ph\": \"E\", ");
+	else
+		strbuf_add_lit(sb, ", \"cat\": \"mark\", \"ph\": \"i\", \"s\": \"t\", ");
+	strbuf_add_lit(sb, "\"ts\": ");
 	append_rel_ts(x, sb, ns);
-	strbuf_addf(sb, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64, pid, tid);
-	strbuf_add(sb, ", \"args\": ", 10);
-	if (ev->cpu >= 0 && ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE &&
-	    !bt_field_structure_borrow_member_field_by_name_const(ev->payload, "cpu") && !sb->failed) {
+	strbuf_add_lit(sb, ", \"pid\": ");
+	strbuf_add_int(sb, pid);
+	strbuf_add_lit(sb, ", \"tid\": ");
+	strbuf_add_int(sb, tid);
+	strbuf_add_lit(sb, ", \"args\": ");
+	bool has_payload = ev->native || (ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE);
+	if (ev->cpu >= 0 && has_payload && !ni->has_cpu && !sb->failed) {
 		/* The CPU is a property of the event, not an argument; add it unless an
 		 * argument already has that name. */
-		trace_payload_append(sb, ev->payload, TRACE_VALUE_JSON);
+		trace_event_payload_append(sb, ev, TRACE_VALUE_JSON);
 		sb->len--;   /* reopen the object */
-		strbuf_addf(sb, "%s\"cpu\": %" PRId64 "}",
-			    bt_field_class_structure_get_member_count(bt_field_borrow_class_const(ev->payload)) ? ", " : "",
-			    ev->cpu);
+		if (trace_event_payload_count(ev))
+			strbuf_add_lit(sb, ", ");
+		strbuf_add_lit(sb, "\"cpu\": ");
+		strbuf_add_int(sb, ev->cpu);
+		strbuf_add_lit(sb, "}");
 	} else {
-		trace_payload_append(sb, ev->payload, TRACE_VALUE_JSON);
+		trace_event_payload_append(sb, ev, TRACE_VALUE_JSON);
 	}
-	strbuf_add(sb, "}", 1);
-	if (sb->failed) {
-		cli_error("export: out of memory formatting an event");
-		x->failed = 1;
-		return 1;
-	}
-	if (fwrite(sb->data, 1, sb->len, x->out) != sb->len) {
-		x->failed = 1;
-		return 1;
-	}
+	strbuf_add_lit(sb, "}");
 	x->events++;
+	if ((sb->failed || sb->len >= EXPORT_FLUSH) && flush_events(x) != 0)
+		return 1;
 	return 0;
+}
+
+/* Events are gathered in x->sb and written 64 KiB at a time (one fwrite
+ * per event cost a call and a copy each).  Non-zero on failure (reported). */
+static int flush_events(struct export_state *x)
+{
+	struct strbuf *sb = &x->sb;
+	int rc = 0;
+	if (sb->failed) {
+		if (!x->failed)
+			cli_error("export: out of memory formatting an event");
+		rc = 1;
+	} else if (sb->len && fwrite(sb->data, 1, sb->len, x->out) != sb->len) {
+		rc = 1;
+	}
+	if (rc)
+		x->failed = 1;
+	strbuf_reset(sb);
+	return rc;
 }
 
 static void export_discarded(const struct trace_loss *loss, void *arg)
@@ -407,9 +455,11 @@ static int export_run(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "progress", no_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *format = "chrome", *output = NULL;
+	bool progress = false;
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -418,6 +468,7 @@ static int export_run(int argc, char **argv)
 		case 'f': format = optarg; break;
 		case 'o': output = optarg; break;
 		case 'h': fputs(export_usage, stdout); return 0;
+		case 'P': progress = true; break;
 		default:
 			cli_error("export: %s: unknown option or missing argument; see `mark export --help`",
 				  argv[optind - 1]);
@@ -460,8 +511,12 @@ static int export_run(int argc, char **argv)
 					 strerror(errno));
 	}
 	fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n", x.out);
-	struct trace_reader_ops ops = { .event = export_event, .discarded = export_discarded };
+	struct trace_reader_ops ops = { .native_ok = true,
+					.progress = trace_progress_wanted(progress, strcmp(output, "-") == 0),
+					.event = export_event, .discarded = export_discarded };
 	int r = trace_read(dir, &ops, &x);
+	if (!x.failed)
+		flush_events(&x);
 	int status = 0;
 	if (r != 0 || x.failed) {
 		status = 1;
@@ -521,6 +576,10 @@ static int export_run(int argc, char **argv)
 		free(x.threads[i].open);
 	}
 	free(x.threads);
+	for (size_t i = 0; i < EXPORT_NAME_SLOTS; i++) {
+		free(x.names[i].json_full);
+		free(x.names[i].json_stem);
+	}
 	strbuf_release(&x.sb);
 	return status;
 }

@@ -6,6 +6,7 @@
 #include "trace_time.h"
 
 #include <getopt.h>
+#include <stdint.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,13 +19,16 @@ static const char view_usage[] =
 	"order, one line each:\n"
 	"  [2026-11-23 07:49:04.123456789] cpu 1 tid 4242 MARKER: field=value ...\n"
 	"Hex arguments (%x, %p) print as 0x..., strings quoted.  Events the tracer lost\n"
-	"appear as a line starting with \"# lost\".  The trace is decoded by libbabeltrace2,\n"
-	"which reads every trace under DIR (one per process, in DIR/pid-P/) merged by time.\n"
+	"appear as a line starting with \"# lost\".  Every trace under DIR (one per process,\n"
+	"in DIR/pid-P/) is read, merged by time: mark's own traces by mark's reader, others\n"
+	"by libbabeltrace2 (MARK_READER=bt2 uses libbabeltrace2 for all).\n"
 	"\n"
 	"Options:\n"
 	"  -e, --enable GLOB  only markers matching GLOB (repeatable; * ? [...] globs)\n"
 	"  -r, --relative     times in seconds since the first event instead of clock time\n"
 	"  -u, --utc          clock times in UTC instead of the local time zone\n"
+	"      --progress     show the reading progress on stderr (by default only when\n"
+	"                     stderr is a terminal and stdout is not)\n"
 	"  -h, --help         this help\n"
 	"\n"
 	"GLOB also matches the name without its provider (net_* finds app:net_rx), and\n"
@@ -33,7 +37,16 @@ static const char view_usage[] =
 	"Exit status: 0 on success, 1 if DIR cannot be read as a trace or no event\n"
 	"matches -e, 2 on bad usage (an invalid glob).\n";
 
+#define VIEW_NAME_SLOTS 256
+
+struct name_slot {
+	const char *name;    /* compared by address only */
+	char *text;          /* cli_text(name)           */
+	int match;           /* matches(v, name)         */
+};
+
 struct view_state {
+	struct name_slot escaped[VIEW_NAME_SLOTS];
 	char **globs;
 	int nglobs;
 	int relative, utc;
@@ -70,15 +83,54 @@ static void note_name(struct view_state *v, const char *name)
 }
 
 /* " pid P \"name\"" (the name escaped: it comes from the trace). */
-static void append_process(struct strbuf *sb, int64_t pid, const bt_trace *trace)
+static void append_process(struct strbuf *sb, int64_t pid, const char *name)
 {
 	if (pid >= 0)
 		strbuf_addf(sb, " pid %" PRId64, pid);
-	const char *name = trace_process_name(trace);
 	if (name) {
-		strbuf_add(sb, " ", 1);
+		strbuf_add_lit(sb, " ");
 		strbuf_add_c_string(sb, name);
 	}
+}
+
+/*
+ * What view needs of a marker name, remembered per name pointer: a reader
+ * hands the same pointer for every event of a class while it runs (the
+ * class name), and escaping the name and matching the globs for every
+ * event cost as much as the rest of the line.  A different pointer with
+ * the same text only costs computing them again.
+ */
+static const struct name_slot *name_slot(struct view_state *v, const char *name)
+{
+	struct name_slot *slot = &v->escaped[((uintptr_t)name >> 4) % VIEW_NAME_SLOTS];
+	if (slot->name != name || !slot->text) {
+		free(slot->text);
+		slot->text = strdup(cli_text(name));
+		slot->name = slot->text ? name : NULL;
+		slot->match = matches(v, name);
+	}
+	return slot;
+}
+
+/*
+ * Lines are gathered in v->line and written 64 KiB at a time: one fwrite
+ * per line cost a call and a copy into stdio's buffer for each event.
+ * Returns non-zero if stdout refused them (closed pipe).
+ */
+#define VIEW_FLUSH (64 * 1024)
+
+static int flush_lines(struct view_state *v)
+{
+	struct strbuf *sb = &v->line;
+	int rc = 0;
+	if (sb->failed) {
+		fprintf(stderr, "mark view: out of memory formatting an event\n");
+		rc = 1;
+	} else if (sb->len && fwrite(sb->data, 1, sb->len, stdout) != sb->len) {
+		rc = 1;
+	}
+	strbuf_reset(sb);
+	return rc;
 }
 
 static int view_event(const struct trace_event *ev, void *arg)
@@ -88,15 +140,15 @@ static int view_event(const struct trace_event *ev, void *arg)
 		v->first_ns = ev->ns;
 		v->have_first = 1;
 	}
-	if (!matches(v, ev->name)) {
+	const struct name_slot *slot = name_slot(v, ev->name);
+	if (!slot->match) {
 		if (v->shown == 0)
 			note_name(v, ev->name);
 		return 0;
 	}
 	v->shown++;
 	struct strbuf *sb = &v->line;
-	strbuf_reset(sb);
-	strbuf_add(sb, "[", 1);
+	strbuf_add_lit(sb, "[");
 	if (!ev->has_time)
 		strbuf_addf(sb, "no time");
 	else if (v->relative)
@@ -105,25 +157,31 @@ static int view_event(const struct trace_event *ev, void *arg)
 		trace_time_append_wall(sb, ev->ns, v->utc);
 	else
 		trace_time_append_seconds(sb, ev->ns);
-	strbuf_add(sb, "]", 1);
-	if (ev->cpu >= 0)
-		strbuf_addf(sb, " cpu %" PRId64, ev->cpu);
-	if (ev->ntraces > 1)
-		append_process(sb, ev->pid, bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev->event)));
-	if (ev->tid >= 0)
-		strbuf_addf(sb, " tid %" PRId64, ev->tid);
-	strbuf_addf(sb, " %s:", cli_text(ev->name));
-	if (ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE &&
-	    bt_field_class_structure_get_member_count(bt_field_borrow_class_const(ev->payload)) > 0) {
-		strbuf_add(sb, " ", 1);
-		trace_payload_append(sb, ev->payload, TRACE_VALUE_TEXT);
+	strbuf_add_lit(sb, "]");
+	if (ev->cpu >= 0) {
+		strbuf_add_lit(sb, " cpu ");
+		strbuf_add_int(sb, ev->cpu);
 	}
-	strbuf_add(sb, "\n", 1);
+	if (ev->ntraces > 1)
+		append_process(sb, ev->pid, ev->procname);
+	if (ev->tid >= 0) {
+		strbuf_add_lit(sb, " tid ");
+		strbuf_add_int(sb, ev->tid);
+	}
+	strbuf_add_lit(sb, " ");
+	const char *name = slot->text ? slot->text : cli_text(ev->name);
+	strbuf_add(sb, name, strlen(name));
+	strbuf_add_lit(sb, ":");
+	if (trace_event_payload_count(ev) > 0) {
+		strbuf_add_lit(sb, " ");
+		trace_event_payload_append(sb, ev, TRACE_VALUE_TEXT);
+	}
+	strbuf_add_lit(sb, "\n");
 	if (sb->failed) {
 		fprintf(stderr, "mark view: out of memory formatting an event\n");
 		return 1;
 	}
-	if (fwrite(sb->data, 1, sb->len, stdout) != sb->len)
+	if (sb->len >= VIEW_FLUSH && flush_lines(v) != 0)
 		return 2;   /* stdout closed (e.g. `| head`): stop quietly */
 	return 0;
 }
@@ -133,21 +191,20 @@ static void view_discarded(const struct trace_loss *loss, void *arg)
 	struct view_state *v = arg;
 	v->lost += loss->count;
 	struct strbuf *sb = &v->line;
-	strbuf_reset(sb);
 	if (loss->count)
 		strbuf_addf(sb, "# lost %" PRIu64 " events in stream %" PRIu64, loss->count, loss->stream_index);
 	else
 		strbuf_addf(sb, "# lost events in stream %" PRIu64, loss->stream_index);
 	/* whose: the thread (and the process when the trace has several) */
 	if (loss->tid >= 0 || loss->ntraces > 1)
-		strbuf_add(sb, " of", 3);
+		strbuf_add_lit(sb, " of");
 	if (loss->ntraces > 1)
-		append_process(sb, loss->pid, loss->trace);
+		append_process(sb, loss->pid, loss->procname);
 	if (loss->tid >= 0)
 		strbuf_addf(sb, " tid %" PRId64, loss->tid);
 	strbuf_addf(sb, " (%s)\n", loss->count ? "tracer buffer full" : "babeltrace2 gives no count");
-	if (!sb->failed)
-		fwrite(sb->data, 1, sb->len, stdout);
+	if (sb->len >= VIEW_FLUSH)
+		flush_lines(v);
 }
 
 static int view_run(int argc, char **argv)
@@ -157,9 +214,11 @@ static int view_run(int argc, char **argv)
 		{ "relative", no_argument, NULL, 'r' },
 		{ "utc", no_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "progress", no_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct view_state v = { .globs = NULL };
+	bool progress = false;
 	char *globs[argc > 0 ? argc : 1];
 	v.globs = globs;
 	int c;
@@ -175,6 +234,7 @@ static int view_run(int argc, char **argv)
 		case 'r': v.relative = 1; break;
 		case 'u': v.utc = 1; break;
 		case 'h': fputs(view_usage, stdout); return 0;
+		case 'P': progress = true; break;
 		default:
 			cli_error("view: %s: unknown option or missing argument; see `mark view --help`",
 				  argv[optind - 1]);
@@ -188,8 +248,10 @@ static int view_run(int argc, char **argv)
 	}
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
-	struct trace_reader_ops ops = { .event = view_event, .discarded = view_discarded };
+	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(progress, true),
+					.event = view_event, .discarded = view_discarded };
 	int r = trace_read(argv[optind], &ops, &v);
+	flush_lines(&v);
 	fflush(stdout);
 	strbuf_release(&v.line);
 	int status = r == 0 || r == 2 ? 0 : 1;
@@ -207,7 +269,7 @@ static int view_run(int argc, char **argv)
 			strbuf_add_json_string(&msg, v.names[i]);
 		}
 		if (v.nnames == sizeof(v.names) / sizeof(v.names[0]))
-			strbuf_add(&msg, ", ...", 5);
+			strbuf_add_lit(&msg, ", ...");
 		cli_error("view: no event matches -e %s", msg.failed ? "(out of memory)" : msg.data);
 		strbuf_release(&msg);
 		status = 1;
@@ -216,6 +278,8 @@ static int view_run(int argc, char **argv)
 	live_warn_incomplete(stderr, argv[optind], false);
 	for (size_t i = 0; i < v.nnames; i++)
 		free(v.names[i]);
+	for (size_t i = 0; i < VIEW_NAME_SLOTS; i++)
+		free(v.escaped[i].text);
 	return status;
 }
 

@@ -27,13 +27,53 @@ static int strbuf_reserve(struct strbuf *sb, size_t extra)
 	return 0;
 }
 
-void strbuf_add(struct strbuf *sb, const char *text, size_t len)
+void strbuf_add_grow(struct strbuf *sb, const char *text, size_t len)
 {
 	if (strbuf_reserve(sb, len) != 0)
 		return;
 	memcpy(sb->data + sb->len, text, len);
 	sb->len += len;
 	sb->data[sb->len] = '\0';
+}
+
+/*
+ * Numbers without printf: `mark view` writes millions of lines, and
+ * vsnprintf's format parsing was most of its time.  Same digits as
+ * "%" PRIu64, "%0*" PRIu64 and "%" PRIx64.
+ */
+void strbuf_add_uint(struct strbuf *sb, uint64_t v, unsigned min_digits)
+{
+	char tmp[24];
+	char *p = tmp + sizeof(tmp);
+	unsigned n = 0;
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+		n++;
+	} while (v);
+	while (n < min_digits && n < sizeof(tmp)) {
+		*--p = '0';
+		n++;
+	}
+	strbuf_add(sb, p, n);
+}
+
+void strbuf_add_int(struct strbuf *sb, int64_t v)
+{
+	if (v < 0)
+		strbuf_add(sb, "-", 1);
+	strbuf_add_uint(sb, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, 1);
+}
+
+void strbuf_add_hex(struct strbuf *sb, uint64_t v)
+{
+	char tmp[16];
+	char *p = tmp + sizeof(tmp);
+	do {
+		*--p = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	strbuf_add(sb, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...)

@@ -13,6 +13,8 @@
 #define MARK_CLI_TEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 /* A NUL-terminated string that grows; on allocation failure it stays as it was
  * and `failed` is set (callers check it once, at the end). */
@@ -23,7 +25,24 @@ struct strbuf {
 };
 
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void strbuf_add(struct strbuf *sb, const char *text, size_t len);
+void strbuf_add_grow(struct strbuf *sb, const char *text, size_t len);
+/* Inline when it fits: `mark view` appends a dozen short pieces per event. */
+static inline void strbuf_add(struct strbuf *sb, const char *text, size_t len)
+{
+	if (!sb->failed && sb->cap - sb->len > len) {   /* room for the text and the NUL */
+		memcpy(sb->data + sb->len, text, len);
+		sb->len += len;
+		sb->data[sb->len] = '\0';
+	} else {
+		strbuf_add_grow(sb, text, len);
+	}
+}
+/* A string literal, its length counted by the compiler. */
+#define strbuf_add_lit(sb, lit) strbuf_add((sb), "" lit, sizeof(lit) - 1)
+/* Decimal (at least min_digits, zero-padded), signed decimal, hex without "0x". */
+void strbuf_add_uint(struct strbuf *sb, uint64_t v, unsigned min_digits);
+void strbuf_add_int(struct strbuf *sb, int64_t v);
+void strbuf_add_hex(struct strbuf *sb, uint64_t v);
 void strbuf_reset(struct strbuf *sb);        /* empty it, keep the memory */
 void strbuf_release(struct strbuf *sb);      /* free the memory */
 

@@ -9,10 +9,12 @@
  * This is the graph the `babeltrace2 DIR` command line builds, minus the
  * text sink.
  */
+#define _GNU_SOURCE /* secure_getenv */
 #include "trace_reader.h"
 
 #include "command.h"
 #include "text.h"
+#include "trace_native.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -183,6 +185,8 @@ static int64_t lookup_int(const bt_event *event, const bt_packet *packet, const 
 	return -1;
 }
 
+static const char *trace_process_name(const bt_trace *trace);
+
 static const char *const cpu_names[] = { "cpu_id", "cpu", NULL };
 static const char *const pid_names[] = { "pid", "vpid", NULL };
 static const char *const tid_names[] = { "tid", "vtid", NULL };
@@ -200,6 +204,8 @@ static int handle_event(struct reader *r, const bt_message *msg)
 		.pid = lookup_int(event, packet, pid_names),
 		.tid = lookup_int(event, packet, tid_names),
 		.stream_index = stream_index(r, stream),
+		.procname = trace_process_name(bt_stream_borrow_trace_const(stream)),
+		.trace = bt_stream_borrow_trace_const(stream),
 		.payload = bt_event_borrow_payload_field_const(event),
 		.event = event,
 		.ntraces = r->ntraces,
@@ -232,7 +238,7 @@ static void flush_loss(struct reader *r, struct stream_slot *s)
 		.stream_index = s->index,
 		.pid = s->pid > 0 ? s->pid : -1,
 		.tid = s->tid > 0 ? s->tid : -1,
-		.trace = bt_stream_borrow_trace_const(s->stream),
+		.procname = trace_process_name(bt_stream_borrow_trace_const(s->stream)),
 		.ntraces = r->ntraces,
 	};
 	s->loss_count = 0;
@@ -277,7 +283,7 @@ static void handle_packet_beginning(struct reader *r, const bt_message *msg)
 	flush_loss(r, s);
 }
 
-const char *trace_process_name(const bt_trace *trace)
+static const char *trace_process_name(const bt_trace *trace)
 {
 	const bt_value *v = trace ? bt_trace_borrow_environment_entry_value_by_name_const(trace, "procname") : NULL;
 	return v && bt_value_is_string(v) ? bt_value_string_get(v) : NULL;
@@ -525,6 +531,19 @@ int trace_read(const char *directory, const struct trace_reader_ops *ops, void *
 		fprintf(stderr, "mark: out of memory listing the traces in %s\n", cli_text(directory));
 		goto out;
 	}
+	const char *which = secure_getenv("MARK_READER");
+	if (ops->native_ok && (!which || strcmp(which, "bt2") != 0)) {
+		ret = trace_native_read(traces.paths, traces.n, directory, ops, arg);
+		if (ret != TRACE_NATIVE_NOT_MINE)
+			goto out;
+		ret = -1;
+		if (which && strcmp(which, "native") == 0) {
+			fprintf(stderr, "mark: cannot read trace %s with the native reader (MARK_READER=native): "
+					"it is not exactly the layout mark's tracer writes; unset MARK_READER to "
+					"read it with libbabeltrace2\n", cli_text(directory));
+			goto out;
+		}
+	}
 	if (!(ctf = load_plugin("ctf", directory)) || !(utils = load_plugin("utils", directory)))
 		goto out;
 	const bt_component_class_source *fs_class = bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs");
@@ -573,4 +592,67 @@ out:
 	free_traces(&traces);
 	free(r.streams);
 	return ret;
+}
+
+void trace_event_payload_append(struct strbuf *sb, const struct trace_event *ev, enum trace_value_style style)
+{
+	if (ev->native)
+		trace_native_payload_append(sb, ev->native, style);
+	else
+		trace_payload_append(sb, ev->payload, style);
+}
+
+size_t trace_event_payload_count(const struct trace_event *ev)
+{
+	if (ev->native)
+		return trace_native_payload_count(ev->native);
+	if (!ev->payload || bt_field_get_class_type(ev->payload) != BT_FIELD_CLASS_TYPE_STRUCTURE)
+		return 0;
+	return bt_field_class_structure_get_member_count(bt_field_borrow_class_const(ev->payload));
+}
+
+bool trace_event_has_field(const struct trace_event *ev, const char *name)
+{
+	if (ev->native)
+		return trace_native_has_field(ev->native, name);
+	return ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE &&
+	       bt_field_structure_borrow_member_field_by_name_const(ev->payload, name);
+}
+
+const char **trace_event_class_names(const struct trace_event *ev, size_t *count)
+{
+	*count = 0;
+	if (ev->native)
+		return trace_native_class_names(ev->native, count);
+	const bt_trace_class *tc = bt_trace_borrow_class_const(bt_stream_borrow_trace_const(bt_event_borrow_stream_const(ev->event)));
+	size_t n = 0, cap = 16;
+	const char **names = malloc(cap * sizeof(*names));
+	uint64_t nsc = bt_trace_class_get_stream_class_count(tc);
+	for (uint64_t i = 0; names && i < nsc; i++) {
+		const bt_stream_class *sc = bt_trace_class_borrow_stream_class_by_index_const(tc, i);
+		uint64_t nec = bt_stream_class_get_event_class_count(sc);
+		for (uint64_t j = 0; names && j < nec; j++) {
+			const char *name = bt_event_class_get_name(bt_stream_class_borrow_event_class_by_index_const(sc, j));
+			if (!name)
+				continue;
+			if (n == cap) {
+				const char **grown = realloc(names, 2 * cap * sizeof(*names));
+				if (!grown) {
+					free(names);
+					names = NULL;
+					break;
+				}
+				names = grown;
+				cap *= 2;
+			}
+			names[n++] = name;
+		}
+	}
+	*count = n;
+	return names;
+}
+
+bool trace_progress_wanted(bool asked, bool output_on_stdout)
+{
+	return asked || (isatty(STDERR_FILENO) && !(output_on_stdout && isatty(STDOUT_FILENO)));
 }

@@ -17,6 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "trace_value.h"
+
 struct trace_event {
 	const char *name;          /* event class name: the marker name                     */
 	bool has_time;
@@ -26,14 +28,32 @@ struct trace_event {
 	int64_t pid;               /* -1 if unknown                                          */
 	int64_t tid;               /* -1 if unknown                                          */
 	uint64_t stream_index;     /* dense index of the event's stream, in order first seen  */
-	const bt_field *payload;   /* structure of the marker's arguments, or NULL            */
-	const bt_event *event;     /* the babeltrace2 event, for anything else (borrowed)     */
+	const char *procname;      /* the process's name (env.procname), or NULL; untrusted  */
+	const void *trace;         /* the same address for every event of one trace (process) */
+	const bt_field *payload;   /* babeltrace2 path: structure of the arguments, or NULL   */
+	const bt_event *event;     /* babeltrace2 path: the event (borrowed), else NULL       */
+	const struct trace_native_event *native;   /* native path (trace_native.h), else NULL */
 	size_t ntraces;            /* traces (processes) being read: > 1 for a forked child  */
 };
 
-/* The traced process's name (the trace's env.procname), or NULL; borrowed
- * from the trace, untrusted (escape it to print it). */
-const char *trace_process_name(const bt_trace *trace);
+struct trace_native_event;
+
+/*
+ * The event's arguments, whichever reader decoded it (see
+ * trace_payload_append in trace_value.h for the text), and how many are
+ * shown (0: the event has none).
+ */
+void trace_event_payload_append(struct strbuf *sb, const struct trace_event *ev, enum trace_value_style style);
+size_t trace_event_payload_count(const struct trace_event *ev);
+/* Whether the event has an argument called `name`. */
+bool trace_event_has_field(const struct trace_event *ev, const char *name);
+/*
+ * The name of every event class (marker) the event's trace declares, in one
+ * malloc'd array of borrowed names (valid while trace_read runs); NULL when
+ * out of memory.
+ */
+const char **trace_event_class_names(const struct trace_event *ev, size_t *count);
+
 
 /*
  * Events lost by the tracer in one stream.  A loss is reported when the
@@ -45,11 +65,24 @@ struct trace_loss {
 	uint64_t count;            /* 0: the trace says events were lost, not how many  */
 	uint64_t stream_index;     /* as in struct trace_event                            */
 	int64_t pid, tid;          /* -1 if unknown                                       */
-	const bt_trace *trace;     /* for trace_process_name() (borrowed)                 */
+	const char *procname;      /* as in struct trace_event                            */
 	size_t ntraces;            /* as in struct trace_event                            */
 };
 
 struct trace_reader_ops {
+	/*
+	 * The callbacks only use what struct trace_event says for both
+	 * readers (no ev->event, ev->payload), so mark's own traces may be
+	 * read by the native reader (trace_native.h) instead of babeltrace2.
+	 */
+	bool native_ok;
+	/*
+	 * Draw the reading progress on stderr (events read, % of the stream
+	 * bytes, ETA) about 4 times a second; erased at the end on a
+	 * terminal, left as a last line otherwise.  Native reader only.  See
+	 * trace_progress_wanted().
+	 */
+	bool progress;
 	/* Each event in time order.  Return non-zero to stop reading (trace_read returns it). */
 	int (*event)(const struct trace_event *event, void *arg);
 	/* Events the tracer lost (CTF packet events_discarded), as babeltrace2 reports them. */
@@ -63,6 +96,13 @@ struct trace_reader_ops {
  * order.  Returns 0 at the end, the callback's non-zero value if it stopped,
  * or -1 after printing on stderr what was wrong
  * ("mark: cannot read trace DIR: <babeltrace2's reasons>").
+ *
+ * Traces mark's tracer wrote (its metadata says tracer_name = "mark" and
+ * has exactly the layout src/tracer/metadata.c writes) are read by the
+ * native reader when ops->native_ok is set, with the same callbacks in the
+ * same order; MARK_READER=bt2 in the environment forces libbabeltrace2,
+ * MARK_READER=native refuses a trace the native reader cannot read (the
+ * comparison tests use both).  Any other trace goes to libbabeltrace2.
  */
 int trace_read(const char *directory, const struct trace_reader_ops *ops, void *arg);
 
@@ -73,5 +113,13 @@ int trace_read(const char *directory, const struct trace_reader_ops *ops, void *
  * returns -1.
  */
 int trace_check_directory(const char *directory);
+
+/*
+ * Whether a command shows its reading progress: when asked (--progress),
+ * or when stderr is a terminal unless the command's output goes to that
+ * terminal too (`output_on_stdout` and stdout is a terminal), where the
+ * line would mix with the output.
+ */
+bool trace_progress_wanted(bool asked, bool output_on_stdout);
 
 #endif

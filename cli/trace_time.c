@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 void trace_time_append_wall(struct strbuf *sb, int64_t ns, int utc)
@@ -30,13 +31,19 @@ void trace_time_append_wall(struct strbuf *sb, int64_t ns, int utc)
 		cached_sec = sec;
 		cached_utc = utc;
 	}
-	strbuf_addf(sb, "%s.%09" PRId64, cached_text, frac);
+	strbuf_add(sb, cached_text, strlen(cached_text));
+	strbuf_add(sb, ".", 1);
+	strbuf_add_uint(sb, (uint64_t)frac, 9);
 }
 
 void trace_time_append_seconds(struct strbuf *sb, int64_t ns)
 {
 	uint64_t mag = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
-	strbuf_addf(sb, "%s%" PRIu64 ".%09" PRIu64, ns < 0 ? "-" : "", mag / 1000000000, mag % 1000000000);
+	if (ns < 0)
+		strbuf_add(sb, "-", 1);
+	strbuf_add_uint(sb, mag / 1000000000, 1);
+	strbuf_add(sb, ".", 1);
+	strbuf_add_uint(sb, mag % 1000000000, 9);
 }
 
 void trace_time_append_duration(struct strbuf *sb, uint64_t ns)

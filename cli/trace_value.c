@@ -15,7 +15,10 @@ static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_p
 	const char *q = style == TRACE_VALUE_JSON ? "\"" : "";
 	switch (base) {
 	case BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_HEXADECIMAL:
-		strbuf_addf(sb, "%s0x%" PRIx64 "%s", q, v, q);
+		strbuf_add(sb, q, strlen(q));
+		strbuf_add(sb, "0x", 2);
+		strbuf_add_hex(sb, v);
+		strbuf_add(sb, q, strlen(q));
 		break;
 	case BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_OCTAL:
 		strbuf_addf(sb, "%s0%" PRIo64 "%s", q, v, q);
@@ -34,8 +37,98 @@ static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_p
 		break;
 	}
 	default:
-		strbuf_addf(sb, "%" PRIu64, v);
+		strbuf_add_uint(sb, v, 1);
 	}
+}
+
+static void add_signed(struct strbuf *sb, int64_t v, bt_field_class_integer_preferred_display_base base,
+		       enum trace_value_style style)
+{
+	if (base == BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL)
+		strbuf_add_int(sb, v);
+	else
+		/* A non-decimal signed value shows its two's-complement bits, as printf("%x") does. */
+		add_unsigned(sb, (uint64_t)v, base, style);
+}
+
+/*
+ * The text add_double() gives a double that is not a power of two: the
+ * first precision p whose %.{p-1}e text strtod reads back as d (the same
+ * decimal as %.{p}g), found by binary search, then those p digits in plain
+ * notation when -4 <= exponent < 16, else that %e text.  Why a binary
+ * search is exact: the values that read back as d are the interval of half
+ * an ulp on either side (not so for a power of two, whose interval below
+ * is narrower: add_double searches linearly there), and the correctly
+ * rounded (p+1)-digit decimal is no farther from d than the p-digit one
+ * (which is also a (p+1)-digit decimal), so once a precision reads back,
+ * every larger one does.  The plain text is built from the %e digits (the
+ * same rounding position as %.*f with those decimals) instead of a second
+ * conversion: each costs most of a microsecond.
+ */
+static void shortest_double(char *text, size_t size, double d)
+{
+	char probe[64];
+	int lo = 1, hi = 17;
+	bool have = false;   /* text holds %.{hi-1}e */
+	bool first = true;
+	while (lo < hi) {
+		/* Computed values (i / 7.0) mostly need 16 or 17 digits: try 15
+		 * first, which leaves one more probe for them. */
+		int mid = first ? 15 : (lo + hi) / 2;
+		first = false;
+		snprintf(probe, sizeof(probe), "%.*e", mid - 1, d);
+		double back = strtod(probe, NULL);
+		if (back == d && signbit(back) == signbit(d)) {
+			hi = mid;
+			snprintf(text, size, "%s", probe);
+			have = true;
+		} else {
+			lo = mid + 1;
+		}
+	}
+	int prec = lo;
+	if (!have || hi != prec)
+		snprintf(text, size, "%.*e", prec - 1, d);
+	const char *e = strchr(text, 'e');
+	int exp10 = atoi(e + 1);
+	if (exp10 < -4 || exp10 >= 16)
+		return;
+	if (prec - 1 - exp10 < 0) {   /* fewer digits than the integer part: %.0f prints it all */
+		snprintf(text, size, "%.0f", d);
+		return;
+	}
+	/* the digits of "-d.ddde+XX" without sign, point and exponent */
+	char digits[32], out[64];
+	const char *p = text;
+	bool neg = *p == '-';
+	if (neg)
+		p++;
+	size_t n = 0;
+	for (; p < e && n + 1 < sizeof(digits); p++)
+		if (*p != '.')
+			digits[n++] = *p;
+	size_t o = 0;
+	if (neg)
+		out[o++] = '-';
+	if (exp10 >= 0) {
+		/* integer part: digits[0..exp10], then the rest after the point */
+		for (int i = 0; i <= exp10; i++)
+			out[o++] = (size_t)i < n ? digits[i] : '0';
+		if ((size_t)exp10 + 1 < n) {
+			out[o++] = '.';
+			for (size_t i = (size_t)exp10 + 1; i < n; i++)
+				out[o++] = digits[i];
+		}
+	} else {
+		out[o++] = '0';
+		out[o++] = '.';
+		for (int i = 0; i < -exp10 - 1; i++)
+			out[o++] = '0';
+		for (size_t i = 0; i < n; i++)
+			out[o++] = digits[i];
+	}
+	out[o] = '\0';
+	snprintf(text, size, "%s", out);
 }
 
 static void add_double(struct strbuf *sb, double d, bool single, enum trace_value_style style)
@@ -53,20 +146,36 @@ static void add_double(struct strbuf *sb, double d, bool single, enum trace_valu
 	 * so check the sign too).
 	 */
 	char text[512];   /* %.17g needs 25; room for what the compiler cannot bound */
-	int prec = 1;
-	for (; prec < (single ? 9 : 17); prec++) {
-		snprintf(text, sizeof(text), "%.*g", prec, d);
-		double back = single ? (double)strtof(text, NULL) : strtod(text, NULL);
-		if (back == d && signbit(back) == signbit(d))
-			break;
+	/*
+	 * An integer below 1e15 (not -0) is its digits: the shortest %g that
+	 * reads back has exactly its significant digits, and the plain
+	 * notation below prints them without a fraction.  A fast path: a
+	 * conversion costs a microsecond and a view may print millions.
+	 */
+	if (!single && d == trunc(d) && fabs(d) < 1e15 && !(d == 0 && signbit(d))) {
+		strbuf_add_int(sb, (int64_t)d);
+		return;
 	}
-	snprintf(text, sizeof(text), "%.*e", prec - 1, d);
-	/* Those digits in plain notation where that is how people write the
-	 * number (100, not 1e+02), in exponent notation for very large or
-	 * small magnitudes (the rule of Python's repr). */
-	int exp10 = atoi(strchr(text, 'e') + 1);
-	if (exp10 >= -4 && exp10 < 16)
-		snprintf(text, sizeof(text), "%.*f", prec - 1 - exp10 > 0 ? prec - 1 - exp10 : 0, d);
+	int prec = 1;
+	uint64_t bits;
+	memcpy(&bits, &d, sizeof(bits));
+	if (!single && (bits & ((UINT64_C(1) << 52) - 1)) != 0) {
+		shortest_double(text, sizeof(text), d);
+	} else {
+		for (; prec < (single ? 9 : 17); prec++) {
+			snprintf(text, sizeof(text), "%.*g", prec, d);
+			double back = single ? (double)strtof(text, NULL) : strtod(text, NULL);
+			if (back == d && signbit(back) == signbit(d))
+				break;
+		}
+		snprintf(text, sizeof(text), "%.*e", prec - 1, d);
+		/* Those digits in plain notation where that is how people write the
+		 * number (100, not 1e+02), in exponent notation for very large or
+		 * small magnitudes (the rule of Python's repr). */
+		int exp10 = atoi(strchr(text, 'e') + 1);
+		if (exp10 >= -4 && exp10 < 16)
+			snprintf(text, sizeof(text), "%.*f", prec - 1 - exp10 > 0 ? prec - 1 - exp10 : 0, d);
+	}
 	/* JSON readers take "-0" for the integer 0: keep the sign as -0.0 */
 	if (style == TRACE_VALUE_JSON && d == 0 && signbit(d))
 		snprintf(text, sizeof(text), "-0.0");
@@ -143,13 +252,8 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		if (t == BT_FIELD_CLASS_TYPE_UNSIGNED_ENUMERATION)
 			add_enum_labels(sb, field, false, style);
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)) {
-		int64_t v = bt_field_integer_signed_get_value(field);
-		bt_field_class_integer_preferred_display_base base = bt_field_class_integer_get_preferred_display_base(fc);
-		if (base == BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL)
-			strbuf_addf(sb, "%" PRId64, v);
-		else
-			/* A non-decimal signed value shows its two's-complement bits, as printf("%x") does. */
-			add_unsigned(sb, (uint64_t)v, base, style);
+		add_signed(sb, bt_field_integer_signed_get_value(field),
+			   bt_field_class_integer_get_preferred_display_base(fc), style);
 		if (t == BT_FIELD_CLASS_TYPE_SIGNED_ENUMERATION)
 			add_enum_labels(sb, field, true, style);
 	} else if (t == BT_FIELD_CLASS_TYPE_SINGLE_PRECISION_REAL) {
@@ -163,11 +267,7 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		 * text in place (an empty string would show an earlier event's).
 		 */
 		const char *s = bt_field_string_get_value(field);
-		const char *text = s && bt_field_string_get_length(field) > 0 ? s : "";
-		if (json)
-			strbuf_add_json_string(sb, text);
-		else
-			strbuf_add_c_string(sb, text);
+		trace_value_append_string(sb, s && bt_field_string_get_length(field) > 0 ? s : "", style);
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY)) {
 		uint64_t n = bt_field_array_get_length(field);
 		strbuf_add(sb, "[", 1);
@@ -266,4 +366,35 @@ void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace
 	}
 	if (style == TRACE_VALUE_JSON)
 		strbuf_add(sb, "}", 1);
+}
+
+/* ---- scalars for the native reader (trace_native.c): the same text as above ---- */
+
+void trace_value_append_integer(struct strbuf *sb, uint64_t raw, bool is_signed, unsigned base,
+				enum trace_value_style style)
+{
+	/* bt_field_class_integer_preferred_display_base's values are the bases themselves. */
+	bt_field_class_integer_preferred_display_base b = (bt_field_class_integer_preferred_display_base)base;
+	if (is_signed)
+		add_signed(sb, (int64_t)raw, b, style);
+	else
+		add_unsigned(sb, raw, b, style);
+}
+
+void trace_value_append_real(struct strbuf *sb, double d, enum trace_value_style style)
+{
+	add_double(sb, d, false, style);
+}
+
+void trace_value_append_char(struct strbuf *sb, unsigned char c, enum trace_value_style style)
+{
+	add_char(sb, c, style == TRACE_VALUE_JSON);
+}
+
+void trace_value_append_string(struct strbuf *sb, const char *text, enum trace_value_style style)
+{
+	if (style == TRACE_VALUE_JSON)
+		strbuf_add_json_string(sb, text);
+	else
+		strbuf_add_c_string(sb, text);
 }

@@ -6,7 +6,9 @@
 #define MARK_CLI_TRACE_VALUE_H
 
 #include <babeltrace2/babeltrace.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "text.h"
 
@@ -27,5 +29,16 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
  * A NULL or empty payload appends nothing (TEXT) or {} (JSON).
  */
 void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace_value_style style);
+
+/*
+ * The same text for values the native reader (trace_native.c) decoded
+ * itself: an integer (`raw` holds a signed value sign-extended to 64 bits;
+ * base 2, 8, 10 or 16), a double, a %c, a string.
+ */
+void trace_value_append_integer(struct strbuf *sb, uint64_t raw, bool is_signed, unsigned base,
+				enum trace_value_style style);
+void trace_value_append_real(struct strbuf *sb, double d, enum trace_value_style style);
+void trace_value_append_char(struct strbuf *sb, unsigned char c, enum trace_value_style style);
+void trace_value_append_string(struct strbuf *sb, const char *text, enum trace_value_style style);
 
 #endif

@@ -21,6 +21,19 @@ if(TARGET mark_cli)
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.py warn_once
             $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_dup_format> ${CMAKE_CURRENT_BINARY_DIR}/cli-work/warn_once)
   set_tests_properties(cli_warn_once PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  # The shortest-double text (cli/trace_value.c) against the algorithm it replaced.
+  add_executable(cli_double_text cli/double_text.c ${CMAKE_SOURCE_DIR}/cli/text.c)
+  target_include_directories(cli_double_text PRIVATE ${CMAKE_SOURCE_DIR}/cli ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(cli_double_text PRIVATE PkgConfig::BABELTRACE2 m)
+  add_test(NAME cli_double_text COMMAND cli_double_text 100000)
+  # The native reader of mark's own traces against libbabeltrace2 (cli/trace_native.c).
+  foreach(case compare hostile forced progress)
+    add_test(NAME reader_${case}
+      COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_reader.py ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target> $<TARGET_FILE:tracer_prog>
+              ${CMAKE_CURRENT_BINARY_DIR}/reader-work/${case})
+    set_tests_properties(reader_${case} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+  endforeach()
 endif()
 
 # The costs README.md and docs/tracer.md give are docs/benchmarks.md's (`make bench`).

@@ -90,3 +90,11 @@ add_test(NAME recover_fuzz_short
   COMMAND /bin/bash -c "if [ -n \"$MARK_TEST_SANITIZER\" ]; then echo 'SKIP: the fuzz run is part of the default build; this is a sanitizer build'; exit 77; fi; exec /bin/bash \"$0\" 15 \"$1\""
           ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_recover.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-recover)
 set_tests_properties(recover_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+
+# 15 s of afl++ on the native trace reader (cli/trace_native.c), seeded with
+# real traces (`make fuzz` runs it for 300 s); built by run_reader.sh with its
+# own sanitizers (first run: ~20 s more); a sanitizer build skips it.
+add_test(NAME reader_fuzz_short
+  COMMAND /bin/bash -c "if [ -n \"$MARK_TEST_SANITIZER\" ]; then echo 'SKIP: the fuzz run is part of the default build; this is a sanitizer build'; exit 77; fi; exec /bin/bash \"$0\" 15 \"$1\""
+          ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_reader.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-reader)
+set_tests_properties(reader_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)

@@ -18,6 +18,7 @@ set -euo pipefail
 secs=${1:?usage: run_recover.sh SECONDS [WORKDIR]}
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+. "$here/afl_lib.sh"
 work=${2:-${MARK_FUZZ_DIR:-$repo/build-fuzz-recover}}
 mkdir -p "$work"
 
@@ -33,15 +34,7 @@ fi
 # All of libmark, as CMakeLists.txt builds it (every src/ directory but
 # arch/, plus this machine's arch/), and the CLI's .mark-stats reader with
 # the CLI files it calls (cli/text.c: its escaping, where it exists).
-srcs=()
-for d in "$repo"/src/*/; do
-	case "$d" in */arch/) continue ;; esac
-	srcs+=("$d"*.c)
-done
-case "$(uname -m)" in
-x86_64) srcs+=("$repo"/src/arch/x86_64/*.c) ;;
-*) srcs+=("$repo"/src/arch/generic/*.c) ;;
-esac
+libmark_sources "$repo"
 for f in liveline.c text.c; do
 	[ -f "$repo/cli/$f" ] && srcs+=("$repo/cli/$f")
 done
@@ -73,30 +66,4 @@ if [ ! -d "$seeds" ] || [ -z "$(ls -A "$seeds")" ]; then
 	"$gen" "$seeds"
 fi
 
-echo "fuzzing crash recovery with afl++ for ${secs}s (seeds: $seeds)"
-status=0
-out=$work/afl
-export MARK_FUZZ_SCRATCH=$work/scratch
-trap 'rm -rf "$MARK_FUZZ_SCRATCH"' EXIT
-# A bounded, quiet, unattended run on a shared machine: no CPU binding, no
-# UI, no core_pattern or CPU governor requirement, stop after SECONDS.
-# -m none: ASan reserves terabytes of virtual memory.
-env AFL_NO_UI=1 AFL_NO_AFFINITY=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
-	AFL_BENCH_UNTIL_CRASH=1 AFL_NO_STARTUP_CALIBRATION=1 \
-	afl-fuzz -i "$seeds" -o "$out" -m none -t 5000 -V "$secs" -- "$bin" >"$work/fuzz.log" 2>&1 || status=$?
-stats=$out/default/fuzzer_stats
-if [ -f "$stats" ]; then
-	grep -E "^(execs_done|execs_per_sec|corpus_count|saved_crashes|saved_hangs) " "$stats" || true
-fi
-crashes=$(find "$out/default/crashes" -type f -name 'id:*' 2>/dev/null | head -5)
-if [ -n "$crashes" ]; then
-	echo "FAIL: afl++ found a crash; reproduce with: $bin FILE" >&2
-	echo "$crashes" >&2
-	exit 1
-fi
-if [ "$status" -ne 0 ] || [ ! -f "$stats" ]; then
-	tail -n 30 "$work/fuzz.log" >&2
-	echo "FAIL: afl-fuzz did not run (status $status)" >&2
-	exit 1
-fi
-echo "ok: no crash in ${secs}s"
+afl_run "$bin" "$seeds" "$work" "$secs" "crash recovery"

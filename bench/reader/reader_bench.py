@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Time the trace readers on one trace (bench/reader/run.sh).
+
+    reader_bench.py MARK TRACE_DIR REPS
+
+Each command runs REPS times with stdout to /dev/null; its wall time and
+peak RSS come from os.wait4()'s rusage (ru_maxrss, KiB on Linux), so no
+/usr/bin/time is needed.  Prints bench/report.py lines:
+    R reader ROW events_per_s  Mev/s  v...
+    R reader ROW MB_per_s      MB/s   v...
+    R reader ROW seconds       s      v...
+    R reader ROW peak_rss      MiB    v...
+and I lines with the trace's size, the event count and the ratios the
+issue asks for (medians).
+"""
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+
+def timed(args, env=None):
+    """(seconds, peak RSS in MiB, exit status) of one run, stdout to /dev/null."""
+    with open(os.devnull, "wb") as null:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(args, stdout=null, stderr=subprocess.PIPE, env=env)
+        _, status, ru = os.wait4(p.pid, 0)
+        dt = time.perf_counter() - t0
+        err = p.stderr.read().decode(errors="replace")
+        p.stderr.close()
+        p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        print("reader_bench: %s failed (%d): %s" % (" ".join(args), p.returncode, err[-300:]), file=sys.stderr)
+    return dt, ru.ru_maxrss / 1024.0, p.returncode
+
+
+def main():
+    mark, trace, reps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    streams = []
+    for root, dirs, files in os.walk(trace):
+        streams += [os.path.join(root, f) for f in files if f.startswith("stream-")]
+    nbytes = sum(os.path.getsize(f) for f in streams)
+    st = subprocess.run([mark, "stats", trace], capture_output=True, text=True)
+    m = re.search(r": (\d+) events, (\d+) lost", st.stdout)
+    if st.returncode != 0 or not m:
+        print("S reader all not measured: mark stats failed: %s" % st.stderr[-200:].replace("\n", " "))
+        return 0
+    events = int(m.group(1))
+    mb = nbytes / 1e6
+    print("I reader_trace %s: %d events, %.1f MB in %d stream files" % (trace, events, mb, len(streams)))
+
+    env_native = dict(os.environ)
+    env_native.pop("MARK_READER", None)
+    rows = [
+        ("cat", ["cat"] + streams, None),
+        ("bt2_counter", ["babeltrace2", "-c", "sink.utils.counter", trace], None),
+        ("stats", [mark, "stats", trace], env_native),
+        ("view", [mark, "view", trace], env_native),
+        ("view_filter", [mark, "view", "-e", "rb_req_*", trace], env_native),
+        ("export", [mark, "export", "-o", "-", trace], env_native),
+    ]
+    med = {}
+    for name, args, env in rows:
+        if name == "bt2_counter" and subprocess.run(["which", "babeltrace2"], capture_output=True).returncode:
+            print("S reader bt2_counter not measured: babeltrace2 is not installed")
+            continue
+        secs, rss = [], []
+        for _ in range(reps):
+            dt, peak, rc = timed(args, env)
+            if rc != 0:
+                break
+            secs.append(dt)
+            rss.append(peak)
+        if len(secs) < reps:
+            print("S reader %s not measured: %s failed" % (name, args[0]))
+            continue
+        ev = " ".join("%.3f" % (events / s / 1e6) for s in secs)
+        if name != "cat":
+            print("R reader %s events_per_s Mev/s %s" % (name, ev))
+        print("R reader %s MB_per_s MB/s %s" % (name, " ".join("%.1f" % (mb / s) for s in secs)))
+        print("R reader %s seconds s %s" % (name, " ".join("%.3f" % s for s in secs)))
+        print("R reader %s peak_rss MiB %s" % (name, " ".join("%.1f" % r for r in rss)))
+        med[name] = statistics.median(secs)
+    if "bt2_counter" in med and "stats" in med:
+        print("I reader_ratio stats is %.1fx babeltrace2 -c sink.utils.counter (goal >= 10x)"
+              % (med["bt2_counter"] / med["stats"]))
+    for name, goal in (("stats", 20), ("view", 10), ("view_filter", 10), ("export", 5)):
+        if name in med:
+            rate = events / med[name] / 1e6
+            print("I reader_goal %s %.1f M events/s (goal >= %d M): %s"
+                  % (name, rate, goal, "met" if rate >= goal else "NOT met"))
+    if "cat" in med:
+        for name in ("stats", "view", "export"):
+            if name in med:
+                print("I reader_vs_cat %s reads at %.0f%% of cat's MB/s" % (name, 100 * med["cat"] / med[name]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1112 @@
+/*
+ * The native reader of mark's own traces (see trace_native.h).
+ *
+ * Why: libbabeltrace2 decodes a record field by field through generic
+ * field objects, about 1 M events/s; mark knows the exact layout it wrote
+ * (src/tracer/metadata.c, src/tracer/trace_format.h), so this reader
+ * checks that the metadata is exactly that layout, compiles one small
+ * field list per event id, and walks the stream files packet by packet.
+ *
+ * What it reproduces of the libbabeltrace2 path (trace_reader.c), so that
+ * the commands print the same bytes:
+ *   - src.ctf.fs: every regular file of a trace directory except `metadata`
+ *     and dot files is a stream file, empty files are skipped; a packet's
+ *     events are decoded while the position is below content_size; the
+ *     next packet starts packet_size bits after this one.
+ *   - discarded events: before a packet whose events_discarded differs from
+ *     the previous packet's, the difference; before a stream's first
+ *     packet when it is not 0, a report without count.  trace_reader.c
+ *     reports a loss when the stream's next packet begins, so here the
+ *     loss is reported with the packet's beginning.
+ *   - clock: ns from origin computed as bt_clock_snapshot_get_ns_from_origin
+ *     does (offset normalised to offset cycles < freq, then
+ *     offset_s * 1e9 + ns(offset) + ns(value), ns(v) = (uint64)(1e9 * v / freq)
+ *     in double unless freq is 1 GHz).
+ *   - flt.utils.muxer: messages in time order across all streams (packet
+ *     beginnings at timestamp_begin, events at their timestamp); equal
+ *     times by trace, then stream id.
+ *
+ * Memory: one packet per stream (packets are at most the tracer's buffer
+ * size; a packet claiming more than the file holds is an error), the
+ * compiled metadata, and nothing per event.  Stream files are read with
+ * pread, not mapped: a file truncated under us (or by someone hostile) is a
+ * short read and an error, never SIGBUS.
+ *
+ * Everything in the trace is untrusted: every size and offset is checked
+ * against what was read, and each error names the file and offset.
+ * Single-threaded.
+ */
+#define _GNU_SOURCE
+#include "trace_native.h"
+
+#include "text.h"
+#include "tracer/trace_format.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_FIELDS 64                /* more than MARK_MAX_MARKER_ARGS           */
+#define METADATA_MAX (64u << 20)     /* a larger `metadata` is not mark's         */
+#define NAME_MAX_LEN 256
+
+enum tn_kind { TN_SINT, TN_UINT, TN_REAL, TN_CHAR, TN_STRING };
+
+struct tn_field {
+	char *name;
+	uint8_t kind;                /* enum tn_kind                             */
+	uint8_t bytes;               /* integers: 1, 2, 4 or 8                   */
+	uint8_t base;                /* integers: 10 or 16                       */
+};
+
+struct tn_class {
+	char *name;
+	unsigned nfields;
+	bool has_string;
+	uint32_t fixed_end;          /* without strings: the event's end, from its start */
+	struct tn_field fields[];
+};
+
+struct tn_trace {
+	char *path;
+	size_t index;                /* order of the directory in the listing    */
+	char *procname;              /* NULL if the env has none                 */
+	int64_t vpid;                /* -1 if none                               */
+	uint8_t uuid[16];
+	uint64_t freq;
+	int64_t base_ns;             /* offset_s * 1e9 + ns(offset cycles)        */
+	bool base_overflows;
+	struct tn_class **classes;   /* indexed by event id, MARK_TF_MAX_ID + 1  */
+};
+
+struct tn_stream {
+	struct tn_trace *trace;
+	char *name;                  /* file name in the trace directory         */
+	int fd;
+	uint64_t file_size;
+	uint64_t instance_id;
+	uint64_t pkt_off;            /* file offset of the current packet        */
+	uint64_t pkt_bytes;          /* packet_size / 8                          */
+	uint64_t content_bytes;      /* content_size / 8                         */
+	uint8_t *buf;                /* the current packet                       */
+	size_t cap;
+	uint64_t pos;                /* packet offset of the next event          */
+	uint64_t prev_discarded;
+	bool first_packet_done;
+	/* the stream's next message */
+	bool at_packet;              /* a packet beginning, else an event        */
+	int64_t ns;
+	uint64_t ev_off, ev_end;     /* the event: packet offsets                 */
+	const struct tn_class *cls;
+	/* what trace_reader.c keeps per stream */
+	bool indexed;
+	uint64_t index;
+	int64_t tid;
+};
+
+struct trace_native_event {
+	const struct tn_trace *trace;
+	const struct tn_class *cls;
+	const uint8_t *payload;      /* the first argument's bytes               */
+	const uint8_t *end;          /* end of the event                         */
+};
+
+struct tn_reader {
+	const char *directory;
+	struct tn_trace *traces;
+	size_t ntraces;
+	struct tn_stream **streams;  /* all streams                              */
+	size_t nstreams, cap;
+	struct tn_stream **heap;     /* streams with a next message, min-heap    */
+	size_t nheap;
+	uint64_t next_index;
+	int64_t last_ns;
+	bool have_last;
+	/* progress (ops->progress) */
+	bool progress, tty;
+	uint64_t total_bytes, events;
+	int64_t start_ns, drawn_ns;
+};
+
+/* ---------------- errors ---------------- */
+
+static void tn_error(const struct tn_reader *r, const struct tn_trace *t, const char *file, uint64_t off,
+		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void tn_error(const struct tn_reader *r, const struct tn_trace *t, const char *file, uint64_t off,
+		     const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (r->progress && r->tty)
+		fputs("\r\033[K", stderr);   /* not after the progress line */
+	fprintf(stderr, "mark: cannot read trace %s: %s/%s at offset %" PRIu64 ": ", cli_text(r->directory),
+		cli_text(t->path), cli_text(file), off);
+	fprintf(stderr, "%s\n", cli_text(what));
+	fprintf(stderr, "  (the file is truncated or corrupt; `mark view` shows the events before it)\n");
+}
+
+/* ---------------- clock: as bt_clock_snapshot_get_ns_from_origin ---------------- */
+
+static uint64_t ns_from_value(uint64_t freq, uint64_t value)
+{
+	if (freq == UINT64_C(1000000000))
+		return value;
+	double d = 1e9 * (double)value / (double)freq;
+	return d >= (double)UINT64_MAX ? UINT64_MAX : (uint64_t)d;
+}
+
+static bool ns_from_origin(const struct tn_trace *t, uint64_t value, int64_t *out)
+{
+	if (t->base_overflows)
+		return false;
+	uint64_t v = ns_from_value(t->freq, value);
+	if (v >= (uint64_t)INT64_MAX)
+		return false;
+	if (t->base_ns > 0 && (int64_t)v > INT64_MAX - t->base_ns)
+		return false;
+	*out = t->base_ns + (int64_t)v;
+	return true;
+}
+
+/* ---------------- metadata ---------------- */
+
+/* A cursor over the metadata text; `ok` turns false at the first mismatch. */
+struct cur {
+	const char *p, *end;
+	bool ok;
+};
+
+/* Skip `s` if the text continues with it. */
+static bool try_lit(struct cur *c, const char *s)
+{
+	size_t n = strlen(s);
+	if (c->ok && (size_t)(c->end - c->p) >= n && memcmp(c->p, s, n) == 0) {
+		c->p += n;
+		return true;
+	}
+	return false;
+}
+
+/* Skip `s`, which must come next (else the cursor fails). */
+static bool lit(struct cur *c, const char *s)
+{
+	if (try_lit(c, s))
+		return true;
+	c->ok = false;
+	return false;
+}
+
+static int64_t number(struct cur *c)
+{
+	bool neg = c->p < c->end && *c->p == '-';
+	if (neg)
+		c->p++;
+	uint64_t v = 0;
+	const char *start = c->p;
+	/* at most 18 digits: no overflow here, nor in what callers add to it */
+	while (c->p < c->end && *c->p >= '0' && *c->p <= '9' && c->p - start < 18)
+		v = v * 10 + (uint64_t)(*c->p++ - '0');
+	if (c->p == start || (c->p < c->end && *c->p >= '0' && *c->p <= '9'))
+		c->ok = false;
+	return neg ? -(int64_t)v : (int64_t)v;
+}
+
+/* A field name: [A-Za-z0-9_]+ not starting with '_' (babeltrace2 would strip it). */
+static char *ident(struct cur *c)
+{
+	const char *s = c->p;
+	while (c->p < c->end && (*c->p == '_' || (*c->p >= '0' && *c->p <= '9') || (*c->p >= 'a' && *c->p <= 'z') ||
+				 (*c->p >= 'A' && *c->p <= 'Z')))
+		c->p++;
+	if (!c->ok || c->p == s || *s == '_' || c->p - s > NAME_MAX_LEN) {
+		c->ok = false;
+		return NULL;
+	}
+	char *n = strndup(s, (size_t)(c->p - s));
+	if (!n)
+		c->ok = false;
+	return n;
+}
+
+/* A string literal as put_quoted writes it (only \" and \\ escapes, no control bytes). */
+static char *quoted(struct cur *c)
+{
+	if (!lit(c, "\""))
+		return NULL;
+	char *out = malloc((size_t)(c->end - c->p) + 1);
+	size_t n = 0;
+	if (!out) {
+		c->ok = false;
+		return NULL;
+	}
+	while (c->p < c->end && *c->p != '"') {
+		unsigned char ch = (unsigned char)*c->p++;
+		if (ch == '\\') {
+			if (c->p >= c->end || (*c->p != '"' && *c->p != '\\'))
+				break;
+			ch = (unsigned char)*c->p++;
+		} else if (ch < 0x20 || ch >= 0x7f) {
+			break;
+		}
+		out[n++] = (char)ch;
+	}
+	if (!lit(c, "\"")) {
+		free(out);
+		return NULL;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+static bool parse_uuid(const char *s, uint8_t *out)
+{
+	for (int i = 0; i < 16; i++) {
+		if (*s == '-')
+			s++;
+		unsigned v;
+		if (sscanf(s, "%2x", &v) != 1 || !s[0] || !s[1])
+			return false;
+		out[i] = (uint8_t)v;
+		s += 2;
+	}
+	return *s == '"';
+}
+
+/* The text between `key` and the next ";\n" inside [from, to), or NULL. */
+static const char *find_in(const char *from, const char *to, const char *key)
+{
+	const char *p = memmem(from, (size_t)(to - from), key, strlen(key));
+	return p ? p + strlen(key) : NULL;
+}
+
+static void free_class(struct tn_class *k)
+{
+	if (!k)
+		return;
+	free(k->name);
+	for (unsigned i = 0; i < k->nfields; i++)
+		free(k->fields[i].name);
+	free(k);
+}
+
+/* One `event { ... };` block as metadata.c writes it; NULL if it is not. */
+static struct tn_class *parse_event(struct cur *c, unsigned *id)
+{
+	struct tn_class *k = calloc(1, sizeof(*k) + MAX_FIELDS * sizeof(struct tn_field));
+	if (!k) {
+		c->ok = false;
+		return NULL;
+	}
+	lit(c, "event {\n\tname = ");
+	k->name = quoted(c);
+	lit(c, ";\n\tid = ");
+	int64_t n = number(c);
+	lit(c, ";\n\tstream_id = 0;\n\tfields := struct {\n");
+	if (n < 0 || n > MARK_TF_MAX_ID)
+		c->ok = false;
+	*id = (unsigned)n;
+	char *pending_len = NULL;   /* the length byte of the next string */
+	while (c->ok && !try_lit(c, "\t};\n};\n")) {
+		if (k->nfields == MAX_FIELDS) {
+			c->ok = false;
+			break;
+		}
+		struct tn_field *f = &k->fields[k->nfields];
+		lit(c, "\t\t");
+		if (pending_len) {
+			lit(c, "variant <");
+			char *sel = ident(c);
+			if (c->ok && strcmp(sel, pending_len) != 0)
+				c->ok = false;
+			free(sel);
+			free(pending_len);
+			pending_len = NULL;
+			lit(c, "> { string { encoding = UTF8; } empty; string { encoding = UTF8; } text; } ");
+			f->kind = TN_STRING;
+			k->has_string = true;
+		} else if (try_lit(c, "integer { size = ")) {
+			int64_t bits = number(c);
+			lit(c, "; align = 64; signed = ");
+			bool sign = try_lit(c, "true");
+			if (!sign)
+				lit(c, "false");
+			lit(c, "; base = ");
+			int64_t base = number(c);
+			lit(c, "; } ");
+			if ((bits != 8 && bits != 16 && bits != 32 && bits != 64) || (base != 10 && base != 16))
+				c->ok = false;
+			f->kind = sign ? TN_SINT : TN_UINT;
+			f->bytes = (uint8_t)(bits / 8);
+			f->base = (uint8_t)base;
+		} else if (try_lit(c, "enum : integer { size = 8; align = 8; signed = false; } "
+				      "{ empty = 0, text = 1 ... 255 } ")) {
+			pending_len = ident(c);
+			lit(c, ";\n");
+			continue;   /* the selector is not shown: no field of its own */
+		} else if (try_lit(c, "floating_point { exp_dig = 11; mant_dig = 53; byte_order = le; align = 64; } ")) {
+			f->kind = TN_REAL;
+			f->bytes = 8;
+		} else if (try_lit(c, "mark_char_t ")) {
+			f->kind = TN_CHAR;
+			f->bytes = 1;
+		} else {
+			c->ok = false;
+			break;
+		}
+		f->name = ident(c);
+		lit(c, ";\n");
+		if (c->ok)
+			k->nfields++;
+		else
+			free(f->name);
+	}
+	if (pending_len)
+		c->ok = false;
+	free(pending_len);
+	/* Without strings every field is at a fixed offset: 16, 24, ... */
+	k->fixed_end = 16;
+	for (unsigned i = 0; i < k->nfields; i++)
+		k->fixed_end = ((k->fixed_end + 7) & ~UINT32_C(7)) + k->fields[i].bytes;
+	if (!c->ok) {
+		free_class(k);
+		return NULL;
+	}
+	return k;
+}
+
+/*
+ * The parts of the layout this reader relies on, exactly as metadata.c
+ * writes them.  A trace whose metadata lacks one is not read natively.
+ */
+static const char *const required_text[] = {
+	"/* CTF 1.8 */\n",
+	"typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
+	"typealias integer { size = 16; align = 16; signed = false; } := uint16_t;\n"
+	"typealias integer { size = 32; align = 32; signed = false; } := uint32_t;\n"
+	"typealias integer { size = 64; align = 64; signed = false; } := uint64_t;\n\n"
+	"trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"",
+	"\";\n\tbyte_order = le;\n"
+	"\tpacket.header := struct {\n"
+	"\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n\t\tuint32_t stream_id;\n"
+	"\t\tuint64_t stream_instance_id;\n\t};\n};\n\n",
+	"env {\n\tdomain = \"mark\";\n\ttracer_name = \"mark\";\n",
+	"typealias integer { size = 64; align = 64; signed = false; map = clock.mark_clock.value; } "
+	":= uint64_clock_t;\n\n",
+	"typealias enum : integer { size = 8; align = 64; signed = false; base = 10; } {",
+	"stream {\n\tid = 0;\n"
+	"\tpacket.context := struct {\n"
+	"\t\tuint64_clock_t timestamp_begin;\n\t\tuint64_clock_t timestamp_end;\n"
+	"\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n\t\tuint64_t packet_seq_num;\n"
+	"\t\tuint64_t events_discarded;\n\t\tuint32_t tid;\n\t};\n"
+	"\tevent.header := struct {\n\t\tuint64_clock_t timestamp;\n\t\tuint16_t id;\n\t};\n"
+	"\tevent.context := struct {\n\t\tuint32_t cpu_id;\n\t};\n};\n\n",
+	NULL,
+};
+
+/* 0: parsed; TRACE_NATIVE_NOT_MINE; -1: error printed. */
+static int parse_metadata(const struct tn_reader *r, struct tn_trace *t, const char *text, size_t len)
+{
+	const char *end = text + len;
+	if (len < 14 || memcmp(text, "/* CTF 1.8 */\n", 14) != 0 || memchr(text, '\0', len))
+		return TRACE_NATIVE_NOT_MINE;
+	/* The header ends where the first event (or the text) does. */
+	const char *hend = find_in(text, end, "\nevent {\n");
+	hend = hend ? hend - 8 : end;
+	for (const char *const *req = required_text; *req; req++)
+		if (!find_in(text, hend, *req))
+			return TRACE_NATIVE_NOT_MINE;
+	const char *u = find_in(text, hend, "\tuuid = \"");
+	if (!u || !parse_uuid(u, t->uuid))
+		return TRACE_NATIVE_NOT_MINE;
+	if (!find_in(text, hend, "} := mark_char_t;\n"))
+		return TRACE_NATIVE_NOT_MINE;
+
+	/* env: procname and vpid */
+	const char *env = find_in(text, hend, "env {\n");
+	const char *env_end = env ? find_in(env, hend, "\n};\n") : NULL;
+	if (!env_end)
+		return TRACE_NATIVE_NOT_MINE;
+	t->vpid = -1;
+	const char *pn = find_in(env, env_end, "\tprocname = ");
+	if (pn) {
+		struct cur c = { pn, env_end, true };
+		t->procname = quoted(&c);
+		if (!c.ok)
+			return TRACE_NATIVE_NOT_MINE;
+	}
+	const char *vp = find_in(env, env_end, "\tvpid = ");
+	if (vp) {
+		struct cur c = { vp, env_end, true };
+		t->vpid = number(&c);
+		lit(&c, ";\n");
+		if (!c.ok)
+			return TRACE_NATIVE_NOT_MINE;
+	}
+
+	/* clock */
+	const char *clk = find_in(text, hend, "clock {\n\tname = \"mark_clock\";\n");
+	const char *clk_end = clk ? find_in(clk, hend, "\n};\n") : NULL;
+	if (!clk_end || !find_in(clk, clk_end, "\tabsolute = TRUE;\n"))
+		return TRACE_NATIVE_NOT_MINE;
+	const char *fq = find_in(clk, clk_end, "\tfreq = ");
+	const char *os = find_in(clk, clk_end, "\toffset_s = ");
+	const char *oc = find_in(clk, clk_end, "\toffset = ");
+	if (!fq || !os || !oc)
+		return TRACE_NATIVE_NOT_MINE;
+	struct cur c1 = { fq, clk_end, true }, c2 = { os, clk_end, true }, c3 = { oc, clk_end, true };
+	int64_t freq = number(&c1), offset_s = number(&c2), offset = number(&c3);
+	if (!c1.ok || !c2.ok || !c3.ok || freq <= 0 || offset < 0)
+		return TRACE_NATIVE_NOT_MINE;
+	t->freq = (uint64_t)freq;
+	uint64_t cycles = (uint64_t)offset;
+	if (cycles >= t->freq) {   /* babeltrace2 normalises the offset so */
+		offset_s += (int64_t)(cycles / t->freq);
+		cycles %= t->freq;
+	}
+	if (offset_s <= INT64_MIN / INT64_C(1000000000) - 1 || offset_s >= INT64_MAX / INT64_C(1000000000) - 1)
+		t->base_overflows = true;
+	else
+		t->base_ns = offset_s * INT64_C(1000000000) + (int64_t)ns_from_value(t->freq, cycles);
+
+	/* events */
+	t->classes = calloc(MARK_TF_MAX_ID + 1, sizeof(*t->classes));
+	if (!t->classes) {
+		fprintf(stderr, "mark: out of memory reading %s/metadata\n", cli_text(t->path));
+		return -1;
+	}
+	struct cur c = { hend, end, true };
+	while (c.ok && c.p < c.end) {
+		if (try_lit(&c, "\n"))
+			continue;
+		unsigned id = 0;
+		struct tn_class *k = parse_event(&c, &id);
+		if (!k)
+			break;
+		if (t->classes[id]) {   /* babeltrace2 refuses a duplicate id */
+			free_class(k);
+			return TRACE_NATIVE_NOT_MINE;
+		}
+		t->classes[id] = k;
+	}
+	(void)r;
+	return c.ok ? 0 : TRACE_NATIVE_NOT_MINE;
+}
+
+/* 0, TRACE_NATIVE_NOT_MINE or -1 (printed). */
+static int load_metadata(struct tn_reader *r, struct tn_trace *t)
+{
+	int fd = open(t->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int mfd = fd < 0 ? -1 : openat(fd, MARK_TF_METADATA, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd >= 0)
+		close(fd);
+	if (mfd < 0)
+		return TRACE_NATIVE_NOT_MINE;   /* let babeltrace2 say why */
+	struct stat st;
+	if (fstat(mfd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size > METADATA_MAX) {
+		close(mfd);
+		return TRACE_NATIVE_NOT_MINE;
+	}
+	size_t len = (size_t)st.st_size;
+	char *text = malloc(len + 1);
+	size_t got = 0;
+	while (text && got < len) {
+		ssize_t n = pread(mfd, text + got, len - got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(mfd);
+	if (!text || got != len) {
+		free(text);
+		return TRACE_NATIVE_NOT_MINE;
+	}
+	text[len] = '\0';
+	int rc = parse_metadata(r, t, text, len);
+	free(text);
+	return rc;
+}
+
+/* ---------------- stream files ---------------- */
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;   /* x86-64 and aarch64 are little endian, as the trace */
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static uint16_t le16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+
+static bool read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(fd, (char *)buf + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+	}
+	return true;
+}
+
+/* struct mark_tf_packet up to tid; the first event starts at the next 8-byte
+ * boundary (88), and a packet without events may end at 84. */
+#define PKT_HEADER 84
+
+/* Load the packet at s->pkt_off.  0, or -1 after printing the error. */
+static int load_packet(struct tn_reader *r, struct tn_stream *s)
+{
+	struct tn_trace *t = s->trace;
+	uint8_t h[PKT_HEADER];
+	if (s->file_size - s->pkt_off < PKT_HEADER || !read_at(s->fd, h, sizeof(h), s->pkt_off)) {
+		tn_error(r, t, s->name, s->pkt_off, "truncated packet header (%" PRIu64 " bytes left)",
+			 s->file_size - s->pkt_off);
+		return -1;
+	}
+	if (le32(h) != MARK_TF_CTF_MAGIC) {
+		tn_error(r, t, s->name, s->pkt_off, "bad packet magic 0x%08" PRIx32, le32(h));
+		return -1;
+	}
+	if (memcmp(h + 4, t->uuid, 16) != 0) {
+		tn_error(r, t, s->name, s->pkt_off, "packet of another trace (its UUID differs from the metadata's)");
+		return -1;
+	}
+	if (le32(h + 20) != 0 || le64(h + 24) != s->instance_id) {
+		tn_error(r, t, s->name, s->pkt_off, "stream id %" PRIu32 " instance %" PRIu64 " where stream 0 instance %" PRIu64
+			 " was expected", le32(h + 20), le64(h + 24), s->instance_id);
+		return -1;
+	}
+	uint64_t content = le64(h + 48), size = le64(h + 56);
+	if (size % 8 || content % 8 || content > size || size < PKT_HEADER * 8 || content < PKT_HEADER * 8 ||
+	    size / 8 > s->file_size - s->pkt_off) {
+		tn_error(r, t, s->name, s->pkt_off,
+			 "bad packet size (content_size %" PRIu64 " bits, packet_size %" PRIu64 " bits, %" PRIu64
+			 " bytes left in the file)", content, size, s->file_size - s->pkt_off);
+		return -1;
+	}
+	s->pkt_bytes = size / 8;
+	s->content_bytes = content / 8;
+	if (s->content_bytes > s->cap) {
+		size_t cap = s->cap ? s->cap : 65536;
+		while (cap < s->content_bytes)
+			cap *= 2;
+		uint8_t *grown = realloc(s->buf, cap);
+		if (!grown) {
+			tn_error(r, t, s->name, s->pkt_off, "out of memory for a packet of %" PRIu64 " bytes",
+				 s->content_bytes);
+			return -1;
+		}
+		s->buf = grown;
+		s->cap = cap;
+	}
+	memcpy(s->buf, h, PKT_HEADER);
+	if (!read_at(s->fd, s->buf + PKT_HEADER, s->content_bytes - PKT_HEADER, s->pkt_off + PKT_HEADER)) {
+		tn_error(r, t, s->name, s->pkt_off, "cannot read the packet (%s)", errno ? strerror(errno) : "short read");
+		return -1;
+	}
+	s->pos = PKT_HEADER;   /* next_message aligns it */
+	s->at_packet = true;
+	if (!ns_from_origin(t, le64(h + 32), &s->ns)) {
+		tn_error(r, t, s->name, s->pkt_off + 32, "timestamp_begin out of range of the clock");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Decode the event at the stream's position (or move to the next packet).
+ * Returns 1 when s has a next message, 0 at the end of the stream, -1 on
+ * error (printed).
+ */
+static int next_message(struct tn_reader *r, struct tn_stream *s)
+{
+	struct tn_trace *t = s->trace;
+	for (;;) {
+		uint64_t pos = (s->pos + 7) & ~(uint64_t)7;
+		if (pos >= s->content_bytes) {
+			s->pkt_off += s->pkt_bytes;
+			if (s->pkt_off >= s->file_size)
+				return 0;
+			return load_packet(r, s) == 0 ? 1 : -1;
+		}
+		const uint8_t *p = s->buf;
+		uint64_t end = s->content_bytes;
+		if (end - pos < 16) {
+			tn_error(r, t, s->name, s->pkt_off + pos, "truncated event header");
+			return -1;
+		}
+		unsigned id = le16(p + pos + 8);
+		const struct tn_class *k = id <= MARK_TF_MAX_ID ? t->classes[id] : NULL;
+		if (!k) {
+			tn_error(r, t, s->name, s->pkt_off + pos, "event id %u is not in the metadata", id);
+			return -1;
+		}
+		uint64_t off = pos + 16;
+		if (!k->has_string) {
+			/* the loop below, done once per class (parse_event) */
+			off = pos + k->fixed_end;
+			if (off > end) {
+				tn_error(r, t, s->name, s->pkt_off + pos, "event of %s runs past the packet's content",
+					 k->name);
+				return -1;
+			}
+		}
+		for (unsigned i = 0; k->has_string && i < k->nfields; i++) {
+			const struct tn_field *f = &k->fields[i];
+			if (f->kind == TN_STRING) {
+				/* length byte (only selects the variant), then the text to its NUL */
+				const uint8_t *nul = off + 1 < end ? memchr(p + off + 1, 0, end - off - 1) : NULL;
+				if (!nul) {
+					tn_error(r, t, s->name, s->pkt_off + off, "string of %s runs past the packet's content",
+						 k->name);
+					return -1;
+				}
+				off = (uint64_t)(nul - p) + 1;
+			} else {
+				off = (off + 7) & ~(uint64_t)7;
+				if (off > end || end - off < f->bytes) {
+					tn_error(r, t, s->name, s->pkt_off + off, "field of %s runs past the packet's content",
+						 k->name);
+					return -1;
+				}
+				off += f->bytes;
+			}
+		}
+		if (!ns_from_origin(t, le64(p + pos), &s->ns)) {
+			tn_error(r, t, s->name, s->pkt_off + pos, "event timestamp out of range of the clock");
+			return -1;
+		}
+		s->at_packet = false;
+		s->ev_off = pos;
+		s->ev_end = off;
+		s->cls = k;
+		s->pos = off;
+		return 1;
+	}
+}
+
+/* ---------------- merging ---------------- */
+
+static bool before(const struct tn_stream *a, const struct tn_stream *b)
+{
+	if (a->ns != b->ns)
+		return a->ns < b->ns;
+	if (a->trace->index != b->trace->index)
+		return a->trace->index < b->trace->index;
+	return a->instance_id < b->instance_id;
+}
+
+static void heap_down(struct tn_reader *r, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		if (l < r->nheap && before(r->heap[l], r->heap[m]))
+			m = l;
+		if (l + 1 < r->nheap && before(r->heap[l + 1], r->heap[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		struct tn_stream *tmp = r->heap[i];
+		r->heap[i] = r->heap[m];
+		r->heap[m] = tmp;
+		i = m;
+	}
+}
+
+static void heap_build(struct tn_reader *r)
+{
+	for (size_t i = r->nheap / 2; i-- > 0;)
+		heap_down(r, i);
+}
+
+/* ---------------- opening ---------------- */
+
+static int cmp_stream(const void *a, const void *b)
+{
+	const struct tn_stream *x = *(struct tn_stream *const *)a, *y = *(struct tn_stream *const *)b;
+	if (x->trace->index != y->trace->index)
+		return x->trace->index < y->trace->index ? -1 : 1;
+	return x->instance_id < y->instance_id ? -1 : x->instance_id > y->instance_id;
+}
+
+/* Open the stream files of t.  0, TRACE_NATIVE_NOT_MINE or -1 (printed). */
+static int open_streams(struct tn_reader *r, struct tn_trace *t)
+{
+	int dfd = open(t->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return TRACE_NATIVE_NOT_MINE;
+	int lfd = dup(dfd);
+	DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+	if (!d) {
+		if (lfd >= 0)
+			close(lfd);
+		close(dfd);
+		return TRACE_NATIVE_NOT_MINE;
+	}
+	int rc = 0;
+	size_t first = r->nstreams;
+	struct dirent *de;
+	while (rc == 0 && (de = readdir(d))) {
+		/* src.ctf.fs: every file but `metadata` and dot files is a stream file */
+		if (de->d_name[0] == '.' || strcmp(de->d_name, MARK_TF_METADATA) == 0)
+			continue;
+		int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		if (fd < 0) {
+			if (errno == ELOOP)
+				rc = TRACE_NATIVE_NOT_MINE;   /* babeltrace2 follows links; let it */
+			continue;   /* a directory (pid-P/) or unreadable: as babeltrace2 */
+		}
+		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+			close(fd);
+			continue;
+		}
+		struct tn_stream *s = calloc(1, sizeof(*s));
+		if (!s || !(s->name = strdup(de->d_name)) ||
+		    (r->nstreams == r->cap &&
+		     !(r->streams = realloc(r->streams, (r->cap = r->cap ? 2 * r->cap : 16) * sizeof(*r->streams))))) {
+			fprintf(stderr, "mark: out of memory opening the streams of %s\n", cli_text(t->path));
+			if (s)
+				free(s->name);
+			free(s);
+			close(fd);
+			rc = -1;
+			break;
+		}
+		s->trace = t;
+		s->fd = fd;
+		s->file_size = (uint64_t)st.st_size;
+		s->tid = -1;
+		uint8_t h[32];
+		if (s->file_size >= sizeof(h) && read_at(fd, h, sizeof(h), 0))
+			s->instance_id = le64(h + 24);
+		r->streams[r->nstreams++] = s;
+	}
+	closedir(d);
+	close(dfd);
+	if (rc != 0)
+		return rc;
+	/* Two files of one stream: babeltrace2 merges them; leave that to it. */
+	qsort(r->streams + first, r->nstreams - first, sizeof(*r->streams), cmp_stream);
+	for (size_t i = first + 1; i < r->nstreams; i++)
+		if (r->streams[i]->instance_id == r->streams[i - 1]->instance_id)
+			return TRACE_NATIVE_NOT_MINE;
+	return 0;
+}
+
+static void free_reader(struct tn_reader *r)
+{
+	for (size_t i = 0; i < r->nstreams; i++) {
+		close(r->streams[i]->fd);
+		free(r->streams[i]->buf);
+		free(r->streams[i]->name);
+		free(r->streams[i]);
+	}
+	free(r->streams);
+	free(r->heap);
+	for (size_t i = 0; i < r->ntraces; i++) {
+		struct tn_trace *t = &r->traces[i];
+		if (t->classes)
+			for (size_t j = 0; j <= MARK_TF_MAX_ID; j++)
+				free_class(t->classes[j]);
+		free(t->classes);
+		free(t->procname);
+	}
+	free(r->traces);
+}
+
+/* ---------------- progress ---------------- */
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void append_bytes(char *out, size_t len, uint64_t n)
+{
+	if (n >= 1000000000)
+		snprintf(out, len, "%.1f GB", (double)n / 1e9);
+	else if (n >= 1000000)
+		snprintf(out, len, "%.1f MB", (double)n / 1e6);
+	else if (n >= 1000)
+		snprintf(out, len, "%.1f kB", (double)n / 1e3);
+	else
+		snprintf(out, len, "%" PRIu64 " B", n);
+}
+
+/*
+ * "mark: 1234567 events read, 45% of 1.2 GB, ETA 3 s": \r-redrawn on the
+ * same line; at the end erased on a terminal, ended by a newline
+ * otherwise (--progress into a file or pipe keeps the final state).
+ */
+static void progress_draw(struct tn_reader *r, bool final, bool complete)
+{
+	uint64_t done = 0;
+	for (size_t i = 0; i < r->nstreams; i++)
+		done += r->streams[i]->pkt_off < r->streams[i]->file_size ? r->streams[i]->pkt_off
+									    : r->streams[i]->file_size;
+	if (complete)
+		done = r->total_bytes;
+	int64_t t = now_ns();
+	unsigned pct = r->total_bytes ? (unsigned)(done * 100 / r->total_bytes) : 100;
+	char size[32], eta[48] = "";
+	append_bytes(size, sizeof(size), r->total_bytes);
+	if (!final && done > 0 && done < r->total_bytes) {
+		double left = (double)(t - r->start_ns) / 1e9 * (double)(r->total_bytes - done) / (double)done;
+		snprintf(eta, sizeof(eta), ", ETA %.0f s", left);
+	}
+	if (final && r->tty) {
+		fputs("\r\033[K", stderr);
+	} else {
+		fprintf(stderr, "\rmark: %" PRIu64 " events read, %u%% of %s%s%s", r->events, pct, size, eta,
+			r->tty ? "\033[K" : "");
+		if (final)
+			fputc('\n', stderr);
+	}
+	fflush(stderr);
+	r->drawn_ns = t;
+}
+
+static void progress_tick(struct tn_reader *r)
+{
+	/* the clock only every 64Ki events: reading the time per event would cost */
+	if ((++r->events & 0xffff) == 0 && r->progress && now_ns() - r->drawn_ns >= 250000000)
+		progress_draw(r, false, false);
+}
+
+/* ---------------- reading ---------------- */
+
+/* The stream's packet begins: its thread from now on, and the loss before it. */
+static void packet_begins(struct tn_reader *r, struct tn_stream *s, const struct trace_reader_ops *ops, void *arg)
+{
+	if (!s->indexed) {
+		s->indexed = true;
+		s->index = r->next_index++;
+	}
+	const uint8_t *h = s->buf;
+	uint64_t discarded = le64(h + 72);
+	s->tid = le32(h + 80);
+	bool report = s->first_packet_done ? discarded != s->prev_discarded : discarded != 0;
+	uint64_t count = s->first_packet_done ? discarded - s->prev_discarded : 0;
+	s->first_packet_done = true;
+	s->prev_discarded = discarded;
+	if (report && ops->discarded) {
+		struct trace_loss loss = {
+			.count = count,
+			.stream_index = s->index,
+			.pid = s->trace->vpid > 0 ? s->trace->vpid : -1,
+			.tid = s->tid > 0 ? s->tid : -1,
+			.procname = s->trace->procname,
+			.ntraces = r->ntraces,
+		};
+		ops->discarded(&loss, arg);
+	}
+}
+
+int trace_native_read(char *const *paths, size_t n, const char *directory, const struct trace_reader_ops *ops,
+		      void *arg)
+{
+	struct tn_reader r = { .directory = directory, .ntraces = n };
+	int rc = 0;
+	if (!(r.traces = calloc(n ? n : 1, sizeof(*r.traces)))) {
+		fprintf(stderr, "mark: out of memory reading %s\n", cli_text(directory));
+		return -1;
+	}
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		r.traces[i].path = paths[i];
+		r.traces[i].index = i;
+		rc = load_metadata(&r, &r.traces[i]);
+	}
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = open_streams(&r, &r.traces[i]);
+	if (rc == 0 && !(r.heap = calloc(r.nstreams ? r.nstreams : 1, sizeof(*r.heap)))) {
+		fprintf(stderr, "mark: out of memory reading %s\n", cli_text(directory));
+		rc = -1;
+	}
+	/* Every stream's first packet is checked before any output, as babeltrace2 does. */
+	for (size_t i = 0; rc == 0 && i < r.nstreams; i++) {
+		if (load_packet(&r, r.streams[i]) != 0)
+			rc = -1;
+		else
+			r.heap[r.nheap++] = r.streams[i];
+	}
+	if (rc != 0) {
+		free_reader(&r);
+		return rc;
+	}
+	heap_build(&r);
+	if (ops->progress) {
+		r.progress = true;
+		r.tty = isatty(STDERR_FILENO);
+		for (size_t i = 0; i < r.nstreams; i++)
+			r.total_bytes += r.streams[i]->file_size;
+		r.start_ns = r.drawn_ns = now_ns();
+	}
+	while (r.nheap > 0) {
+		struct tn_stream *s = r.heap[0];
+		if (r.have_last && s->ns < r.last_ns) {
+			tn_error(&r, s->trace, s->name, s->pkt_off + (s->at_packet ? 32 : s->ev_off),
+				 "time goes backwards (%" PRId64 " ns after %" PRId64 " ns)", s->ns, r.last_ns);
+			rc = -1;
+			break;
+		}
+		r.last_ns = s->ns;
+		r.have_last = true;
+		if (s->at_packet) {
+			packet_begins(&r, s, ops, arg);
+		} else if (ops->event) {
+			const uint8_t *p = s->buf + s->ev_off;
+			struct trace_native_event nev = { .trace = s->trace, .cls = s->cls, .payload = p + 16, .end = s->buf + s->ev_end };
+			struct trace_event ev = {
+				.name = s->cls->name,
+				.has_time = true,
+				.ns = s->ns,
+				.clock_is_epoch = true,
+				.cpu = le32(p + 12),
+				.pid = s->trace->vpid > 0 ? s->trace->vpid : -1,
+				.tid = s->tid > 0 ? s->tid : -1,
+				.stream_index = s->index,
+				.procname = s->trace->procname,
+				.trace = s->trace,
+				.native = &nev,
+				.ntraces = r.ntraces,
+			};
+			rc = ops->event(&ev, arg);
+			if (rc != 0)
+				break;
+			progress_tick(&r);
+		}
+		int more = next_message(&r, s);
+		if (more < 0) {
+			rc = -1;
+			break;
+		}
+		if (more == 0)
+			r.heap[0] = r.heap[--r.nheap];
+		heap_down(&r, 0);
+	}
+	if (r.progress)
+		progress_draw(&r, true, rc == 0);
+	free_reader(&r);
+	return rc;
+}
+
+/* ---------------- values ---------------- */
+
+size_t trace_native_payload_count(const struct trace_native_event *ev)
+{
+	return ev->cls->nfields;
+}
+
+bool trace_native_has_field(const struct trace_native_event *ev, const char *name)
+{
+	for (unsigned i = 0; i < ev->cls->nfields; i++)
+		if (strcmp(ev->cls->fields[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+const char **trace_native_class_names(const struct trace_native_event *ev, size_t *count)
+{
+	size_t n = 0;
+	for (size_t id = 0; id <= MARK_TF_MAX_ID; id++)
+		n += ev->trace->classes[id] != NULL;
+	const char **names = malloc((n ? n : 1) * sizeof(*names));
+	*count = 0;
+	if (!names)
+		return NULL;
+	for (size_t id = 0; id <= MARK_TF_MAX_ID; id++)
+		if (ev->trace->classes[id])
+			names[(*count)++] = ev->trace->classes[id]->name;
+	return names;
+}
+
+void trace_native_payload_append(struct strbuf *sb, const struct trace_native_event *ev,
+				 enum trace_value_style style)
+{
+	const bool json = style == TRACE_VALUE_JSON;
+	const struct tn_class *k = ev->cls;
+	/* Offsets as next_message() checked them: every field is inside the event. */
+	const uint8_t *base = ev->payload - 16, *p = ev->payload;
+	if (json)
+		strbuf_add_lit(sb, "{");
+	for (unsigned i = 0; i < k->nfields; i++) {
+		const struct tn_field *f = &k->fields[i];
+		if (json) {
+			/* names are [A-Za-z0-9_]+ (ident()): a JSON string as they are */
+			if (i)
+				strbuf_add_lit(sb, ", ");
+			strbuf_add_lit(sb, "\"");
+			strbuf_add(sb, f->name, strlen(f->name));
+			strbuf_add_lit(sb, "\": ");
+		} else {
+			/* names are [A-Za-z0-9_]+ (ident()): nothing to escape */
+			if (i)
+				strbuf_add_lit(sb, " ");
+			strbuf_add(sb, f->name, strlen(f->name));
+			strbuf_add_lit(sb, "=");
+		}
+		if (f->kind == TN_STRING) {
+			const char *text = (const char *)p + 1;
+			trace_value_append_string(sb, text, style);
+			p += 1 + strlen(text) + 1;
+			continue;
+		}
+		p = base + (((uint64_t)(p - base) + 7) & ~(uint64_t)7);
+		uint64_t v = 0;
+		memcpy(&v, p, f->bytes);
+		p += f->bytes;
+		switch (f->kind) {
+		case TN_REAL: {
+			double d;
+			memcpy(&d, &v, sizeof(d));
+			trace_value_append_real(sb, d, style);
+			break;
+		}
+		case TN_CHAR:
+			trace_value_append_char(sb, (unsigned char)v, style);
+			break;
+		case TN_SINT:
+			if (f->bytes < 8 && (v >> (f->bytes * 8 - 1)) & 1)
+				v |= ~UINT64_C(0) << (f->bytes * 8);
+			trace_value_append_integer(sb, v, true, f->base, style);
+			break;
+		default:
+			trace_value_append_integer(sb, v, false, f->base, style);
+			break;
+		}
+	}
+	if (json)
+		strbuf_add_lit(sb, "}");
+}

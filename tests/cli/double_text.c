@@ -1,0 +1,85 @@
+/*
+ * The shortest-double text of `mark view/export` (cli/trace_value.c,
+ * add_double) against the reference algorithm it replaced: the first
+ * precision 1..17 whose %g text strtod reads back, then %.*e and, for
+ * exponents -4..15, %.*f.  The fast paths (integers, binary search,
+ * digits rebuilt from %e) must give the same text for every double:
+ * edge values, then pseudo-random ones of several shapes (random bits,
+ * i/7, decimals, tiny and huge, half-integers, large integers).
+ */
+#include "trace_value.c"
+
+static void ref_double(struct strbuf *sb, double d, enum trace_value_style style)
+{
+	if (!isfinite(d)) {
+		strbuf_addf(sb, style == TRACE_VALUE_JSON ? "\"%g\"" : "%g", d);
+		return;
+	}
+	char text[512];
+	int prec = 1;
+	for (; prec < 17; prec++) {
+		snprintf(text, sizeof(text), "%.*g", prec, d);
+		double back = strtod(text, NULL);
+		if (back == d && signbit(back) == signbit(d))
+			break;
+	}
+	snprintf(text, sizeof(text), "%.*e", prec - 1, d);
+	int exp10 = atoi(strchr(text, 'e') + 1);
+	if (exp10 >= -4 && exp10 < 16)
+		snprintf(text, sizeof(text), "%.*f", prec - 1 - exp10 > 0 ? prec - 1 - exp10 : 0, d);
+	if (style == TRACE_VALUE_JSON && d == 0 && signbit(d))
+		snprintf(text, sizeof(text), "-0.0");
+	strbuf_addf(sb, "%s", text);
+}
+
+static long compared, bad;
+static struct strbuf got, want;
+
+static void one(double d)
+{
+	for (int st = 0; st < 2; st++) {
+		strbuf_reset(&got);
+		strbuf_reset(&want);
+		add_double(&got, d, false, (enum trace_value_style)st);
+		ref_double(&want, d, (enum trace_value_style)st);
+		compared++;
+		if (got.failed || want.failed || strcmp(got.data, want.data) != 0) {
+			if (bad++ < 10)
+				printf("%.17g (%s): %s, want %s\n", d, st ? "json" : "text", got.data, want.data);
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 100000;
+	static const double edge[] = {
+		-0.0, 0.0, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1e15, 1e16,
+		9.999999999999999e15, 123456789012345.6, 0.0001, 0.00001, 0.1, 0.3, 1.5, -2.75, 1e-5,
+		9.9999e-5, 1e21, 1.0000000000000002, 4503599627370497.5, 9007199254740993.0, 0.5, 1.0 / 3,
+	};
+	for (size_t k = 0; k < sizeof(edge) / sizeof(edge[0]); k++)
+		one(edge[k]);
+	uint64_t x = 88172645463325252ull;
+	for (long i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		double d;
+		switch (i % 8) {
+		case 0: memcpy(&d, &x, 8); break;
+		case 1: d = (double)i / 7.0; break;
+		case 2: d = (double)(x % 100000) / 1000.0; break;
+		case 3: d = (double)(x >> 11) * 1e-300 * ((i & 1) ? 1e290 : 1.0); break;
+		case 4: d = ldexp((double)(x >> 11), (int)(x % 120) - 60); break;
+		case 5: d = (double)(x % 100000000) * 1e8 + 0.5; break;
+		case 6: d = -(double)(x % 1000) / 3.0 * pow(10, (double)(int)(x % 40) - 20); break;
+		default: d = (double)(int64_t)(x % 20000000000000000ull) + ((i & 2) ? 0.25 : 0); break;
+		}
+		one(d);
+	}
+	printf("%ld compared, %ld different\n", compared, bad);
+	strbuf_release(&got);
+	strbuf_release(&want);
+	return bad != 0;
+}

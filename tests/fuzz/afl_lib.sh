@@ -1,0 +1,52 @@
+# Shared by the afl++ fuzz scripts (run_recover.sh, run_reader.sh); sourced.
+
+# libmark_sources REPO: every libmark source, as CMakeLists.txt builds the
+# library (every src/ directory but arch/, plus this machine's arch/), into
+# the array `srcs`.
+libmark_sources() {
+	srcs=()
+	local d
+	for d in "$1"/src/*/; do
+		case "$d" in */arch/) continue ;; esac
+		srcs+=("$d"*.c)
+	done
+	case "$(uname -m)" in
+	x86_64) srcs+=("$1"/src/arch/x86_64/*.c) ;;
+	*) srcs+=("$1"/src/arch/generic/*.c) ;;
+	esac
+}
+
+# afl_run BIN SEEDS WORK SECS WHAT: fuzz BIN for SECS seconds from the
+# corpus SEEDS, afl's output in WORK/afl, and exit: 0 without a crash, 1 on
+# a crash (the reproducers are printed) or when afl-fuzz did not run.
+afl_run() {
+	local bin=$1 seeds=$2 work=$3 secs=$4 what=$5
+	echo "fuzzing $what with afl++ for ${secs}s (seeds: $seeds)"
+	local status=0 out=$work/afl
+	export MARK_FUZZ_SCRATCH=$work/scratch
+	trap 'rm -rf "$MARK_FUZZ_SCRATCH"' EXIT
+	# A bounded, quiet, unattended run on a shared machine: no CPU binding, no
+	# UI, no core_pattern or CPU governor requirement, stop after SECONDS.
+	# -m none: ASan reserves terabytes of virtual memory.
+	env AFL_NO_UI=1 AFL_NO_AFFINITY=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 \
+		AFL_BENCH_UNTIL_CRASH=1 AFL_NO_STARTUP_CALIBRATION=1 \
+		afl-fuzz -i "$seeds" -o "$out" -m none -t 5000 -V "$secs" -- "$bin" >"$work/fuzz.log" 2>&1 || status=$?
+	local stats=$out/default/fuzzer_stats
+	if [ -f "$stats" ]; then
+		grep -E "^(execs_done|execs_per_sec|corpus_count|saved_crashes|saved_hangs) " "$stats" || true
+	fi
+	local crashes
+	crashes=$(find "$out/default/crashes" -type f -name 'id:*' 2>/dev/null | head -5)
+	if [ -n "$crashes" ]; then
+		echo "FAIL: afl++ found a crash; reproduce with: $bin FILE" >&2
+		echo "$crashes" >&2
+		exit 1
+	fi
+	if [ "$status" -ne 0 ] || [ ! -f "$stats" ]; then
+		tail -n 30 "$work/fuzz.log" >&2
+		echo "FAIL: afl-fuzz did not run (status $status)" >&2
+		exit 1
+	fi
+	echo "ok: no crash in ${secs}s"
+	exit 0
+}
