@@ -274,15 +274,15 @@ def main():
                 p.kill()
                 return 1
             time.sleep(0.05)
-        rec = subprocess.Popen([mark, "record", "--pid", str(p.pid), "-o", d, "-m", "overwrite", "-b", "64k", "-q"],
+        rec = subprocess.Popen([mark, "record", "--pid", str(p.pid), "-o", d, "-m", "overwrite", "-b", "64k"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-        deadline = time.time() + 20
-        while time.time() < deadline and rec.poll() is None and not (
-                os.path.isdir(d) and os.path.exists(os.path.join(proc_dir(d), ".mark-stats"))):
-            time.sleep(0.05)
-        if rec.poll() is not None:
+        # Recording has begun once mark says so (its first line); a kill
+        # before that would only test an aborted start.
+        first = rec.stderr.readline()
+        if "recording process" not in first:
             p.kill()
-            check(False, "mark record --pid ended early (status %d): %s" % (rec.returncode, rec.stderr.read()))
+            check(False, "mark record --pid did not start (status %s): %s%s"
+                  % (rec.wait(), first, rec.stderr.read()))
             return verdict()
         p.stdin.write("go\n")
         p.stdin.flush()
@@ -291,7 +291,7 @@ def main():
         poke(os.path.join(pdir, ".mark-stats"), STATS, "header_size", 0xfffffff8)
         p.kill()
         p.wait()
-        err = rec.communicate(timeout=40)[1]
+        err = first + rec.communicate(timeout=40)[1]
         print("mark record --pid exit status %d; stderr:\n%s" % (rec.returncode, err))
         err = err.replace(top, "WORK")
         check(0 <= rec.returncode < 128, "mark record --pid crashed (status %d)" % rec.returncode)
