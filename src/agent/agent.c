@@ -518,6 +518,8 @@ static void add_str_bounded(struct mark_proto_buf *b, uint16_t tag, const char *
 struct marker_summary {
 	unsigned nsites, armed;
 	unsigned kinds;            /* bit per enum mark_site_kind */
+	char file[MARK_PROTO_MAX_STRING];   /* the marker's first site by file, then line */
+	unsigned line;
 	char location[MARK_PROTO_MAX_STRING];
 	char object[MARK_PROTO_MAX_STRING];
 };
@@ -525,7 +527,13 @@ struct marker_summary {
 static int summarize_site(const struct mark_site_info *s, void *arg)
 {
 	struct marker_summary *sum = arg;
-	if (sum->nsites == 0) {
+	/* The row names the first site in the order `mark list FILE` sorts
+	 * (file, then line), not the first registered: the registration order
+	 * follows the compiler's code layout, which differs between compilers. */
+	int order = sum->nsites ? strcmp(s->file, sum->file) : -1;
+	if (order < 0 || (order == 0 && s->line < sum->line)) {
+		snprintf(sum->file, sizeof(sum->file), "%s", s->file);
+		sum->line = s->line;
 		snprintf(sum->location, sizeof(sum->location), "%s:%u", s->file, s->line);
 		snprintf(sum->object, sizeof(sum->object), "%s", s->object);
 	}
