@@ -13,8 +13,10 @@
  * Comments (C and C++ style) and every #pragma line are ignored.  A line
  * whose first word after '#' is not a preprocessor directive is a comment,
  * as systemtap's dtrace reads it (libvirt's "# file: src/util/x.c").  The
- * directives need -C (the C preprocessor runs first); its linemarkers keep
- * the reported file and line those of the original source.
+ * directives take effect with -C (the C preprocessor runs first; its
+ * linemarkers keep the reported file and line those of the original
+ * source); without -C they are skipped like comments, as systemtap skips
+ * them, with one note.
  *
  * Like systemtap's dtrace, the older style without ";" after a probe
  * declaration is accepted.
@@ -53,6 +55,7 @@ struct lexer {
 	char **files;          /* names seen in linemarkers, freed at the end */
 	size_t nfiles;
 	bool failed;
+	bool noted_skipped_cpp;   /* the "-C" note is printed once per file */
 };
 
 static void lex_error(struct lexer *lx, unsigned line, const char *fmt, ...)
@@ -144,8 +147,15 @@ static void lex_directive(struct lexer *lx)
 	} else if (!is_cpp_directive(word, wlen)) {
 		/* "# file: src/util/x.c", "#probes of ...": a comment line, as for systemtap */
 	} else if (!lx->preprocessed) {
-		lex_error(lx, line, "preprocessor directive \"#%.*s\" needs the C preprocessor: "
-			  "run with -C (and -I/-D as needed)", (int)wlen, word);
+		/* systemtap's dtrace, without -C, skips every line that starts
+		 * with '#', directives included; a file it builds must build
+		 * here too.  Skipping #include or #if silently could hide a
+		 * mistake, so one note says what happened and how to change it. */
+		if (!lx->noted_skipped_cpp) {
+			lx->noted_skipped_cpp = true;
+			fprintf(lx->err, "%s:%u: note: without -C, preprocessor lines are skipped, as systemtap's "
+				"dtrace skips them; run with -C to apply them\n", lx->file, line);
+		}
 	} else {
 		lex_error(lx, line, "unexpected preprocessor directive \"#%.*s\"", (int)wlen, word);
 	}

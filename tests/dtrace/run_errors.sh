@@ -47,6 +47,14 @@ D
 got=$(cd "$work" && "$mark" dtrace -C -s cpp_err.d -h -o out.h 2>&1)
 want='cpp_err.d:6: error: expected "," or ")" after the parameter name, found "int"'
 [ "$got" = "$want" ] || { printf 'FAIL: -C line numbers\n  expected: %s\n  got:      %s\n' "$want" "$got"; fail=1; }
+# Without -C, systemtap's dtrace skips every line that starts with '#',
+# directives included: mark does the same (one note says so) rather than
+# refuse a file systemtap builds.
+printf '#include "nothere.h"\n#define FOO 1\nprovider p { probe x(int a); };\n' >"$work/inc.d"
+got=$(cd "$work" && "$mark" dtrace -s inc.d -h -o inc.h 2>&1); rc=$?
+want='inc.d:1: note: without -C, preprocessor lines are skipped, as systemtap'"'"'s dtrace skips them; run with -C to apply them'
+[ $rc = 0 ] && [ "$got" = "$want" ] && grep -q 'define P_X(' "$work/inc.h" ||
+	{ printf 'FAIL: #include without -C\n  expected: rc 0, %s\n  got:      rc %s, %s\n' "$want" "$rc" "$got"; fail=1; }
 "$mark" dtrace --help | grep -q "usage: mark dtrace" || { echo "FAIL: --help"; fail=1; }
 # --help gives DTRACE as docs/usdt.md does: an absolute path (configure's
 # AC_PATH_PROG searches PATH for "dtrace" when given a bare name).
