@@ -55,3 +55,40 @@ for kind in wall cpu faults; do
 	done
 	echo "I table_note fork $line."
 done
+
+# ---- a forking server: accept() and fork a backend per connection on
+# 127.0.0.1 (bench/fork/fork_server.c), compiled out and linked, alternating.
+CONNS=$(awk -v s="$SCALE" 'BEGIN { r = int(500 * s); print (r < 50 ? 50 : r) }')
+declare -A SV
+SVARIANTS=(out linked agent_off)
+for ((rep = 0; rep < REPS; rep++)); do
+	for v in "${SVARIANTS[@]}"; do
+		case $v in
+		out) x=$("$B/bench_forkserver_out" "$CONNS") ;;
+		linked) x=$(XDG_RUNTIME_DIR=$XDG "$B/bench_forkserver_linked" "$CONNS") ;;
+		agent_off) x=$(MARK_AGENT=0 "$B/bench_forkserver_linked" "$CONNS") ;;
+		esac
+		[ -n "$x" ] || { echo "S forkserver $v bench_forkserver printed nothing"; continue; }
+		read -r w c f r <<<"$x"
+		SV[$v,wall]="${SV[$v,wall]:-} $w" SV[$v,cpu]="${SV[$v,cpu]:-} $c"
+		SV[$v,faults]="${SV[$v,faults]:-} $f" SV[$v,rate]="${SV[$v,rate]:-} $r"
+	done
+done
+echo "I table_title forkserver 9a. A forking server: one connection accepted, a backend forked for it, one byte answered (issue 17)"
+echo "I table_note forkserver Rows: \`out\` = compiled out; \`linked\` = libmark linked, agent on, nothing armed; \`agent_off\` = the same with \`MARK_AGENT=0\`.  A client process connects $CONNS times in a row to a server on 127.0.0.1 that forks a backend per connection (accept, fork, the backend writes one byte and exits, the server reaps it), as \`pgbench -C\` makes PostgreSQL do (PostgreSQL itself is not built here).  Columns: wall-clock µs per connection, CPU µs and minor page faults per connection (server, backends and client), connections per second.  Goal: \`linked\` within noise of \`out\`."
+echo "I table_program forkserver bench/fork/run.sh (bench/fork/fork_server.c)"
+for v in "${SVARIANTS[@]}"; do
+	[ -n "${SV[$v,wall]:-}" ] || continue
+	echo "R forkserver $v wall us${SV[$v,wall]}"
+	echo "R forkserver $v cpu us${SV[$v,cpu]}"
+	echo "R forkserver $v faults n${SV[$v,faults]}"
+	echo "R forkserver $v rate conn/s${SV[$v,rate]}"
+done
+for kind in rate cpu faults; do
+	line="$kind, ratio of medians to out in this run:"
+	for v in linked agent_off; do
+		[ -n "${SV[$v,$kind]:-}" ] && [ -n "${SV[out,$kind]:-}" ] || continue
+		line="$line $v $(ratio "$(med "${SV[$v,$kind]}")" "$(med "${SV[out,$kind]}")")"
+	done
+	echo "I table_note forkserver $line."
+done
