@@ -22,38 +22,15 @@
 #define _GNU_SOURCE
 #include <mark/mark.h>
 
+#include "fork_usage.h"
+
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static double tv_us(struct timeval tv)
-{
-	return (double)tv.tv_sec * 1e6 + (double)tv.tv_usec;
-}
-
-/* CPU time and minor faults of this process and its waited-for children. */
-static double cpu_us(double *faults)
-{
-	struct rusage self, children;
-	getrusage(RUSAGE_SELF, &self);
-	getrusage(RUSAGE_CHILDREN, &children);
-	*faults = (double)self.ru_minflt + (double)children.ru_minflt;
-	return tv_us(self.ru_utime) + tv_us(self.ru_stime) + tv_us(children.ru_utime) +
-	       tv_us(children.ru_stime);
-}
 
 static void *sleeper(void *arg)
 {
@@ -99,11 +76,11 @@ int main(int argc, char **argv)
 		if (round_trip(i) < 0)
 			return 1;
 	double f0, f1;
-	double c0 = cpu_us(&f0), t0 = now_us();
+	double c0 = fork_cpu_us(&f0), t0 = fork_now_us();
 	for (int i = 0; i < rounds; i++)
 		if (round_trip(i) < 0)
 			return 1;
-	double t1 = now_us(), c1 = cpu_us(&f1);
+	double t1 = fork_now_us(), c1 = fork_cpu_us(&f1);
 	printf("%.2f %.2f %.1f\n", (t1 - t0) / rounds, (c1 - c0) / rounds, (f1 - f0) / rounds);
 	return 0;
 }

@@ -20,38 +20,16 @@
 #define _GNU_SOURCE
 #include <mark/mark.h>
 
+#include "fork_usage.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static double tv_us(struct timeval tv)
-{
-	return (double)tv.tv_sec * 1e6 + (double)tv.tv_usec;
-}
-
-static double cpu_us(double *faults)
-{
-	struct rusage self, children;
-	getrusage(RUSAGE_SELF, &self);
-	getrusage(RUSAGE_CHILDREN, &children);
-	*faults = (double)self.ru_minflt + (double)children.ru_minflt;
-	return tv_us(self.ru_utime) + tv_us(self.ru_stime) + tv_us(children.ru_utime) +
-	       tv_us(children.ru_stime);
-}
 
 /* The client: CONNS sequential connections, each reading the one byte. */
 static int client(const struct sockaddr_in *addr, int conns)
@@ -97,7 +75,7 @@ int main(int argc, char **argv)
 		close(ls);
 		_exit(client(&addr, conns));
 	}
-	double f0, f1, c0 = cpu_us(&f0), t0 = now_us();
+	double f0, f1, c0 = fork_cpu_us(&f0), t0 = fork_now_us();
 	for (int i = 0; i < conns; i++) {
 		int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
@@ -132,7 +110,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_forkserver: the client failed\n");
 		return 1;
 	}
-	double t1 = now_us(), c1 = cpu_us(&f1);
+	double t1 = fork_now_us(), c1 = fork_cpu_us(&f1);
 	printf("%.2f %.2f %.1f %.0f\n", (t1 - t0) / conns, (c1 - c0) / conns, (f1 - f0) / conns,
 	       conns / ((t1 - t0) / 1e6));
 	return 0;
