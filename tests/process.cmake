@@ -19,3 +19,14 @@ foreach(case dup2 close_range exit)
   set_tests_properties(process_agent_fds_${case} PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77
     ENVIRONMENT "XDG_RUNTIME_DIR=${CMAKE_CURRENT_BINARY_DIR}/process-xdg")
 endforeach()
+#   process_fork_lazy_binding   a forked child resolves none of libmark's
+#                               symbols lazily (fork cost: libmark is -z now)
+add_executable(fork_exit_children process/fork_exit_children.c)
+target_link_libraries(fork_exit_children PRIVATE mark)
+add_test(NAME process_fork_lazy_binding COMMAND ${MARK_TEST_DIR}/process/test_fork_lazy_binding.sh
+  $<TARGET_FILE:fork_exit_children> ${CMAKE_CURRENT_BINARY_DIR}/process-work/lazy-binding)
+set_tests_properties(process_fork_lazy_binding PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
+#   process_fork_state_page     the variables libmark's fork handlers write
+#                               share one page (one copy-on-write fault per fork)
+add_test(NAME process_fork_state_page COMMAND ${MARK_TEST_DIR}/process/test_fork_state_page.sh $<TARGET_FILE:mark>)
+set_tests_properties(process_fork_state_page PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)

@@ -107,29 +107,30 @@ struct conn {
 	int64_t last_activity_ms;
 };
 
-static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
-static int listen_fd = -1;
-static int wake_fd[2] = { -1, -1 };
-static struct fd_id listen_id, wake_id[2];   /* with the numbers, under fd_lock */
+/* MARK_FORK_STATE: what the fork handlers write (see core/internal.h). */
+static MARK_FORK_STATE pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
+static MARK_FORK_STATE int listen_fd = -1;
+static MARK_FORK_STATE int wake_fd[2] = { -1, -1 };
+static MARK_FORK_STATE struct fd_id listen_id, wake_id[2];   /* with the numbers, under fd_lock */
 static struct conn conns[MAX_CONNS];
-static char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-static pid_t agent_pid;              /* the process whose socket_path this is */
+static MARK_FORK_STATE char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+static MARK_FORK_STATE pid_t agent_pid;              /* the process whose socket_path this is */
 static dev_t socket_dev;             /* the file at socket_path we renamed there */
 static ino_t socket_ino;
 static pthread_t agent_thread;
-static bool thread_running;
+static MARK_FORK_STATE bool thread_running;
 static int thread_entered;           /* atomic: agent_main has begun (see atfork_prepare) */
-static int stopping;                 /* atomic */
+static MARK_FORK_STATE int stopping;                 /* atomic */
 
 static int autostart_state;          /* atomic: 0 not yet, 1 done            */
-static int child_may_start;          /* atomic: a forked child of a process with an agent,
+static MARK_FORK_STATE int child_may_start;          /* atomic: a forked child of a process with an agent,
 				      * which has none yet (mark_agent_start starts it) */
 static char xdg_runtime_dir[PATH_MAX];  /* copied before the thread starts  */
 static int refusal_logged;           /* atomic: log a refused peer once      */
 
 /* Agent-thread only. */
-static int session_conn = -1;        /* conns[] index owning the tracing session */
-static pid_t session_owner_pid;
+static MARK_FORK_STATE int session_conn = -1;        /* conns[] index owning the tracing session */
+static MARK_FORK_STATE pid_t session_owner_pid;
 static char session_dir[MARK_PROTO_MAX_STRING];   /* trace directory of that session */
 static struct mark_proto_msg request_msg;   /* large: kept off the stack   */
 

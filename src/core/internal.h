@@ -18,6 +18,21 @@
 #define MARK_HIDDEN __attribute__((visibility("hidden")))
 
 /*
+ * Variables that a fork handler (pthread_atfork) writes: the registry's and
+ * the tracer's locks, the agent's descriptor table and state.  At fork every
+ * private writable page turns copy-on-write, so each page these handlers
+ * write costs a page fault and a 4 KiB copy in the parent (its after-fork
+ * unlocks) and again in every child: a forking server pays it per
+ * connection.  Left in .data/.bss they were spread over five pages (half a
+ * megabyte of caches lies between them); in a section of their own the
+ * linker places them together, as one output section (an orphan section,
+ * not matched by the default scripts' .data.* pattern, so the input
+ * sections of every object are merged) -- in practice one page.  Test:
+ * process_fork_state_page, which lists the variables.
+ */
+#define MARK_FORK_STATE __attribute__((section("mark_fork_state")))
+
+/*
  * ThreadSanitizer builds.  TSan does not see some of our orderings (an
  * RCU grace period, call_rcu's queue, liburcu being uninstrumented):
  * MARK_TSAN_RELEASE(p) / MARK_TSAN_ACQUIRE(p) state them; elsewhere they

@@ -52,7 +52,7 @@ struct arm_rule {
 
 #define MARKER_HASH_SIZE 4096
 
-static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
+static MARK_FORK_STATE pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct mark_object *objects;
 
 /*

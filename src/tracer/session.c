@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include <urcu-bp.h>
 
-static pthread_mutex_t control_mutex = PTHREAD_MUTEX_INITIALIZER;
+static MARK_FORK_STATE pthread_mutex_t control_mutex = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t tracer_fork_guard = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static uint64_t last_generation;   /* under control_mutex */
