@@ -80,6 +80,7 @@ struct tn_trace {
 	char *path;
 	size_t index;                /* order of the directory in the listing    */
 	char *procname;              /* NULL if the env has none                 */
+	char *hostname;              /* babeltrace2's trace name; NULL if none   */
 	int64_t vpid;                /* -1 if none                               */
 	uint8_t uuid[16];
 	uint64_t freq;
@@ -447,6 +448,13 @@ static int parse_metadata(const struct tn_reader *r, struct tn_trace *t, const c
 		if (!c.ok)
 			return TRACE_NATIVE_NOT_MINE;
 	}
+	const char *hn = find_in(env, env_end, "\thostname = ");
+	if (hn) {
+		struct cur c = { hn, env_end, true };
+		t->hostname = quoted(&c);
+		if (!c.ok)
+			return TRACE_NATIVE_NOT_MINE;
+	}
 	const char *vp = find_in(env, env_end, "\tvpid = ");
 	if (vp) {
 		struct cur c = { vp, env_end, true };
@@ -716,12 +724,35 @@ static int next_message(struct tn_reader *r, struct tn_stream *s)
 
 /* ---------------- merging ---------------- */
 
+/*
+ * Equal times from two traces: babeltrace2's muxer orders them by trace
+ * name, then by trace UUID (bytes), then by stream class and stream id.
+ * src.ctf.fs names a trace given alone after its env's hostname, so every
+ * process of one machine has the same name and the random UUID decides
+ * (the listing order does not).  A named trace goes before one without a
+ * name, as in the muxer.  The listing order is the last resort.
+ */
+static int compare_traces(const struct tn_trace *x, const struct tn_trace *y)
+{
+	if (x == y)
+		return 0;
+	if (!x->hostname != !y->hostname)
+		return x->hostname ? -1 : 1;
+	int c = x->hostname ? strcmp(x->hostname, y->hostname) : 0;
+	if (c == 0)
+		c = memcmp(x->uuid, y->uuid, sizeof(x->uuid));
+	if (c == 0 && x->index != y->index)
+		c = x->index < y->index ? -1 : 1;
+	return c;
+}
+
 static bool before(const struct tn_stream *a, const struct tn_stream *b)
 {
 	if (a->ns != b->ns)
 		return a->ns < b->ns;
-	if (a->trace->index != b->trace->index)
-		return a->trace->index < b->trace->index;
+	int c = compare_traces(a->trace, b->trace);
+	if (c != 0)
+		return c < 0;
 	return a->instance_id < b->instance_id;
 }
 
@@ -840,6 +871,7 @@ static void free_reader(struct tn_reader *r)
 				free_class(t->classes[j]);
 		free(t->classes);
 		free(t->procname);
+		free(t->hostname);
 	}
 	free(r->traces);
 }
