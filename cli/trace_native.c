@@ -417,6 +417,18 @@ static const char *const required_text[] = {
 	NULL,
 };
 
+/* The quoted string value of env entry KEY ("\tKEY = "), or NULL when the
+ * env has none; false if the entry is there but not a well-formed string. */
+static bool env_string(const char *env, const char *env_end, const char *key, char **out)
+{
+	const char *at = find_in(env, env_end, key);
+	if (!at)
+		return true;
+	struct cur c = { at, env_end, true };
+	*out = quoted(&c);
+	return c.ok;
+}
+
 /* 0: parsed; TRACE_NATIVE_NOT_MINE; -1: error printed. */
 static int parse_metadata(const struct tn_reader *r, struct tn_trace *t, const char *text, size_t len)
 {
@@ -435,26 +447,15 @@ static int parse_metadata(const struct tn_reader *r, struct tn_trace *t, const c
 	if (!find_in(text, hend, "} := mark_char_t;\n"))
 		return TRACE_NATIVE_NOT_MINE;
 
-	/* env: procname and vpid */
+	/* env: procname, hostname and vpid */
 	const char *env = find_in(text, hend, "env {\n");
 	const char *env_end = env ? find_in(env, hend, "\n};\n") : NULL;
 	if (!env_end)
 		return TRACE_NATIVE_NOT_MINE;
 	t->vpid = -1;
-	const char *pn = find_in(env, env_end, "\tprocname = ");
-	if (pn) {
-		struct cur c = { pn, env_end, true };
-		t->procname = quoted(&c);
-		if (!c.ok)
-			return TRACE_NATIVE_NOT_MINE;
-	}
-	const char *hn = find_in(env, env_end, "\thostname = ");
-	if (hn) {
-		struct cur c = { hn, env_end, true };
-		t->hostname = quoted(&c);
-		if (!c.ok)
-			return TRACE_NATIVE_NOT_MINE;
-	}
+	if (!env_string(env, env_end, "\tprocname = ", &t->procname) ||
+	    !env_string(env, env_end, "\thostname = ", &t->hostname))
+		return TRACE_NATIVE_NOT_MINE;
 	const char *vp = find_in(env, env_end, "\tvpid = ");
 	if (vp) {
 		struct cur c = { vp, env_end, true };
