@@ -16,6 +16,30 @@ libmark_sources() {
 	esac
 }
 
+# afl_stale BIN PATH...: true when BIN is missing or a PATH (file, or any
+# file below a directory) is newer: the harness needs building again.
+afl_stale() {
+	local bin=$1
+	shift
+	[ ! -x "$bin" ] && return 0
+	[ -n "$(find "$@" -newer "$bin" -print -quit)" ]
+}
+
+# afl_build BIN WHAT WORK CC-ARGS...: compile the harness BIN with
+# afl-clang-fast, ASan and UBSan, in afl++'s persistent (libFuzzer-style)
+# mode; on failure print the compiler's log and exit 1.
+afl_build() {
+	local bin=$1 what=$2 work=$3
+	shift 3
+	echo "building the $what fuzz target with afl-clang-fast"
+	if ! env AFL_USE_ASAN=1 AFL_USE_UBSAN=1 AFL_QUIET=1 afl-clang-fast -fsanitize=fuzzer "$@" \
+		-o "$bin.tmp" 2>"$work/build.log"; then
+		cat "$work/build.log" >&2
+		exit 1
+	fi
+	mv "$bin.tmp" "$bin"
+}
+
 # afl_run BIN SEEDS WORK SECS WHAT: fuzz BIN for SECS seconds from the
 # corpus SEEDS, afl's output in WORK/afl, and exit: 0 without a crash, 1 on
 # a crash (the reproducers are printed) or when afl-fuzz did not run.

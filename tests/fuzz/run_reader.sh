@@ -39,19 +39,10 @@ reader=("$repo/cli/trace_native.c" "$repo/cli/text.c" "$repo/cli/trace_value.c")
 flags=(-g -O1 -I"$repo/include" -I"$repo/src" -I"$repo/cli" $(pkg-config --cflags babeltrace2))
 libs=($(pkg-config --libs babeltrace2) -lm)
 
-stale() {
-	[ ! -x "$1" ] && return 0
-	[ -n "$(find "$repo/cli" "$here/fuzz_reader.c" "$0" -newer "$1" -print -quit)" ]
-}
+stale() { afl_stale "$1" "$repo/cli" "$here/fuzz_reader.c" "$0"; }
 bin=$work/fuzz_reader
 if stale "$bin"; then
-	echo "building the reader fuzz target with afl-clang-fast"
-	if ! env AFL_USE_ASAN=1 AFL_USE_UBSAN=1 AFL_QUIET=1 afl-clang-fast -fsanitize=fuzzer "${flags[@]}" \
-		"${reader[@]}" "$here/fuzz_reader.c" -o "$bin.tmp" "${libs[@]}" 2>"$work/build.log"; then
-		cat "$work/build.log" >&2
-		exit 1
-	fi
-	mv "$bin.tmp" "$bin"
+	afl_build "$bin" reader "$work" "${flags[@]}" "${reader[@]}" "$here/fuzz_reader.c" "${libs[@]}"
 fi
 
 # Seeds: traces of tracer_prog (built here with all of libmark, as

@@ -43,19 +43,10 @@ flags=(-g -O1 -I"$repo/include" -I"$repo/src" -I"$repo/cli" -DMARK_BUILDING_LIBR
 libs=($(pkg-config --libs liburcu-bp) -lpthread -ldl)
 
 # Rebuild only if a source or this script is newer than the harness.
-stale() {
-	[ ! -x "$1" ] && return 0
-	[ -n "$(find "$repo/src" "$repo/cli" "$here/fuzz_recover.c" "$0" -newer "$1" -print -quit)" ]
-}
+stale() { afl_stale "$1" "$repo/src" "$repo/cli" "$here/fuzz_recover.c" "$0"; }
 bin=$work/fuzz_recover
 if stale "$bin"; then
-	echo "building the recovery fuzz target with afl-clang-fast"
-	if ! env AFL_USE_ASAN=1 AFL_USE_UBSAN=1 AFL_QUIET=1 afl-clang-fast -fsanitize=fuzzer "${flags[@]}" \
-		"${srcs[@]}" "$here/fuzz_recover.c" -o "$bin.tmp" "${libs[@]}" 2>"$work/build.log"; then
-		cat "$work/build.log" >&2
-		exit 1
-	fi
-	mv "$bin.tmp" "$bin"
+	afl_build "$bin" recovery "$work" "${flags[@]}" "${srcs[@]}" "$here/fuzz_recover.c" "${libs[@]}"
 fi
 gen=$work/gen_recover_seeds
 if stale "$gen"; then
