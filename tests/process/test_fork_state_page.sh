@@ -18,14 +18,17 @@ command -v nm >/dev/null || { echo "SKIP: nm (binutils) is not installed"; exit 
 syms=$(nm -S "$LIB") || { echo "FAIL: nm cannot read $LIB"; exit 1; }   # ADDR SIZE TYPE NAME
 pages="" bad=0
 for v in $VARS; do
-	line=$(awk -v v="$v" 'NF == 4 && $4 == v && $3 ~ /^[bBdD]$/' <<<"$syms")
-	[ "$(wc -l <<<"$line")" -eq 1 ] && [ -n "$line" ] ||
+	# The symbol itself, or the pieces clang splits a static struct or
+	# array into (scalar replacement: listen_id.0, listen_id.1, ...).
+	lines=$(awk -v v="$v" 'NF == 4 && $3 ~ /^[bBdD]$/ && ($4 == v || index($4, v ".") == 1 && substr($4, length(v) + 2) ~ /^[0-9]+$/)' <<<"$syms")
+	[ -n "$lines" ] && { [ "$(wc -l <<<"$lines")" -eq 1 ] || ! grep -qE " $v\$" <<<"$lines"; } ||
 		{ echo "FAIL: $LIB has no single local data symbol '$v' (renamed? update this test's list)"; bad=1; continue; }
-	read -r a size _ <<<"$line"
-	addr=$((16#$a)) len=$((16#$size))
-	first=$((addr / 4096)) last=$(((addr + len - 1) / 4096))
-	printf '  %-18s 0x%x +%d page %d..%d\n' "$v" "$addr" "$len" "$first" "$last"
-	pages="$pages $first $last"
+	while read -r a size _ name; do
+		addr=$((16#$a)) len=$((16#$size))
+		first=$((addr / 4096)) last=$(((addr + len - 1) / 4096))
+		printf '  %-18s 0x%x +%d page %d..%d\n' "$name" "$addr" "$len" "$first" "$last"
+		pages="$pages $first $last"
+	done <<<"$lines"
 done
 [ $bad -eq 0 ] || exit 1
 n=$(tr ' ' '\n' <<<"$pages" | grep . | sort -u | wc -l)
