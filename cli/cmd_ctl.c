@@ -87,14 +87,9 @@ int cli_list_pid(pid_t pid, const char *glob)
 	struct list_row *rows = NULL;
 	size_t n = 0, cap = 0;
 	while (r == 0 && c.msg.type == MARK_MSG_MARKER) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct list_row *g = realloc(rows, cap * sizeof(*g));
-			if (!g) {
-				r = cli_error("out of memory");
-				break;
-			}
-			rows = g;
+		if (n == cap && cli_array_grow(&rows, &cap, sizeof(*rows), 64)) {
+			r = cli_error("out of memory");
+			break;
 		}
 		uint64_t sites = 0, more = 0, armed = 0, probes = 0, hits = 0;
 		mark_proto_u64(&c.msg, MARK_TAG_SITES, 0, &sites);

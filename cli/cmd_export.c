@@ -211,14 +211,8 @@ static struct thread_slices *thread_of(struct export_state *x, int64_t pid, int6
 	for (size_t i = x->nthreads; i-- > 0;)
 		if (x->threads[i].pid == pid && x->threads[i].tid == tid)
 			return &x->threads[i];
-	if (x->nthreads == x->threads_cap) {
-		size_t cap = x->threads_cap ? 2 * x->threads_cap : 16;
-		struct thread_slices *grown = realloc(x->threads, cap * sizeof(*grown));
-		if (!grown)
-			return NULL;
-		x->threads = grown;
-		x->threads_cap = cap;
-	}
+	if (x->nthreads == x->threads_cap && cli_array_grow(&x->threads, &x->threads_cap, sizeof(*x->threads), 16))
+		return NULL;
 	struct thread_slices *t = &x->threads[x->nthreads++];
 	*t = (struct thread_slices){ .pid = pid, .tid = tid };
 	return t;
@@ -226,14 +220,8 @@ static struct thread_slices *thread_of(struct export_state *x, int64_t pid, int6
 
 static bool slice_push(struct thread_slices *t, const char *name, size_t len)
 {
-	if (t->nopen == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 8;
-		char **grown = realloc(t->open, cap * sizeof(*grown));
-		if (!grown)
-			return false;
-		t->open = grown;
-		t->cap = cap;
-	}
+	if (t->nopen == t->cap && cli_array_grow(&t->open, &t->cap, sizeof(*t->open), 8))
+		return false;
 	char *copy = strndup(name, len);
 	if (!copy)
 		return false;

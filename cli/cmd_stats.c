@@ -87,14 +87,8 @@ static struct marker_stats *find_marker(struct stats_state *st, const char *name
 	for (struct marker_stats *m = *slot; m; m = m->next)
 		if (strcmp(m->name, name) == 0)
 			return m;
-	if (st->nall == st->allcap) {
-		size_t cap = st->allcap ? 2 * st->allcap : 64;
-		struct marker_stats **grown = realloc(st->all, cap * sizeof(*grown));
-		if (!grown)
-			return NULL;
-		st->all = grown;
-		st->allcap = cap;
-	}
+	if (st->nall == st->allcap && cli_array_grow(&st->all, &st->allcap, sizeof(*st->all), 64))
+		return NULL;
 	struct marker_stats *m = calloc(1, sizeof(*m));
 	if (!m || !(m->name = strdup(name))) {
 		free(m);
@@ -139,15 +133,9 @@ static int stats_event(const struct trace_event *ev, void *arg)
 	if (m->have_last) {
 		/* The muxer delivers events in time order, so this is >= 0; clamp anyway. */
 		uint64_t d = ev->ns > m->last_ns ? (uint64_t)(ev->ns - m->last_ns) : 0;
-		if (m->nintervals == m->cap) {
-			size_t cap = m->cap ? 2 * m->cap : 64;
-			uint64_t *grown = realloc(m->intervals, cap * sizeof(*grown));
-			if (!grown) {
-				st->oom = 1;
-				return 1;
-			}
-			m->intervals = grown;
-			m->cap = cap;
+		if (m->nintervals == m->cap && cli_array_grow(&m->intervals, &m->cap, sizeof(*m->intervals), 64)) {
+			st->oom = 1;
+			return 1;
 		}
 		m->intervals[m->nintervals++] = d;
 	}

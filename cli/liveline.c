@@ -268,15 +268,9 @@ static void add_markers(const struct stats_copy *c, void *arg)
 			if (strcmp(a->v[j].name, e->name) == 0)
 				break;
 		if (j == a->n) {
-			if (a->n == a->cap) {
-				size_t cap = a->cap ? 2 * a->cap : 32;
-				struct live_marker_count *g = realloc(a->v, cap * sizeof(*g));
-				if (!g) {
-					a->oom = 1;
-					return;
-				}
-				a->v = g;
-				a->cap = cap;
+			if (a->n == a->cap && cli_array_grow(&a->v, &a->cap, sizeof(*a->v), 32)) {
+				a->oom = 1;
+				return;
 			}
 			memset(&a->v[j], 0, sizeof(a->v[j]));
 			memcpy(a->v[j].name, e->name, sizeof(a->v[j].name) - 1);

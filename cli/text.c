@@ -8,6 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+int cli_array_grow(void *array_ptr, size_t *cap, size_t elem_size, size_t initial)
+{
+	size_t want = *cap ? 2 * *cap : initial;
+	if (want < *cap || want > SIZE_MAX / elem_size)
+		return -1;
+	void *array;
+	/* The pointer is a `T *` object: read and written as bytes, not
+	 * through a `void *` lvalue (strict aliasing). */
+	memcpy(&array, array_ptr, sizeof(array));
+	void *grown = realloc(array, want * elem_size);
+	if (!grown)
+		return -1;
+	memcpy(array_ptr, &grown, sizeof(grown));
+	*cap = want;
+	return 0;
+}
+
 static int strbuf_reserve(struct strbuf *sb, size_t extra)
 {
 	if (sb->failed)

@@ -46,6 +46,14 @@ void strbuf_add_hex(struct strbuf *sb, uint64_t v);
 void strbuf_reset(struct strbuf *sb);        /* empty it, keep the memory */
 void strbuf_release(struct strbuf *sb);      /* free the memory */
 
+/*
+ * Grow an array that is full: *array_ptr (the address of a `T *`) holds
+ * *cap elements of elem_size bytes; the slots double (`initial` the first
+ * time).  Returns 0, or -1 when out of memory, the array left as it was.
+ * Callers test `n == cap` themselves, so a per-event path pays no call.
+ */
+int cli_array_grow(void *array_ptr, size_t *cap, size_t elem_size, size_t initial);
+
 /* A JSON string literal, quotes included, with every control/non-ASCII-safe escape. */
 void strbuf_add_json_string(struct strbuf *sb, const char *text);
 /* A C-style string literal, quotes included: every byte outside printable

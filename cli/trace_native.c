@@ -824,8 +824,7 @@ static int open_streams(struct tn_reader *r, struct tn_trace *t)
 		}
 		struct tn_stream *s = calloc(1, sizeof(*s));
 		if (!s || !(s->name = strdup(de->d_name)) ||
-		    (r->nstreams == r->cap &&
-		     !(r->streams = realloc(r->streams, (r->cap = r->cap ? 2 * r->cap : 16) * sizeof(*r->streams))))) {
+		    (r->nstreams == r->cap && cli_array_grow(&r->streams, &r->cap, sizeof(*r->streams), 16))) {
 			fprintf(stderr, "mark: out of memory opening the streams of %s\n", cli_text(t->path));
 			if (s)
 				free(s->name);

@@ -48,14 +48,8 @@ static struct stream_slot *stream_slot(struct reader *r, const bt_stream *stream
 	for (size_t i = 0; i < r->nstreams; i++)
 		if (r->streams[i].stream == stream)
 			return &r->streams[i];
-	if (r->nstreams == r->streams_cap) {
-		size_t cap = r->streams_cap ? 2 * r->streams_cap : 16;
-		struct stream_slot *grown = realloc(r->streams, cap * sizeof(*grown));
-		if (!grown)
-			return NULL;
-		r->streams = grown;
-		r->streams_cap = cap;
-	}
+	if (r->nstreams == r->streams_cap && cli_array_grow(&r->streams, &r->streams_cap, sizeof(*r->streams), 16))
+		return NULL;
 	r->streams[r->nstreams] = (struct stream_slot){ .stream = stream, .index = r->nstreams, .pid = -1, .tid = -1 };
 	return &r->streams[r->nstreams++];
 }
@@ -389,15 +383,9 @@ struct trace_dirs {
 
 static void add_dir(struct trace_dirs *t, const char *path)
 {
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 8;
-		char **grown = realloc(t->paths, cap * sizeof(*grown));
-		if (!grown) {
-			t->oom = 1;
-			return;
-		}
-		t->paths = grown;
-		t->cap = cap;
+	if (t->n == t->cap && cli_array_grow(&t->paths, &t->cap, sizeof(*t->paths), 8)) {
+		t->oom = 1;
+		return;
 	}
 	if (!(t->paths[t->n] = strdup(path)))
 		t->oom = 1;
