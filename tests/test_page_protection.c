@@ -76,19 +76,11 @@ static int first_site(const struct mark_site_info *s, void *arg)
 	return 0;
 }
 
-static const struct mark_marker *found;
-static int find_marker(const struct mark_marker *m, void *arg)
-{
-	(void)arg;
-	found = m;
-	return 1;
-}
 
 static const void *site_of(const char *name)
 {
-	found = NULL;
 	site_addr = NULL;
-	mark_list(name, find_marker, NULL);
+	const struct mark_marker *found = testutil_marker(name);
 	if (found)
 		mark_marker_sites(found, first_site, NULL);
 	return site_addr;

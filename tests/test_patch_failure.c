@@ -62,18 +62,11 @@ static int save_bytes(const struct mark_site_info *s, void *arg)
 	return 0;
 }
 
-static const struct mark_marker *mb;
-static int find(const struct mark_marker *m, void *arg)
-{
-	(void)arg;
-	mb = m;
-	return 1;
-}
 
 static int child(int err, int register_first)
 {
 	CHECK_EQ(mark_probe_register_fast("mb_a", probe, NULL), 0);
-	mark_list("mb_a", find, NULL);
+	const struct mark_marker *mb = testutil_marker("mb_a");
 	CHECK(mb != NULL);
 	if (register_first) {
 		/* membarrier works and is registered, then becomes unavailable. */

@@ -57,20 +57,13 @@ static int save_bytes(const struct mark_site_info *s, void *arg)
 	return 0;
 }
 
-static const struct mark_marker *wx;
-static int find(const struct mark_marker *m, void *arg)
-{
-	(void)arg;
-	wx = m;
-	return 1;
-}
 
 int main(void)
 {
 	if (deny_writable_exec() != 0)
 		TEST_SKIP("cannot install a seccomp filter: %s", strerror(errno));
 	CHECK_EQ(mark_probe_register_fast("wx_a", probe, NULL), 0);
-	mark_list("wx_a", find, NULL);
+	const struct mark_marker *wx = testutil_marker("wx_a");
 	CHECK(wx != NULL);
 	struct bytes before = { 0 };
 	mark_marker_sites(wx, save_bytes, &before);

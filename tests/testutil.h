@@ -71,4 +71,21 @@ static inline int testutil_count_entries(const char *dir)
 	return n;
 }
 
+#ifdef MARK_MARK_H
+/* The marker that glob `name` matches first (mark_list order), or NULL.
+ * Only where the test includes <mark/mark.h> first: testutil.h itself
+ * pulls in no libmark symbol (test_dlopen_libmark does not link it). */
+static inline int testutil_take_marker(const struct mark_marker *m, void *arg)
+{
+	*(const struct mark_marker **)arg = m;
+	return 1;
+}
+static inline const struct mark_marker *testutil_marker(const char *name)
+{
+	const struct mark_marker *m = NULL;
+	mark_list(name, testutil_take_marker, &m);
+	return m;
+}
+#endif
+
 #endif
