@@ -48,6 +48,12 @@ size_t trace_event_payload_count(const struct trace_event *ev);
 /* Whether the event has an argument called `name`. */
 bool trace_event_has_field(const struct trace_event *ev, const char *name);
 /*
+ * Append the value of the argument called `name` as trace_payload_append
+ * writes it (no "name="); false, with nothing appended, if there is none.
+ */
+bool trace_event_field_append(struct strbuf *sb, const struct trace_event *ev, const char *name,
+			      enum trace_value_style style);
+/*
  * The name of every event class (marker) the event's trace declares, in one
  * malloc'd array of borrowed names (valid while trace_read runs); NULL when
  * out of memory.
