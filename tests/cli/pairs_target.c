@@ -18,6 +18,10 @@
  *                                              q-start given up (inner, no end)
  *     pg:t-start(-2)                           open at the end of the trace
  *     lonely_end(0)                            no lonely_begin declared: no pair
+ *
+ * `pairs_target N spins` instead fires N spin_begin/spin_end pairs (no
+ * arguments) on the main thread only: a large trace of small events, for
+ * the memory test.
  */
 #include <mark/mark.h>
 
@@ -61,6 +65,13 @@ int main(int argc, char **argv)
 {
 	if (argc > 1)
 		rounds = atoi(argv[1]);
+	if (argc > 2) {
+		for (int i = 0; i < rounds; i++) {
+			MARK(spin_begin, "");
+			MARK(spin_end, "");
+		}
+		return 0;
+	}
 	pthread_t th[THREADS];
 	for (long t = 0; t < THREADS; t++)
 		if (pthread_create(&th[t], NULL, worker, (void *)t) != 0) {
