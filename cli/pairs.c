@@ -53,7 +53,9 @@ struct explicit_pair {
 
 struct key_slot {
 	uint32_t row;
+	uint32_t len;                /* of raw                                   */
 	uint64_t hash;
+	char *raw;                   /* trace_event_field_key()'s bytes          */
 };
 
 struct pair_def {
@@ -260,21 +262,23 @@ static struct thread *thread_of(struct pairs *p, const void *trace, int64_t key,
 
 /* ---------------- rows (--by) ---------------- */
 
-/* The row of `pair` for --by value key[0..len). */
-static uint32_t row_for_key(struct pairs *p, uint32_t pair, const char *key, size_t len)
+/*
+ * The row of `pair` for the --by value whose key bytes (trace_event_field_key)
+ * are key[0..len); `ev` gives its text for a new row (NULL: the text is the
+ * key).  NO_ROW when out of memory.
+ */
+static uint32_t row_for_key(struct pairs *p, uint32_t pair, const char *key, size_t len, const struct trace_event *ev)
 {
 	struct pair_def *d = &p->defs[pair];
 	uint64_t h = hash_bytes(key, len, 1469598103934665603ull);
 	if (d->keycap) {
-		for (size_t j = h & (d->keycap - 1); d->keys[j].row != NO_ROW; j = (j + 1) & (d->keycap - 1)) {
-			const char *k = p->rows[d->keys[j].row].key;
-			if (d->keys[j].hash == h && strlen(k) == len && memcmp(k, key, len) == 0)
+		for (size_t j = h & (d->keycap - 1); d->keys[j].row != NO_ROW; j = (j + 1) & (d->keycap - 1))
+			if (d->keys[j].hash == h && d->keys[j].len == len && memcmp(d->keys[j].raw, key, len) == 0)
 				return d->keys[j].row;
-		}
 	}
 	if (d->nkeys >= PAIRS_MAX_KEYS) {
 		if (d->other == NO_ROW)
-			d->other = new_row(p, pair, strdup("(other)"));
+			d->other = new_row(p, pair, strdup("(other)"));   /* NULL when out of memory: no key shown */
 		return d->other;
 	}
 	if (2 * (d->nkeys + 1) > d->keycap) {
@@ -298,18 +302,29 @@ static uint32_t row_for_key(struct pairs *p, uint32_t pair, const char *key, siz
 		d->keys = grown;
 		d->keycap = cap;
 	}
-	char *copy = strndup(key, len);
-	if (!copy) {
+	/* a new value: its text, once */
+	struct strbuf text = { 0 };
+	if (ev)
+		trace_event_field_append(&text, ev, p->by, TRACE_VALUE_TEXT);
+	else
+		strbuf_add(&text, key, len);
+	char *raw = malloc(len ? len : 1);
+	if (text.failed || !text.data || !raw) {
+		strbuf_release(&text);
+		free(raw);
 		p->oom = true;
 		return NO_ROW;
 	}
-	uint32_t row = new_row(p, pair, copy);
-	if (row == NO_ROW)
+	memcpy(raw, key, len);
+	uint32_t row = new_row(p, pair, text.data);
+	if (row == NO_ROW) {
+		free(raw);
 		return NO_ROW;
+	}
 	size_t j = h & (d->keycap - 1);
 	while (d->keys[j].row != NO_ROW)
 		j = (j + 1) & (d->keycap - 1);
-	d->keys[j] = (struct key_slot){ .row = row, .hash = h };
+	d->keys[j] = (struct key_slot){ .row = row, .len = (uint32_t)len, .hash = h, .raw = raw };
 	d->nkeys++;
 	return row;
 }
@@ -320,13 +335,13 @@ static uint32_t row_of_event(struct pairs *p, uint32_t pair, const struct trace_
 	if (!p->by)
 		return p->defs[pair].row;
 	strbuf_reset(&p->sb);
-	if (!trace_event_field_append(&p->sb, ev, p->by, TRACE_VALUE_TEXT))
+	if (!trace_event_field_key(&p->sb, ev, p->by))
 		return NO_ROW;
 	if (p->sb.failed) {
 		p->oom = true;
 		return NO_ROW;
 	}
-	return row_for_key(p, pair, p->sb.data, p->sb.len);
+	return row_for_key(p, pair, p->sb.data, p->sb.len, ev);
 }
 
 /* The row of a begin whose value was not known: the end's, else "-". */
@@ -335,7 +350,7 @@ static uint32_t settle_row(struct pairs *p, uint32_t pair, uint32_t row, const s
 	if (row == NO_ROW && end)
 		row = row_of_event(p, pair, end);
 	if (row == NO_ROW && !p->oom)
-		row = row_for_key(p, pair, "-", 1);
+		row = row_for_key(p, pair, "-", 1, NULL);   /* no tag: no value's key */
 	return row;
 }
 
@@ -516,6 +531,9 @@ void pairs_free(struct pairs *p)
 	free(p->by);
 	free(p->known);
 	for (size_t i = 0; i < p->ndefs; i++) {
+		for (size_t j = 0; j < p->defs[i].keycap; j++)
+			if (p->defs[i].keys[j].row != NO_ROW)
+				free(p->defs[i].keys[j].raw);
 		free(p->defs[i].name);
 		free(p->defs[i].keys);
 	}

@@ -1146,6 +1146,31 @@ bool trace_native_field_append(struct strbuf *sb, const struct trace_native_even
 	return false;
 }
 
+bool trace_native_field_key(struct strbuf *sb, const struct trace_native_event *ev, const char *name)
+{
+	const struct tn_class *k = ev->cls;
+	const uint8_t *base = ev->payload - 16, *p = ev->payload;
+	for (unsigned i = 0; i < k->nfields; i++) {
+		const struct tn_field *f = &k->fields[i];
+		if (strcmp(f->name, name) != 0) {
+			p = skip_field(f, base, p);
+			continue;
+		}
+		/* the kind first, so a string never equals a number's bytes */
+		char tag = (char)('a' + f->kind);
+		strbuf_add(sb, &tag, 1);
+		if (f->kind == TN_STRING) {
+			const char *text = (const char *)p + 1;
+			strbuf_add(sb, text, strlen(text));
+		} else {
+			p = base + (((uint64_t)(p - base) + 7) & ~(uint64_t)7);
+			strbuf_add(sb, (const char *)p, f->bytes);
+		}
+		return true;
+	}
+	return false;
+}
+
 void trace_native_payload_append(struct strbuf *sb, const struct trace_native_event *ev,
 				 enum trace_value_style style)
 {

@@ -621,6 +621,14 @@ bool trace_event_field_append(struct strbuf *sb, const struct trace_event *ev, c
 	return true;
 }
 
+bool trace_event_field_key(struct strbuf *sb, const struct trace_event *ev, const char *name)
+{
+	if (ev->native)
+		return trace_native_field_key(sb, ev->native, name);
+	strbuf_add_lit(sb, "T");   /* text: never equal to the native reader's tagged bytes */
+	return trace_event_field_append(sb, ev, name, TRACE_VALUE_TEXT);
+}
+
 const char **trace_event_class_names(const struct trace_event *ev, size_t *count)
 {
 	*count = 0;

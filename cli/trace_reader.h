@@ -54,6 +54,13 @@ bool trace_event_has_field(const struct trace_event *ev, const char *name);
 bool trace_event_field_append(struct strbuf *sb, const struct trace_event *ev, const char *name,
 			      enum trace_value_style style);
 /*
+ * Append bytes that identify the value of argument `name` (equal values,
+ * equal bytes; different values of one type, different bytes), cheaper
+ * than its text: the raw bytes for the native reader, the text otherwise.
+ * false, with nothing appended, if there is no such argument.
+ */
+bool trace_event_field_key(struct strbuf *sb, const struct trace_event *ev, const char *name);
+/*
  * The name of every event class (marker) the event's trace declares, in one
  * malloc'd array of borrowed names (valid while trace_read runs); NULL when
  * out of memory.
