@@ -353,14 +353,14 @@ static int export_run(int argc, char **argv)
 		}
 	}
 	struct export_state x = { .out = stdout };
-	const char *why = NULL;
+	char why[512];
 	struct pairs_config pc = { .pairs = pair_args, .npairs = npair_args };
 	struct pairs_ops pops = { .given_up = export_given_up };
-	x.pairs = pairs_new(&pc, &pops, &x, &why);
+	x.pairs = pairs_new(&pc, &pops, &x, why, sizeof(why));
 	free(pair_args);
 	if (!x.pairs) {
-		cli_error("export: %s", why ? why : "out of memory");
-		return why && strcmp(why, "out of memory") != 0 ? 2 : 1;
+		cli_error("export: %s", why);
+		return strncmp(why, "out of memory", 13) != 0 ? 2 : 1;
 	}
 	int status = export_write(&x, format, output, progress, argc, argv);
 	pairs_free(x.pairs);

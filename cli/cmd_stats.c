@@ -36,7 +36,7 @@ static const char stats_usage[] =
 	"  min p50 p90 p99 max\n"
 	"           the time between consecutive events of the marker (all threads\n"
 	"           together), nearest-rank percentiles (exact up to 1024 intervals,\n"
-	"           within 0.4%% beyond); \"-\" with fewer than 2 events\n"
+	"           within 0.4% beyond); \"-\" with fewer than 2 events\n"
 	"The header line gives the totals, including events the tracer lost.\n"
 	"\n"
 	"Then one line per begin/end pair: the time from a begin to its end on the\n"
@@ -415,15 +415,15 @@ static int stats_run(int argc, char **argv)
 		free(pair_args);
 		return cli_error("stats: out of memory");
 	}
-	const char *why = NULL;
+	char why[512];
 	struct pairs_config pc = { .pairs = pair_args, .npairs = npair_args, .by = by };
 	struct pairs_ops pops = { .span = stats_span };
-	st->pairs = pairs_new(&pc, &pops, st, &why);
+	st->pairs = pairs_new(&pc, &pops, st, why, sizeof(why));
 	free(pair_args);
 	if (!st->pairs) {
 		free(st);
-		cli_error("stats: %s", why ? why : "out of memory");
-		return why && strcmp(why, "out of memory") != 0 ? 2 : 1;
+		cli_error("stats: %s", why);
+		return strncmp(why, "out of memory", 13) != 0 ? 2 : 1;
 	}
 	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(progress, false),
 					.event = stats_event, .discarded = stats_discarded };

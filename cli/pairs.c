@@ -3,6 +3,7 @@
 
 #include "text.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -460,34 +461,33 @@ void pairs_finish(struct pairs *p)
 
 /* ---------------- setup ---------------- */
 
-struct pairs *pairs_new(const struct pairs_config *cfg, const struct pairs_ops *ops, void *arg,
-			const char **error)
+struct pairs *pairs_new(const struct pairs_config *cfg, const struct pairs_ops *ops, void *arg, char *error,
+			size_t errlen)
 {
-	*error = NULL;
+	snprintf(error, errlen, "out of memory");
 	struct pairs *p = calloc(1, sizeof(*p));
 	if (!p || (cfg->npairs && !(p->explicit = calloc(cfg->npairs, sizeof(*p->explicit)))) ||
 	    (cfg->by && !(p->by = strdup(cfg->by)))) {
 		pairs_free(p);
-		*error = "out of memory";
 		return NULL;
 	}
 	p->ops = *ops;
 	p->arg = arg;
 	for (size_t i = 0; i < cfg->npairs; i++) {
 		const char *comma = strchr(cfg->pairs[i], ',');
-		if (!comma || comma == cfg->pairs[i] || !comma[1] || strchr(comma + 1, ',') ||
-		    strcmp(comma + 1, "") == 0 || (strlen(comma + 1) == (size_t)(comma - cfg->pairs[i]) &&
-						  memcmp(comma + 1, cfg->pairs[i], strlen(comma + 1)) == 0)) {
+		size_t blen = comma ? (size_t)(comma - cfg->pairs[i]) : 0;
+		if (!comma || blen == 0 || !comma[1] || strchr(comma + 1, ',') ||
+		    (strlen(comma + 1) == blen && memcmp(comma + 1, cfg->pairs[i], blen) == 0)) {
 			pairs_free(p);
-			*error = "--pair takes two different marker names: --pair BEGIN,END";
+			snprintf(error, errlen, "--pair %s: give two different marker names, --pair BEGIN,END",
+				 cli_text(cfg->pairs[i]));
 			return NULL;
 		}
 		struct explicit_pair *e = &p->explicit[p->nexplicit++];
-		e->begin = strndup(cfg->pairs[i], (size_t)(comma - cfg->pairs[i]));
+		e->begin = strndup(cfg->pairs[i], blen);
 		e->end = strdup(comma + 1);
 		if (!e->begin || !e->end) {
 			pairs_free(p);
-			*error = "out of memory";
 			return NULL;
 		}
 	}

@@ -88,10 +88,11 @@ struct pairs;
 
 /*
  * NULL when out of memory or when a --pair is not "A,B" with A != B, both
- * non-empty (then *error says so, for the user).
+ * non-empty; error[0..errlen) then says which, for the user (a message that
+ * does not start with "out of memory" is a usage error).
  */
-struct pairs *pairs_new(const struct pairs_config *cfg, const struct pairs_ops *ops, void *arg,
-			const char **error);
+struct pairs *pairs_new(const struct pairs_config *cfg, const struct pairs_ops *ops, void *arg, char *error,
+			size_t errlen);
 /*
  * Every event, in time order.  Returns its role (PAIR_END only for an end
  * that closed a begin) and in *pair the pair it belongs to.  Calls the
