@@ -354,7 +354,7 @@ static int export_run(int argc, char **argv)
 	}
 	struct export_state x = { .out = stdout };
 	char why[512];
-	struct pairs_config pc = { .pairs = pair_args, .npairs = npair_args };
+	struct pairs_config pc = { .pairs = pair_args, .npairs = npair_args, .every_event = true };
 	struct pairs_ops pops = { .given_up = export_given_up };
 	x.pairs = pairs_new(&pc, &pops, &x, why, sizeof(why));
 	free(pair_args);

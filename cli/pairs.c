@@ -88,6 +88,7 @@ struct pairs {
 	uint32_t *thash;             /* indices into threads + 1; 0: empty        */
 	size_t thashcap;
 	struct thread *last;         /* the previous event's thread               */
+	bool every_event;            /* pairs_config.every_event                  */
 	struct strbuf sb;
 	bool oom;
 };
@@ -373,6 +374,8 @@ enum pair_role pairs_event(struct pairs *p, const struct trace_event *ev, uint32
 {
 	struct name_slot *ns = name_slot(p, ev);
 	*pair = ns->pair;
+	if (ns->role == PAIR_NONE && !p->every_event)
+		return PAIR_NONE;
 	/* Unknown ids fall back to something stable: pid 0, one "thread" per stream (as export). */
 	int64_t pid = ev->pid >= 0 ? ev->pid : 0;
 	int64_t tid = ev->tid >= 0 ? ev->tid : (int64_t)ev->stream_index;
@@ -473,6 +476,7 @@ struct pairs *pairs_new(const struct pairs_config *cfg, const struct pairs_ops *
 	}
 	p->ops = *ops;
 	p->arg = arg;
+	p->every_event = cfg->every_event;
 	for (size_t i = 0; i < cfg->npairs; i++) {
 		const char *comma = strchr(cfg->pairs[i], ',');
 		size_t blen = comma ? (size_t)(comma - cfg->pairs[i]) : 0;

@@ -74,6 +74,13 @@ struct pairs_config {
 	const char *const *pairs;    /* "A,B" each; checked by pairs_new         */
 	size_t npairs;
 	const char *by;              /* --by FIELD, or NULL                      */
+	/*
+	 * Begins open at the end are given up at their thread's last event of
+	 * any marker (export ends slices there); false: at the thread's last
+	 * begin or end, which spares a thread lookup per other event (stats
+	 * does not use the time of a given-up begin).
+	 */
+	bool every_event;
 };
 
 /* Counts of one row. */
