@@ -279,6 +279,33 @@ def case_lost_exact(mark, target, workdir):
     check(text == want_hist, "histogram:\n%s\nwant:\n%s" % (text, want_hist))
 
 
+def case_deep(mark, target, workdir):
+    """A thread that only begins: at most 256 begins stay open (the 257th
+    gives them all up), so memory is bounded; export's slices stay nested."""
+    need_babeltrace2()
+    trace = fresh(workdir, "deep")
+    evs = [b(1000 + 10 * i) for i in range(300)] + [e(10000)]
+    write_trace(trace, [(101, [(0, evs)])])
+    st = run([mark, "stats", trace])
+    row = pair_table(st.stdout).get("req")
+    # begins 1-256 given up at the 257th; 257-300 open; the end closes the 300th
+    # (10000 - 3990 = 6010 ns); 257-299 are given up at the end of the trace
+    want = {"count": "1", "min": "6.010us", "max": "6.010us", "no_end": str(256 + 43), "no_begin": "0", "lost": "0"}
+    check(row is not None and all(row.get(k) == v for k, v in want.items()), "deep stack: %r, want %r" % (row, want))
+    out = os.path.join(workdir, "deep.json")
+    r = run([mark, "export", "-o", out, trace])
+    check(r.returncode == 0, "export: %s" % r.stderr)
+    with open(out) as f:
+        doc = json.load(f)
+    depth, worst = 0, 0
+    for x in doc["traceEvents"]:
+        depth += {"B": 1, "E": -1}.get(x.get("ph"), 0)
+        worst = max(worst, depth)
+        check(depth >= 0, "an E without its B")
+    check(depth == 0 and worst == 256, "export: depth at the end %d, deepest %d (want 0, 256)" % (depth, worst))
+    check(doc["otherData"].get("slices_ended_by_export") == 299, "otherData: %r" % doc["otherData"])
+
+
 def case_export(mark, target, workdir):
     """mark export turns the same pairs into B/E slices, per thread, well nested."""
     need_babeltrace2()
