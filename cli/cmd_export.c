@@ -3,13 +3,11 @@
  * format (JSON object form), which chrome://tracing and ui.perfetto.dev open.
  *
  * Each event becomes an instant event ("ph": "i", thread scope) whose args
- * are the marker's fields.  When the trace declares both NAME_begin and
- * NAME_end (or NAME_entry and NAME_exit), those become "B"/"E" duration
- * events named NAME, so each begin/end pair shows as a slice.  Pairing is
- * decided from the event classes the trace declares, not from the events
- * seen, so a lone *_end marker stays an instant event.
+ * are the marker's fields.  Begin/end pairs of markers (cli/pairs.h: the
+ * naming conventions, or --pair A,B) become "B"/"E" duration events named
+ * after the pair, so each pair shows as a slice of its thread.
  *
- * The export keeps slices well nested per thread, as the format needs (an
+ * The pairing keeps slices well nested per thread, as the format needs (an
  * "E" ends the innermost open slice of its thread, whatever its name):
  * an end whose begin is not open (lost by the tracer, or before an
  * overwrite-mode trace's oldest event) is written as an instant event
@@ -24,6 +22,7 @@
  * clock time is in otherData (trace_start_ns, trace_start_utc).
  */
 #include "command.h"
+#include "pairs.h"
 #include "trace_reader.h"
 #include "trace_time.h"
 #include "trace_value.h"
@@ -40,18 +39,20 @@
 #include <unistd.h>
 
 static const char export_usage[] =
-	"usage: mark export [--format chrome] -o FILE.json DIR\n"
+	"usage: mark export [--format chrome] [--pair BEGIN,END]... -o FILE.json DIR\n"
 	"\n"
 	"Convert the CTF trace in DIR (as written by `mark record`) to another format.\n"
 	"\n"
 	"Formats:\n"
 	"  chrome   Chrome/Perfetto JSON trace (open it at https://ui.perfetto.dev or\n"
 	"           chrome://tracing).  Every event is an instant event with the\n"
-	"           marker's fields as args; markers named NAME_begin/NAME_end or\n"
-	"           NAME_entry/NAME_exit or NAME_start/NAME_stop (both declared in the\n"
-	"           trace) become B/E slices named NAME (an end without its begin\n"
-	"           becomes an instant; a slice left open ends at its thread's last\n"
-	"           event).  ts is in microseconds from the first event, whose clock\n"
+	"           marker's fields as args; begin/end pairs (NAME-start with\n"
+	"           NAME-done or NAME-end, NAME_begin/NAME_end, NAME__start/NAME__done,\n"
+	"           NAME_entry/NAME_exit, NAME_start/NAME_stop, both declared in the\n"
+	"           trace, as `mark stats` pairs them) become B/E slices named NAME\n"
+	"           per thread (an end without its begin becomes an instant; a slice\n"
+	"           left open ends at its thread's last event).\n"
+	"           ts is in microseconds from the first event, whose clock\n"
 	"           time is otherData.trace_start_utc; pid and tid are the traced\n"
 	"           process and thread.\n"
 	"           The cpu of each event is in its args as \"cpu\".\n"
@@ -59,31 +60,14 @@ static const char export_usage[] =
 	"Options:\n"
 	"  -f, --format FMT   output format: chrome (the default; \"perfetto\" is the same)\n"
 	"  -o, --output FILE  write to FILE (\"-\" for standard output); required\n"
+	"      --pair BEGIN,END  also make slices from these two markers (repeatable);\n"
+	"                     the slice is called BEGIN..END\n"
 	"      --progress     show the reading progress on stderr (by default only when\n"
 	"                     stderr is a terminal, and FILE is not stdout on it)\n"
 	"  -h, --help         this help\n"
 	"\n"
 	"Exit status: 0 on success, 1 if DIR cannot be read or FILE cannot be written,\n"
 	"2 on bad usage.\n";
-
-enum pair_role { ROLE_INSTANT, ROLE_BEGIN, ROLE_END };
-
-struct pair_suffix {
-	const char *begin, *end;
-};
-static const struct pair_suffix pair_suffixes[] = {
-	{ "_begin", "_end" },
-	{ "_entry", "_exit" },
-	{ "_start", "_stop" },
-};
-
-/* The open slices of one thread, innermost last, and its last event's time. */
-struct thread_slices {
-	int64_t pid, tid;
-	int64_t last_ns;
-	char **open;   /* slice names (stems) */
-	size_t nopen, cap;
-};
 
 #define EXPORT_NAME_SLOTS 256
 #define EXPORT_FLUSH (64 * 1024)
@@ -92,19 +76,16 @@ struct thread_slices {
 struct name_info {
 	const void *trace;                   /* compared by address only                  */
 	const char *name;                    /* compared by address only; NULL: empty slot */
-	enum pair_role role;
-	size_t stem;                         /* length of the slice name (B/E)            */
 	bool has_cpu;                        /* an argument is called "cpu"               */
-	char *json_full, *json_stem;         /* the name and the slice name as JSON strings */
+	char *json_full;                     /* the name as a JSON string                 */
 };
 
-/* Per trace class: which event class names are halves of a declared pair. */
 struct export_state {
 	struct name_info names[EXPORT_NAME_SLOTS];
 	FILE *out;
-	const void *known_trace;             /* the trace `paired` was computed for        */
-	char **paired;                       /* names with a declared partner             */
-	size_t npaired;
+	struct pairs *pairs;                 /* which events begin and end slices         */
+	char **pair_json;                    /* each pair's name as a JSON string, or NULL */
+	size_t pair_json_cap;
 	const void *named_trace[64];         /* traces whose process_name was emitted     */
 	size_t nnamed;
 	uint64_t events;
@@ -114,119 +95,35 @@ struct export_state {
 	bool have_origin;                    /* origin_ns is set (first timed event)      */
 	int64_t origin_ns;                   /* clock time of ts 0                        */
 	bool origin_is_epoch;
-	struct thread_slices *threads;       /* every thread seen, for its open slices    */
-	size_t nthreads, threads_cap;
 	uint64_t closed_slices;              /* ends written by the export itself         */
-	uint64_t unmatched_ends;             /* ends written as instants                  */
 	struct strbuf sb;
 	int failed;
 };
 
-static int ends_with(const char *s, const char *suffix, size_t *stem_len)
+/* The pair's name as a JSON string, made once; NULL when out of memory. */
+static const char *pair_json(struct export_state *x, uint32_t pair)
 {
-	size_t ls = strlen(s), lf = strlen(suffix);
-	if (ls <= lf || strcmp(s + ls - lf, suffix) != 0)
-		return 0;
-	*stem_len = ls - lf;
-	return 1;
-}
-
-static bool name_in(const char *const *names, size_t count, const char *name)
-{
-	for (size_t i = 0; i < count; i++)
-		if (strcmp(names[i], name) == 0)
-			return true;
-	return false;
-}
-
-static void free_paired(struct export_state *x)
-{
-	for (size_t i = 0; i < x->npaired; i++)
-		free(x->paired[i]);
-	free(x->paired);
-	x->paired = NULL;
-	x->npaired = 0;
-}
-
-/*
- * Recompute the pairs when the events come from another trace (a
- * directory holding a parent trace and pid-P/ child traces has several).
- * Both readers declare every event class of the metadata up front.
- */
-static void learn_pairs(struct export_state *x, const struct trace_event *ev)
-{
-	if (ev->trace == x->known_trace)
-		return;
-	free_paired(x);
-	x->known_trace = ev->trace;
-	size_t count;
-	const char **names = trace_event_class_names(ev, &count);
-	for (size_t i = 0; names && i < count; i++) {
-		const char *n = names[i];
-		for (size_t k = 0; k < sizeof(pair_suffixes) / sizeof(pair_suffixes[0]); k++) {
-			size_t stem;
-			if (!ends_with(n, pair_suffixes[k].begin, &stem))
-				continue;
-			char partner[512];
-			if (stem + strlen(pair_suffixes[k].end) >= sizeof(partner))
-				continue;
-			memcpy(partner, n, stem);
-			strcpy(partner + stem, pair_suffixes[k].end);
-			if (!name_in(names, count, partner))
-				continue;
-			char **grown = realloc(x->paired, (x->npaired + 2) * sizeof(*grown));
-			if (!grown)
-				goto out;   /* out of memory: fewer pairs, never a crash */
-			x->paired = grown;
-			x->paired[x->npaired] = strdup(n);
-			x->paired[x->npaired + 1] = strdup(partner);
-			if (x->paired[x->npaired] && x->paired[x->npaired + 1])
-				x->npaired += 2;
+	if (pair >= x->pair_json_cap) {
+		size_t cap = x->pair_json_cap ? x->pair_json_cap : 16;
+		while (cap <= pair)
+			cap *= 2;
+		char **grown = realloc(x->pair_json, cap * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		memset(grown + x->pair_json_cap, 0, (cap - x->pair_json_cap) * sizeof(*grown));
+		x->pair_json = grown;
+		x->pair_json_cap = cap;
+	}
+	if (!x->pair_json[pair]) {
+		struct strbuf sb = { 0 };
+		strbuf_add_json_string(&sb, pairs_name(x->pairs, pair));
+		if (sb.failed) {
+			strbuf_release(&sb);
+			return NULL;
 		}
+		x->pair_json[pair] = sb.data;
 	}
-out:
-	free(names);
-}
-
-/* The role of event `name` and, for B/E, the length of the slice name (the stem). */
-static enum pair_role role_of(const struct export_state *x, const char *name, size_t *stem_len)
-{
-	int paired = 0;
-	for (size_t i = 0; i < x->npaired && !paired; i++)
-		paired = strcmp(x->paired[i], name) == 0;
-	if (!paired)
-		return ROLE_INSTANT;
-	for (size_t k = 0; k < sizeof(pair_suffixes) / sizeof(pair_suffixes[0]); k++) {
-		if (ends_with(name, pair_suffixes[k].begin, stem_len))
-			return ROLE_BEGIN;
-		if (ends_with(name, pair_suffixes[k].end, stem_len))
-			return ROLE_END;
-	}
-	return ROLE_INSTANT;
-}
-
-/* The thread's slice state (created on first use); NULL when out of memory. */
-static struct thread_slices *thread_of(struct export_state *x, int64_t pid, int64_t tid)
-{
-	for (size_t i = x->nthreads; i-- > 0;)
-		if (x->threads[i].pid == pid && x->threads[i].tid == tid)
-			return &x->threads[i];
-	if (x->nthreads == x->threads_cap && cli_array_grow(&x->threads, &x->threads_cap, sizeof(*x->threads), 16))
-		return NULL;
-	struct thread_slices *t = &x->threads[x->nthreads++];
-	*t = (struct thread_slices){ .pid = pid, .tid = tid };
-	return t;
-}
-
-static bool slice_push(struct thread_slices *t, const char *name, size_t len)
-{
-	if (t->nopen == t->cap && cli_array_grow(&t->open, &t->cap, sizeof(*t->open), 8))
-		return false;
-	char *copy = strndup(name, len);
-	if (!copy)
-		return false;
-	t->open[t->nopen++] = copy;
-	return true;
+	return x->pair_json[pair];
 }
 
 static void append_ts(struct strbuf *sb, int64_t ns)
@@ -262,55 +159,33 @@ static void append_rel_ts(struct export_state *x, struct strbuf *sb, int64_t ns)
 	append_ts(sb, ns - (x->have_origin ? x->origin_ns : 0));
 }
 
-/* An "E" the trace does not have: the end of the innermost open slice of t. */
-static void append_closing_end(struct export_state *x, struct strbuf *sb, struct thread_slices *t, int64_t ns,
-			       const char *why)
+/* An "E" the trace does not have: a begin given up (pairs.h) ends its slice. */
+static void export_given_up(const struct pair_span *span, enum pair_given_up why, void *arg)
 {
-	char *name = t->open[--t->nopen];
-	strbuf_addf(sb, "%s{\"name\": ", x->wrote_any ? ",\n" : "");
-	x->wrote_any = 1;
-	strbuf_add_json_string(sb, name);
-	strbuf_addf(sb, "%s", ", \"cat\": \"mark\", \"ph\": \"E\", \"ts\": ");
-	append_rel_ts(x, sb, ns);
-	strbuf_addf(sb, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64
-		    ", \"args\": {\"closed_by\": \"mark export\", \"reason\": ", t->pid, t->tid);
-	strbuf_add_json_string(sb, why);
-	strbuf_add_lit(sb, "}}");
-	free(name);
-	x->closed_slices++;
-}
-
-/*
- * Keep the thread's slices nested: returns the role to write the event
- * with.  A begin opens a slice; an end closes the innermost slice of its
- * name, after ending (in sb) the slices opened inside it, or, if no slice
- * of its name is open, is written as an instant.
- */
-static enum pair_role balance(struct export_state *x, struct strbuf *sb, struct thread_slices *t,
-			      enum pair_role role, const char *name, size_t stem, int64_t ns)
-{
-	if (!t || role == ROLE_INSTANT)
-		return role;
-	if (role == ROLE_BEGIN)
-		return slice_push(t, name, stem) ? ROLE_BEGIN : ROLE_INSTANT;
-	size_t k = t->nopen;
-	while (k > 0 && !(strlen(t->open[k - 1]) == stem && strncmp(t->open[k - 1], name, stem) == 0))
-		k--;
-	if (k == 0) {
-		x->unmatched_ends++;
-		return ROLE_INSTANT;
+	struct export_state *x = arg;
+	struct strbuf *sb = &x->sb;
+	const char *name = pair_json(x, span->pair);
+	if (!name) {
+		sb->failed = 1;   /* reported as out of memory by the next flush */
+		return;
 	}
-	while (t->nopen > k)
-		append_closing_end(x, sb, t, ns, "its end event was lost; ended by an outer slice's end");
-	free(t->open[--t->nopen]);
-	return ROLE_END;
+	strbuf_addf(sb, "%s{\"name\": %s", x->wrote_any ? ",\n" : "", name);
+	x->wrote_any = 1;
+	strbuf_add_lit(sb, ", \"cat\": \"mark\", \"ph\": \"E\", \"ts\": ");
+	append_rel_ts(x, sb, span->end_ns);
+	strbuf_addf(sb, ", \"pid\": %" PRId64 ", \"tid\": %" PRId64
+		    ", \"args\": {\"closed_by\": \"mark export\", \"reason\": \"%s\"}}", span->pid, span->tid,
+		    why == PAIR_GIVEN_UP_INNER	 ? "its end event was lost; ended by an outer slice's end"
+		    : why == PAIR_GIVEN_UP_AT_END ? "no end event in the trace; ended at the thread's last event"
+						  : "more than 256 slices open on the thread; all ended here");
+	x->closed_slices++;
 }
 
 /*
  * What export needs of a marker of a trace, remembered per (trace, name
  * pointer): a reader hands the same name pointer for every event of a
- * class while it runs, and the pairing, the escaping and the "cpu" check
- * per event were most of the export's time.  A miss (first event of a
+ * class while it runs, and the escaping and the "cpu" check per event were
+ * most of the export's time.  A miss (first event of a
  * class, or a slot taken by another class) computes them again.
  */
 static struct name_info *name_info(struct export_state *x, const struct trace_event *ev)
@@ -318,31 +193,30 @@ static struct name_info *name_info(struct export_state *x, const struct trace_ev
 	struct name_info *ni = &x->names[(((uintptr_t)ev->name >> 4) ^ ((uintptr_t)ev->trace >> 6)) % EXPORT_NAME_SLOTS];
 	if (ni->name == ev->name && ni->trace == ev->trace)
 		return ni;
-	learn_pairs(x, ev);
 	free(ni->json_full);
-	free(ni->json_stem);
 	*ni = (struct name_info){ .trace = ev->trace };
-	size_t stem = strlen(ev->name);
-	ni->role = role_of(x, ev->name, &stem);
-	ni->stem = stem;
 	ni->has_cpu = trace_event_has_field(ev, "cpu");
-	struct strbuf a = { 0 }, b = { 0 };
+	struct strbuf a = { 0 };
 	strbuf_add_json_string(&a, ev->name);
-	char *stem_text = strndup(ev->name, stem);
-	strbuf_add_json_string(&b, stem_text ? stem_text : ev->name);
-	free(stem_text);
-	if (a.failed || b.failed) {
+	if (a.failed) {
 		strbuf_release(&a);
-		strbuf_release(&b);
 		return NULL;
 	}
 	ni->json_full = a.data;
-	ni->json_stem = b.data;
 	ni->name = ev->name;
 	return ni;
 }
 
 static int flush_events(struct export_state *x);
+
+/* Ends written as instants: ends without an open begin, over every pair. */
+static uint64_t ends_without_begin(const struct pairs *p)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < pairs_rows(p); i++)
+		n += pairs_row(p, (uint32_t)i)->no_begin;
+	return n;
+}
 
 static int export_event(const struct trace_event *ev, void *arg)
 {
@@ -366,19 +240,23 @@ static int export_event(const struct trace_event *ev, void *arg)
 		x->origin_is_epoch = ev->clock_is_epoch;
 	}
 	int64_t ns = ev->has_time ? ev->ns : (x->have_origin ? x->origin_ns : 0);
-	struct thread_slices *t = thread_of(x, pid, tid);
-	if (t)
-		t->last_ns = ns;
-	enum pair_role role = balance(x, sb, t, ni->role, ev->name, ni->stem, ns);
+	/* ends given up by this event are written (export_given_up) before it */
+	uint32_t pair;
+	enum pair_role role = pairs_event(x->pairs, ev, &pair);
+	const char *name = role == PAIR_NONE ? ni->json_full : pair_json(x, pair);
+	if (!name) {
+		cli_error("export: out of memory formatting an event");
+		x->failed = 1;
+		return 1;
+	}
 	if (x->wrote_any)
 		strbuf_add_lit(sb, ",\n");
 	x->wrote_any = 1;
-	const char *name = role == ROLE_INSTANT ? ni->json_full : ni->json_stem;
 	strbuf_add_lit(sb, "{\"name\": ");
 	strbuf_add(sb, name, strlen(name));
-	if (role == ROLE_BEGIN)
+	if (role == PAIR_BEGIN)
 		strbuf_add_lit(sb, ", \"cat\": \"mark\", \"ph\": \"B\", ");
-	else if (role == ROLE_END)
+	else if (role == PAIR_END)
 		strbuf_add_lit(sb, ", \"cat\": \"mark\", \"ph\": \"E\", ");
 	else
 		strbuf_add_lit(sb, ", \"cat\": \"mark\", \"ph\": \"i\", \"s\": \"t\", ");
@@ -435,7 +313,11 @@ static void export_discarded(const struct trace_loss *loss, void *arg)
 	x->lost += loss->count;
 	if (loss->count == 0)
 		x->lost_unknown++;
+	pairs_loss(x->pairs, loss);
 }
+
+static int export_write(struct export_state *x, const char *format, const char *output, bool progress, int argc,
+			char **argv);
 
 static int export_run(int argc, char **argv)
 {
@@ -444,25 +326,54 @@ static int export_run(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "progress", no_argument, NULL, 'P' },
+		{ "pair", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *format = "chrome", *output = NULL;
 	bool progress = false;
 	int c;
+	const char **pair_args = calloc((size_t)argc + 1, sizeof(*pair_args));
+	size_t npair_args = 0;
+	if (!pair_args)
+		return cli_error("export: out of memory");
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': format = optarg; break;
 		case 'o': output = optarg; break;
-		case 'h': fputs(export_usage, stdout); return 0;
+		case 'h': fputs(export_usage, stdout); free(pair_args); return 0;
 		case 'P': progress = true; break;
+		case 'p': pair_args[npair_args++] = optarg; break;
 		default:
 			cli_error("export: %s: unknown option or missing argument; see `mark export --help`",
 				  argv[optind - 1]);
+			free(pair_args);
 			return 2;
 		}
 	}
+	struct export_state x = { .out = stdout };
+	char why[512];
+	struct pairs_config pc = { .pairs = pair_args, .npairs = npair_args, .every_event = true };
+	struct pairs_ops pops = { .given_up = export_given_up };
+	x.pairs = pairs_new(&pc, &pops, &x, why, sizeof(why));
+	free(pair_args);
+	if (!x.pairs) {
+		cli_error("export: %s", why);
+		return strncmp(why, "out of memory", 13) != 0 ? 2 : 1;
+	}
+	int status = export_write(&x, format, output, progress, argc, argv);
+	pairs_free(x.pairs);
+	for (size_t i = 0; i < x.pair_json_cap; i++)
+		free(x.pair_json[i]);
+	free(x.pair_json);
+	return status;
+}
+
+/* The export itself, once the options are read (export_run). */
+static int export_write(struct export_state *x, const char *format, const char *output, bool progress, int argc,
+			char **argv)
+{
 	if (strcmp(format, "chrome") != 0 && strcmp(format, "perfetto") != 0) {
 		cli_error("export: unknown format \"%s\"; the supported format is: chrome", format);
 		return 2;
@@ -482,7 +393,6 @@ static int export_run(int argc, char **argv)
 
 	/* Write to FILE.tmp and rename at the end, so a failed export never leaves
 	 * a truncated FILE.json that looks complete. */
-	struct export_state x = { .out = stdout };
 	char tmp[4096] = "";
 	if (strcmp(output, "-") != 0) {
 		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", output) >= sizeof(tmp))
@@ -491,56 +401,57 @@ static int export_run(int argc, char **argv)
 		 * readable by the caller only: it holds the trace's %s arguments,
 		 * which the tracer keeps owner-only too. */
 		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-		x.out = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!x.out && fd >= 0)
+		x->out = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!x->out && fd >= 0)
 			close(fd);
-		if (!x.out)
+		if (!x->out)
 			return cli_error("export: cannot create %s: %s (choose a writable path with -o)", tmp,
 					 strerror(errno));
 	}
-	fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n", x.out);
+	fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n", x->out);
 	struct trace_reader_ops ops = { .native_ok = true,
 					.progress = trace_progress_wanted(progress, strcmp(output, "-") == 0),
 					.event = export_event, .discarded = export_discarded };
-	int r = trace_read(dir, &ops, &x);
-	if (!x.failed)
-		flush_events(&x);
+	int r = trace_read(dir, &ops, x);
+	if (!x->failed)
+		flush_events(x);
 	int status = 0;
-	if (r != 0 || x.failed) {
+	if (r != 0 || x->failed) {
 		status = 1;
 	} else {
-		/* Slices still open end at their thread's last event. */
+		/* Slices still open end at their thread's last event (export_given_up). */
+		pairs_finish(x->pairs);
+		if (x->sb.failed || pairs_oom(x->pairs)) {
+			cli_error("export: out of memory ending the open slices");
+			status = 1;
+		}
 		struct strbuf sb = { 0 };
-		for (size_t i = 0; i < x.nthreads; i++)
-			while (x.threads[i].nopen)
-				append_closing_end(&x, &sb, &x.threads[i], x.threads[i].last_ns,
-						   "no end event in the trace; ended at the thread's last event");
-		fprintf(x.out, "%s\n],\n\"otherData\": {\"source\": ", sb.data ? sb.data : "");
+		fprintf(x->out, "%s\n],\n\"otherData\": {\"source\": ", x->sb.data ? x->sb.data : "");
 		strbuf_reset(&sb);
 		strbuf_add_json_string(&sb, dir);
-		fprintf(x.out, "%s, \"events\": %" PRIu64 ", \"lost_events\": %" PRIu64
+		fprintf(x->out, "%s, \"events\": %" PRIu64 ", \"lost_events\": %" PRIu64
 			", \"loss_reports_without_count\": %" PRIu64 ", \"slices_ended_by_export\": %" PRIu64
 			", \"ends_without_begin\": %" PRIu64,
-			sb.data ? sb.data : "\"\"", x.events, x.lost, x.lost_unknown, x.closed_slices,
-			x.unmatched_ends);
+			sb.data ? sb.data : "\"\"", x->events, x->lost, x->lost_unknown, x->closed_slices,
+			ends_without_begin(x->pairs));
 		/* ts 0 as a clock time: a string, so no JSON reader rounds it */
-		if (x.have_origin) {
+		if (x->have_origin) {
 			strbuf_reset(&sb);
-			if (x.origin_is_epoch)
-				trace_time_append_wall(&sb, x.origin_ns, 1);
-			fprintf(x.out, ", \"trace_start_ns\": \"%" PRId64 "\"", x.origin_ns);
-			if (x.origin_is_epoch && sb.data)
-				fprintf(x.out, ", \"trace_start_utc\": \"%s\"", sb.data);
+			if (x->origin_is_epoch)
+				trace_time_append_wall(&sb, x->origin_ns, 1);
+			fprintf(x->out, ", \"trace_start_ns\": \"%" PRId64 "\"", x->origin_ns);
+			if (x->origin_is_epoch && sb.data)
+				fprintf(x->out, ", \"trace_start_utc\": \"%s\"", sb.data);
 		}
-		fputs("}}\n", x.out);
+		fputs("}}\n", x->out);
 		if (sb.failed) {
 			cli_error("export: out of memory writing the end of the file");
 			status = 1;
 		}
 		strbuf_release(&sb);
 	}
-	if (x.out != stdout) {
-		if (fclose(x.out) != 0 && status == 0) {
+	if (x->out != stdout) {
+		if (fclose(x->out) != 0 && status == 0) {
 			cli_error("export: writing %s failed: %s", tmp, strerror(errno));
 			status = 1;
 		} else if (status == 0 && rename(tmp, output) != 0) {
@@ -552,23 +463,14 @@ static int export_run(int argc, char **argv)
 	} else if (fflush(stdout) != 0) {
 		status = 1;
 	}
-	if (status == 0 && x.out != stdout)
+	if (status == 0 && x->out != stdout)
 		fprintf(stderr, "mark export: %" PRIu64 " events (%" PRIu64 " lost by the tracer) written to %s\n",
-			x.events, x.lost, cli_text(output));
-	else if (status != 0 && x.failed && r == 0)
+			x->events, x->lost, cli_text(output));
+	else if (status != 0 && x->failed && r == 0)
 		cli_error("export: writing the output failed: %s", strerror(errno));
-	free_paired(&x);
-	for (size_t i = 0; i < x.nthreads; i++) {
-		while (x.threads[i].nopen)
-			free(x.threads[i].open[--x.threads[i].nopen]);
-		free(x.threads[i].open);
-	}
-	free(x.threads);
-	for (size_t i = 0; i < EXPORT_NAME_SLOTS; i++) {
-		free(x.names[i].json_full);
-		free(x.names[i].json_stem);
-	}
-	strbuf_release(&x.sb);
+	for (size_t i = 0; i < EXPORT_NAME_SLOTS; i++)
+		free(x->names[i].json_full);
+	strbuf_release(&x->sb);
 	return status;
 }
 

@@ -1,14 +1,18 @@
 /*
  * `mark stats DIR`: per-marker counts, rates, and the distribution of the
- * time between consecutive events of each marker.
+ * time between consecutive events of each marker; then the latency of each
+ * begin/end pair of markers (pairs.h), optionally split by a field
+ * (--by) and drawn as a log2 histogram (--histogram).
  *
- * The distribution is exact: every interval is kept (8 bytes per event) and
- * the order statistics are selected once at the end, so min/p50/p90/p99/max
- * are true order statistics (nearest-rank percentiles), not histogram
- * estimates.
+ * Distributions are in bounded memory (histo.h): exact order statistics
+ * (nearest-rank percentiles) while a row has at most 1024 values, within
+ * 0.4% beyond; min, max, count and total are always exact.  Nothing is
+ * kept per event.
  */
 #include "command.h"
+#include "histo.h"
 #include "liveline.h"
+#include "pairs.h"
 #include "trace_reader.h"
 #include "trace_time.h"
 #include "trace_value.h"
@@ -23,7 +27,7 @@
 #include <unistd.h>
 
 static const char stats_usage[] =
-	"usage: mark stats [OPTIONS] DIR\n"
+	"usage: mark stats [--pair BEGIN,END]... [--by FIELD] [--histogram] DIR\n"
 	"\n"
 	"Summarize the CTF trace in DIR (as written by `mark record`), one line per\n"
 	"marker, most frequent first:\n"
@@ -31,10 +35,25 @@ static const char stats_usage[] =
 	"  rate/s   count divided by the trace's duration (first to last event)\n"
 	"  min p50 p90 p99 max\n"
 	"           the time between consecutive events of the marker (all threads\n"
-	"           together), exact nearest-rank percentiles; \"-\" with fewer than 2 events\n"
+	"           together), nearest-rank percentiles (exact up to 1024 intervals,\n"
+	"           within 0.4% beyond); \"-\" with fewer than 2 events\n"
 	"The header line gives the totals, including events the tracer lost.\n"
 	"\n"
+	"Then one line per begin/end pair: the time from a begin to its end on the\n"
+	"same thread (nesting as a stack).  Markers pair by name when the trace\n"
+	"declares both: X-start with X-done or X-end, X_begin/X_end, X__start/X__done,\n"
+	"X_entry/X_exit, X_start/X_stop.\n"
+	"  count    pairs; min p50 p90 p99 max total: their durations\n"
+	"  no_end   begins without an end (ended by an outer end, or open at the end)\n"
+	"  no_begin ends without an open begin (its begin was lost or before the trace)\n"
+	"  lost     pairs spanning events the tracer lost: not in count or durations\n"
+	"\n"
 	"Options:\n"
+	"  --pair BEGIN,END  also pair these two markers (repeatable); the pair is\n"
+	"               called BEGIN..END\n"
+	"  --by FIELD   one line per value of the begin's argument FIELD (per lock\n"
+	"               name, say); at most 4096 values per pair, the rest as (other)\n"
+	"  --histogram  a log2 histogram of each pair's durations, as bpftrace's hist()\n"
 	"  --progress   show the reading progress on stderr (by default only when\n"
 	"               stderr is a terminal)\n"
 	"  -h, --help   this help\n"
@@ -46,8 +65,7 @@ struct marker_stats {
 	uint64_t count;
 	int64_t last_ns;
 	int have_last;
-	uint64_t *intervals;
-	size_t nintervals, cap;
+	struct histo intervals;
 	struct marker_stats *next;   /* hash chain */
 };
 
@@ -71,6 +89,9 @@ struct stats_state {
 	int have_time;
 	uint64_t streams;
 	int oom;
+	struct pairs *pairs;
+	struct histo *rows;           /* the durations of each pairs row        */
+	size_t rowcap;
 };
 
 static uint64_t hash_name(const char *s)
@@ -118,6 +139,8 @@ static int stats_event(const struct trace_event *ev, void *arg)
 		return 1;
 	}
 	st->events++;
+	uint32_t pair;
+	pairs_event(st->pairs, ev, &pair);
 	if (ev->stream_index + 1 > st->streams)
 		st->streams = ev->stream_index + 1;
 	m->count++;
@@ -133,11 +156,10 @@ static int stats_event(const struct trace_event *ev, void *arg)
 	if (m->have_last) {
 		/* The muxer delivers events in time order, so this is >= 0; clamp anyway. */
 		uint64_t d = ev->ns > m->last_ns ? (uint64_t)(ev->ns - m->last_ns) : 0;
-		if (m->nintervals == m->cap && cli_array_grow(&m->intervals, &m->cap, sizeof(*m->intervals), 64)) {
+		if (histo_add(&m->intervals, d)) {
 			st->oom = 1;
 			return 1;
 		}
-		m->intervals[m->nintervals++] = d;
 	}
 	m->last_ns = ev->ns;
 	m->have_last = 1;
@@ -150,6 +172,31 @@ static void stats_discarded(const struct trace_loss *loss, void *arg)
 	st->lost += loss->count;
 	if (loss->count == 0)
 		st->lost_unknown++;
+	pairs_loss(st->pairs, loss);
+}
+
+/* A begin and its end: its duration, unless lost events lie between them. */
+static void stats_span(const struct pair_span *span, void *arg)
+{
+	struct stats_state *st = arg;
+	if (span->spans_loss || span->row == UINT32_MAX)
+		return;
+	if (span->row >= st->rowcap) {
+		size_t cap = st->rowcap ? st->rowcap : 16;
+		while (cap <= span->row)
+			cap *= 2;
+		struct histo *grown = realloc(st->rows, cap * sizeof(*grown));
+		if (!grown) {
+			st->oom = 1;
+			return;
+		}
+		memset(grown + st->rowcap, 0, (cap - st->rowcap) * sizeof(*grown));
+		st->rows = grown;
+		st->rowcap = cap;
+	}
+	uint64_t d = span->end_ns > span->begin_ns ? (uint64_t)(span->end_ns - span->begin_ns) : 0;
+	if (histo_add(&st->rows[span->row], d))
+		st->oom = 1;
 }
 
 static int cmp_marker(const void *a, const void *b)
@@ -160,54 +207,6 @@ static int cmp_marker(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Nearest-rank percentile: the index of the smallest value with at least p% of the values <= it. */
-static size_t percentile_index(size_t n, unsigned p)
-{
-	size_t rank = (n * p + 99) / 100;   /* ceil(n * p / 100), >= 1 for n >= 1 */
-	return rank ? rank - 1 : 0;
-}
-
-/*
- * Put the k-th smallest of v[lo..hi) at v[k], smaller ones before it and
- * larger ones after (quickselect).  Only five order statistics are printed,
- * so selecting them is O(n) where sorting every interval was O(n log n) and
- * most of `mark stats`'s time.  The pivot is the middle of three values
- * taken at positions from a fixed pseudo-random sequence, so no order of
- * the input (sorted, reversed, crafted) makes it quadratic in practice;
- * the three-way partition keeps runs of equal intervals linear too.
- */
-static void select_kth(uint64_t *v, size_t lo, size_t hi, size_t k, uint64_t *seed)
-{
-	while (hi - lo > 1) {
-		size_t n = hi - lo;
-		uint64_t a, b, c;
-		*seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
-		a = v[lo + (*seed >> 33) % n];
-		b = v[lo + (*seed >> 13) % n];
-		c = v[lo + (*seed >> 3) % n];
-		uint64_t pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
-		/* [lo, lt) < pivot, [lt, i) == pivot, (gt, hi) > pivot */
-		size_t lt = lo, i = lo, gt = hi;
-		while (i < gt) {
-			if (v[i] < pivot) {
-				uint64_t t = v[i]; v[i] = v[lt]; v[lt] = t;
-				lt++, i++;
-			} else if (v[i] > pivot) {
-				gt--;
-				uint64_t t = v[i]; v[i] = v[gt]; v[gt] = t;
-			} else {
-				i++;
-			}
-		}
-		if (k < lt)
-			hi = lt;
-		else if (k >= gt)
-			lo = gt;
-		else
-			return;
-	}
-}
-
 static void print_duration_cell(uint64_t ns)
 {
 	struct strbuf sb = { 0 };
@@ -216,44 +215,224 @@ static void print_duration_cell(uint64_t ns)
 	strbuf_release(&sb);
 }
 
+/* The five distribution cells, or "-" when there is no value. */
+static void print_distribution(struct histo *h)
+{
+	if (h->count == 0) {
+		printf(" %12s %12s %12s %12s %12s", "-", "-", "-", "-", "-");
+		return;
+	}
+	print_duration_cell(h->min);
+	print_duration_cell(histo_percentile(h, 50));
+	print_duration_cell(histo_percentile(h, 90));
+	print_duration_cell(histo_percentile(h, 99));
+	print_duration_cell(h->max);
+}
+
+/* "1K" for 1024, as bpftrace labels its hist() buckets. */
+static void log2_label(char *out, size_t len, uint64_t v)
+{
+	static const char units[] = "KMGTPE";
+	unsigned u = 0;
+	while (v >= 1024 && v % 1024 == 0 && u < sizeof(units) - 1) {
+		v /= 1024;
+		u++;
+	}
+	if (u)
+		snprintf(out, len, "%" PRIu64 "%c", v, units[u - 1]);
+	else
+		snprintf(out, len, "%" PRIu64, v);
+}
+
+/* A log2 histogram in the terminal, as bpftrace's hist() prints one. */
+static void print_histogram(const char *title, const struct histo *h)
+{
+	printf("\n@%s (ns):\n", title);
+	int lo = 64, hi = -2;
+	uint64_t most = 0;
+	for (int k = -1; k < 64; k++) {
+		uint64_t n = histo_log2_count(h, k);
+		if (!n)
+			continue;
+		lo = k < lo ? k : lo;
+		hi = k;
+		most = n > most ? n : most;
+	}
+	for (int k = lo; k <= hi; k++) {
+		uint64_t n = histo_log2_count(h, k);
+		char label[64], a[24], b[24];
+		if (k < 0) {
+			snprintf(label, sizeof(label), "[0]");
+		} else if (k == 0) {
+			snprintf(label, sizeof(label), "[1]");
+		} else {
+			log2_label(a, sizeof(a), (uint64_t)1 << k);
+			if (k == 63)
+				snprintf(b, sizeof(b), "...");
+			else
+				log2_label(b, sizeof(b), (uint64_t)2 << k);
+			snprintf(label, sizeof(label), "[%s, %s)", a, b);
+		}
+		char bar[53];
+		size_t w = most ? (size_t)((n * 52 + most - 1) / most) : 0;
+		memset(bar, '@', w);
+		memset(bar + w, ' ', 52 - w);
+		bar[52] = '\0';
+		printf("%-20s %8" PRIu64 " |%s|\n", label, n, bar);
+	}
+}
+
+struct pair_line {
+	char *title;   /* the pair's name, [--by value]; terminal-escaped */
+	uint32_t row;
+	uint64_t count;
+};
+
+static int cmp_pair_line(const void *a, const void *b)
+{
+	const struct pair_line *x = a, *y = b;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->title, y->title);
+}
+
+/* The pairs table (and histograms); -1 when out of memory. */
+static int print_pairs(struct stats_state *st, bool histogram)
+{
+	size_t n = pairs_rows(st->pairs);
+	if (n == 0)
+		return 0;
+	struct pair_line *lines = calloc(n, sizeof(*lines));
+	if (!lines)
+		return -1;
+	size_t width = 4;
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct pair_row *r = pairs_row(st->pairs, (uint32_t)i);
+		struct strbuf sb = { 0 };
+		strbuf_add_terminal(&sb, pairs_name(st->pairs, r->pair));
+		if (r->key) {
+			strbuf_add_lit(&sb, "[");
+			strbuf_add_terminal(&sb, r->key);
+			strbuf_add_lit(&sb, "]");
+		}
+		if (sb.failed) {
+			rc = -1;
+			strbuf_release(&sb);
+			break;
+		}
+		lines[i] = (struct pair_line){ .title = sb.data ? sb.data : strdup(""), .row = (uint32_t)i,
+					       .count = i < st->rowcap ? st->rows[i].count : 0 };
+		if (!lines[i].title) {
+			rc = -1;
+			break;
+		}
+		if (strlen(lines[i].title) > width)
+			width = strlen(lines[i].title);
+	}
+	if (rc == 0) {
+		qsort(lines, n, sizeof(*lines), cmp_pair_line);
+		printf("\n%-*s %12s %12s %12s %12s %12s %12s %14s %9s %9s %9s\n", (int)width, "pair", "count", "min",
+		       "p50", "p90", "p99", "max", "total", "no_end", "no_begin", "lost");
+		static struct histo empty;
+		for (size_t i = 0; i < n; i++) {
+			const struct pair_row *r = pairs_row(st->pairs, lines[i].row);
+			struct histo *h = lines[i].row < st->rowcap ? &st->rows[lines[i].row] : &empty;
+			printf("%-*s %12" PRIu64, (int)width, lines[i].title, h->count);
+			print_distribution(h);
+			if (h->count) {
+				struct strbuf sb = { 0 };
+				trace_time_append_duration(&sb, h->total);
+				printf(" %14s", sb.data ? sb.data : "?");
+				strbuf_release(&sb);
+			} else {
+				printf(" %14s", "-");
+			}
+			printf(" %9" PRIu64 " %9" PRIu64 " %9" PRIu64 "\n", r->no_end, r->no_begin, r->lossy);
+		}
+		for (size_t i = 0; histogram && i < n; i++)
+			if (lines[i].row < st->rowcap && st->rows[lines[i].row].count)
+				print_histogram(lines[i].title, &st->rows[lines[i].row]);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(lines[i].title);
+	free(lines);
+	return rc;
+}
+
 static int stats_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "progress", no_argument, NULL, 'P' },
+		{ "pair", required_argument, NULL, 'p' },
+		{ "by", required_argument, NULL, 'b' },
+		{ "histogram", no_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
-	bool progress = false;
+	bool progress = false, histogram = false;
+	const char *by = NULL;
+	const char **pair_args = calloc((size_t)argc + 1, sizeof(*pair_args));
+	size_t npair_args = 0;
+	if (!pair_args)
+		return cli_error("stats: out of memory");
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		if (c == 'h') {
+		switch (c) {
+		case 'h':
 			fputs(stats_usage, stdout);
+			free(pair_args);
 			return 0;
+		case 'P': progress = true; break;
+		case 'H': histogram = true; break;
+		case 'p': pair_args[npair_args++] = optarg; break;
+		case 'b':
+			if (!*optarg) {
+				cli_error("stats: --by takes the name of a marker argument (as `mark view` shows it)");
+				free(pair_args);
+				return 2;
+			}
+			by = optarg;
+			break;
+		default:
+			cli_error("stats: %s: unknown option or missing argument; see `mark stats --help`",
+				  argv[optind - 1]);
+			free(pair_args);
+			return 2;
 		}
-		if (c == 'P') {
-			progress = true;
-			continue;
-		}
-		cli_error("stats: %s: unknown option; see `mark stats --help`", argv[optind - 1]);
-		return 2;
 	}
 	if (optind != argc - 1) {
 		cli_error("stats: %s; usage: mark stats DIR",
 			  optind >= argc ? "give the trace directory" : "give exactly one trace directory");
+		free(pair_args);
 		return 2;
 	}
 	const char *dir = argv[optind];
 	struct stats_state *st = calloc(1, sizeof(*st));
-	if (!st)
+	if (!st) {
+		free(pair_args);
 		return cli_error("stats: out of memory");
+	}
+	char why[512];
+	struct pairs_config pc = { .pairs = pair_args, .npairs = npair_args, .by = by };
+	struct pairs_ops pops = { .span = stats_span };
+	st->pairs = pairs_new(&pc, &pops, st, why, sizeof(why));
+	free(pair_args);
+	if (!st->pairs) {
+		free(st);
+		cli_error("stats: %s", why);
+		return strncmp(why, "out of memory", 13) != 0 ? 2 : 1;
+	}
 	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(progress, false),
 					.event = stats_event, .discarded = stats_discarded };
 	int r = trace_read(dir, &ops, st);
+	if (r == 0)
+		pairs_finish(st->pairs);
 	int status = 0;
-	if (st->oom) {
-		cli_error("stats: out of memory after %" PRIu64 " events (8 bytes are kept per event)", st->events);
+	if (st->oom || pairs_oom(st->pairs)) {
+		cli_error("stats: out of memory after %" PRIu64 " events (free some memory, or drop --by)", st->events);
 		status = 1;
 	} else if (r != 0) {
 		live_warn_incomplete(stderr, dir, false);
@@ -290,38 +469,26 @@ static int stats_run(int argc, char **argv)
 				printf(" %14.3f", (double)m->count * 1e9 / (double)span);
 			else
 				printf(" %14s", "-");
-			if (m->nintervals == 0) {
-				printf(" %12s %12s %12s %12s %12s\n", "-", "-", "-", "-", "-");
-				continue;
-			}
-			/* each selection leaves everything above its rank to its right,
-			 * so the next (larger) one only searches there */
-			size_t n = m->nintervals, i50 = percentile_index(n, 50), i90 = percentile_index(n, 90),
-			       i99 = percentile_index(n, 99);
-			uint64_t seed = 42, lo = m->intervals[0], hi = m->intervals[0];
-			for (size_t k = 1; k < n; k++) {
-				lo = m->intervals[k] < lo ? m->intervals[k] : lo;
-				hi = m->intervals[k] > hi ? m->intervals[k] : hi;
-			}
-			select_kth(m->intervals, 0, n, i50, &seed);
-			select_kth(m->intervals, i50, n, i90, &seed);
-			select_kth(m->intervals, i90, n, i99, &seed);
-			print_duration_cell(lo);
-			print_duration_cell(m->intervals[i50]);
-			print_duration_cell(m->intervals[i90]);
-			print_duration_cell(m->intervals[i99]);
-			print_duration_cell(hi);
+			print_distribution(&m->intervals);
 			printf("\n");
+		}
+		if (print_pairs(st, histogram) != 0) {
+			cli_error("stats: out of memory printing the pairs");
+			status = 1;
 		}
 	}
 	for (size_t i = 0; i < st->nall; i++) {
-		free(st->all[i]->intervals);
+		histo_free(&st->all[i]->intervals);
 		free(st->all[i]->name);
 		free(st->all[i]);
 	}
+	for (size_t i = 0; i < st->rowcap; i++)
+		histo_free(&st->rows[i]);
+	free(st->rows);
+	pairs_free(st->pairs);
 	free(st->all);
 	free(st);
 	return status;
 }
 
-MARK_CLI_COMMAND(stats, "stats", "per-marker counts, rates and intervals of a trace", stats_run);
+MARK_CLI_COMMAND(stats, "stats", "per-marker counts, rates, intervals and begin/end latencies of a trace", stats_run);

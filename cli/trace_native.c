@@ -1084,12 +1084,98 @@ const char **trace_native_class_names(const struct trace_native_event *ev, size_
 	return names;
 }
 
+/*
+ * Append the value of field k->fields[i], which starts at or after p (an
+ * integer or double at the next 8-byte boundary from the event's start,
+ * base); returns the position after it.  Offsets as next_message() checked
+ * them: every field is inside the event.
+ */
+static const uint8_t *append_field_value(struct strbuf *sb, const struct tn_field *f, const uint8_t *base,
+					 const uint8_t *p, enum trace_value_style style)
+{
+	if (f->kind == TN_STRING) {
+		const char *text = (const char *)p + 1;
+		trace_value_append_string(sb, text, style);
+		return p + 1 + strlen(text) + 1;
+	}
+	p = base + (((uint64_t)(p - base) + 7) & ~(uint64_t)7);
+	uint64_t v = 0;
+	memcpy(&v, p, f->bytes);
+	switch (f->kind) {
+	case TN_REAL: {
+		double d;
+		memcpy(&d, &v, sizeof(d));
+		trace_value_append_real(sb, d, style);
+		break;
+	}
+	case TN_CHAR:
+		trace_value_append_char(sb, (unsigned char)v, style);
+		break;
+	case TN_SINT:
+		if (f->bytes < 8 && (v >> (f->bytes * 8 - 1)) & 1)
+			v |= ~UINT64_C(0) << (f->bytes * 8);
+		trace_value_append_integer(sb, v, true, f->base, style);
+		break;
+	default:
+		trace_value_append_integer(sb, v, false, f->base, style);
+		break;
+	}
+	return p + f->bytes;
+}
+
+/* The position after field f, which starts at or after p (as append_field_value). */
+static const uint8_t *skip_field(const struct tn_field *f, const uint8_t *base, const uint8_t *p)
+{
+	if (f->kind == TN_STRING)
+		return p + 1 + strlen((const char *)p + 1) + 1;
+	return base + (((uint64_t)(p - base) + 7) & ~(uint64_t)7) + f->bytes;
+}
+
+bool trace_native_field_append(struct strbuf *sb, const struct trace_native_event *ev, const char *name,
+			       enum trace_value_style style)
+{
+	const struct tn_class *k = ev->cls;
+	const uint8_t *base = ev->payload - 16, *p = ev->payload;
+	for (unsigned i = 0; i < k->nfields; i++) {
+		if (strcmp(k->fields[i].name, name) == 0) {
+			append_field_value(sb, &k->fields[i], base, p, style);
+			return true;
+		}
+		p = skip_field(&k->fields[i], base, p);
+	}
+	return false;
+}
+
+bool trace_native_field_key(struct strbuf *sb, const struct trace_native_event *ev, const char *name)
+{
+	const struct tn_class *k = ev->cls;
+	const uint8_t *base = ev->payload - 16, *p = ev->payload;
+	for (unsigned i = 0; i < k->nfields; i++) {
+		const struct tn_field *f = &k->fields[i];
+		if (strcmp(f->name, name) != 0) {
+			p = skip_field(f, base, p);
+			continue;
+		}
+		/* the kind first, so a string never equals a number's bytes */
+		char tag = (char)('a' + f->kind);
+		strbuf_add(sb, &tag, 1);
+		if (f->kind == TN_STRING) {
+			const char *text = (const char *)p + 1;
+			strbuf_add(sb, text, strlen(text));
+		} else {
+			p = base + (((uint64_t)(p - base) + 7) & ~(uint64_t)7);
+			strbuf_add(sb, (const char *)p, f->bytes);
+		}
+		return true;
+	}
+	return false;
+}
+
 void trace_native_payload_append(struct strbuf *sb, const struct trace_native_event *ev,
 				 enum trace_value_style style)
 {
 	const bool json = style == TRACE_VALUE_JSON;
 	const struct tn_class *k = ev->cls;
-	/* Offsets as next_message() checked them: every field is inside the event. */
 	const uint8_t *base = ev->payload - 16, *p = ev->payload;
 	if (json)
 		strbuf_add_lit(sb, "{");
@@ -1109,35 +1195,7 @@ void trace_native_payload_append(struct strbuf *sb, const struct trace_native_ev
 			strbuf_add(sb, f->name, strlen(f->name));
 			strbuf_add_lit(sb, "=");
 		}
-		if (f->kind == TN_STRING) {
-			const char *text = (const char *)p + 1;
-			trace_value_append_string(sb, text, style);
-			p += 1 + strlen(text) + 1;
-			continue;
-		}
-		p = base + (((uint64_t)(p - base) + 7) & ~(uint64_t)7);
-		uint64_t v = 0;
-		memcpy(&v, p, f->bytes);
-		p += f->bytes;
-		switch (f->kind) {
-		case TN_REAL: {
-			double d;
-			memcpy(&d, &v, sizeof(d));
-			trace_value_append_real(sb, d, style);
-			break;
-		}
-		case TN_CHAR:
-			trace_value_append_char(sb, (unsigned char)v, style);
-			break;
-		case TN_SINT:
-			if (f->bytes < 8 && (v >> (f->bytes * 8 - 1)) & 1)
-				v |= ~UINT64_C(0) << (f->bytes * 8);
-			trace_value_append_integer(sb, v, true, f->base, style);
-			break;
-		default:
-			trace_value_append_integer(sb, v, false, f->base, style);
-			break;
-		}
+		p = append_field_value(sb, f, base, p, style);
 	}
 	if (json)
 		strbuf_add_lit(sb, "}");

@@ -28,6 +28,9 @@ void trace_native_payload_append(struct strbuf *sb, const struct trace_native_ev
 				 enum trace_value_style style);
 size_t trace_native_payload_count(const struct trace_native_event *ev);
 bool trace_native_has_field(const struct trace_native_event *ev, const char *name);
+bool trace_native_field_key(struct strbuf *sb, const struct trace_native_event *ev, const char *name);
+bool trace_native_field_append(struct strbuf *sb, const struct trace_native_event *ev, const char *name,
+			       enum trace_value_style style);
 const char **trace_native_class_names(const struct trace_native_event *ev, size_t *count);
 
 #endif

@@ -607,6 +607,28 @@ bool trace_event_has_field(const struct trace_event *ev, const char *name)
 	       bt_field_structure_borrow_member_field_by_name_const(ev->payload, name);
 }
 
+bool trace_event_field_append(struct strbuf *sb, const struct trace_event *ev, const char *name,
+			      enum trace_value_style style)
+{
+	if (ev->native)
+		return trace_native_field_append(sb, ev->native, name, style);
+	const bt_field *f = ev->payload && bt_field_get_class_type(ev->payload) == BT_FIELD_CLASS_TYPE_STRUCTURE
+				    ? bt_field_structure_borrow_member_field_by_name_const(ev->payload, name)
+				    : NULL;
+	if (!f)
+		return false;
+	trace_value_append(sb, f, style);
+	return true;
+}
+
+bool trace_event_field_key(struct strbuf *sb, const struct trace_event *ev, const char *name)
+{
+	if (ev->native)
+		return trace_native_field_key(sb, ev->native, name);
+	strbuf_add_lit(sb, "T");   /* text: never equal to the native reader's tagged bytes */
+	return trace_event_field_append(sb, ev, name, TRACE_VALUE_TEXT);
+}
+
 const char **trace_event_class_names(const struct trace_event *ev, size_t *count)
 {
 	*count = 0;

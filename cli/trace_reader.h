@@ -48,6 +48,19 @@ size_t trace_event_payload_count(const struct trace_event *ev);
 /* Whether the event has an argument called `name`. */
 bool trace_event_has_field(const struct trace_event *ev, const char *name);
 /*
+ * Append the value of the argument called `name` as trace_payload_append
+ * writes it (no "name="); false, with nothing appended, if there is none.
+ */
+bool trace_event_field_append(struct strbuf *sb, const struct trace_event *ev, const char *name,
+			      enum trace_value_style style);
+/*
+ * Append bytes that identify the value of argument `name` (equal values,
+ * equal bytes; different values of one type, different bytes), cheaper
+ * than its text: the raw bytes for the native reader, the text otherwise.
+ * false, with nothing appended, if there is no such argument.
+ */
+bool trace_event_field_key(struct strbuf *sb, const struct trace_event *ev, const char *name);
+/*
  * The name of every event class (marker) the event's trace declares, in one
  * malloc'd array of borrowed names (valid while trace_read runs); NULL when
  * out of memory.

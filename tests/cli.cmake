@@ -39,3 +39,17 @@ endif()
 # The costs README.md and docs/tracer.md give are docs/benchmarks.md's (`make bench`).
 add_test(NAME docs_numbers
   COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/docs/test_docs_numbers.py ${CMAKE_SOURCE_DIR})
+
+# Begin/end pairs in `mark stats` and `mark export`, and stats' bounded
+# memory (cli/pairs.c, cli/histo.c; tests/cli/test_pairs.py).
+if(TARGET mark_cli)
+  add_executable(cli_pairs_target cli/pairs_target.c)
+  target_link_libraries(cli_pairs_target PRIVATE mark Threads::Threads)
+  foreach(case conventions pair_by lost_exact deep export memory)
+    add_test(NAME pairs_${case}
+      COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_pairs.py ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_pairs_target>
+              ${CMAKE_CURRENT_BINARY_DIR}/pairs-work/${case})
+    set_tests_properties(pairs_${case} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

@@ -466,7 +466,10 @@ def check_trace(mark, trace, expected):
           "babeltrace2 sees %d events, want %d" % (len(bt.stdout.splitlines()), sum(expected.values())))
     st = run([mark, "stats", trace])
     check(st.returncode == 0, "mark stats failed: %s" % st.stderr)
-    rows = {l.split()[0]: int(l.split()[1]) for l in st.stdout.splitlines()[3:] if l.strip()}
+    # the marker table: from its header (line 3) to the blank line before the pairs table
+    table = st.stdout.splitlines()[3:]
+    table = table[:table.index("")] if "" in table else table
+    rows = {l.split()[0]: int(l.split()[1]) for l in table}
     for short, n in expected.items():
         k = marker_key(rows, short)
         check(k is not None and rows[k] == n, "mark stats %s = %r, want %d" % (short, rows.get(k), n))

@@ -1,0 +1,49 @@
+/*
+ * A distribution of durations in bounded memory, for `mark stats`.
+ *
+ * Up to HISTO_EXACT values are kept as they are, so small rows (and every
+ * test trace) get true order statistics.  Every value also goes into a
+ * log-linear histogram: values below 128 ns have a bucket each (exact);
+ * above, each power of two [2^e, 2^(e+1)) is cut into 128 equal buckets.
+ * Past HISTO_EXACT values the quantiles come from the histogram: a quantile
+ * is its bucket's midpoint, clamped to the exact min and max, so it is off
+ * by at most half a bucket, 2^(e-8) for a value >= 2^e: a relative error
+ * below 1/256 (0.4%).  count, min, max and total are always exact.
+ *
+ * Memory: the exact values (8 bytes each, at most HISTO_EXACT, freed once
+ * exceeded) and 1 KiB per power of two that holds a value (at most 58 of
+ * them), whatever the number of values.  Not thread-safe: one owner.
+ */
+#ifndef MARK_CLI_HISTO_H
+#define MARK_CLI_HISTO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define HISTO_EXACT 1024
+#define HISTO_SUB_BITS 7
+#define HISTO_SUB (1u << HISTO_SUB_BITS)
+/* chunk 0: values 0..127; chunk c >= 1: [2^(c+6), 2^(c+7)) */
+#define HISTO_CHUNKS (64 - HISTO_SUB_BITS + 1)
+
+struct histo {
+	uint64_t count, min, max;
+	uint64_t total;              /* saturates at UINT64_MAX (584 years of ns) */
+	uint64_t *exact;             /* the values while count <= HISTO_EXACT     */
+	uint64_t *chunk[HISTO_CHUNKS];
+	bool oom;                    /* memory ran out: the histogram misses values */
+};
+
+/* Add one value.  Returns 0, or -1 when memory ran out (h->oom is set). */
+int histo_add(struct histo *h, uint64_t v);
+/* Nearest-rank percentile p (1..100): the smallest value with at least p%
+ * of the values at or below it (see above for its error).  0 when empty. */
+uint64_t histo_percentile(struct histo *h, unsigned p);
+/*
+ * The count of values in [2^k, 2^(k+1)) for k >= 0 (k = -1: the value 0),
+ * exact whatever the count: bpftrace's hist() buckets.
+ */
+uint64_t histo_log2_count(const struct histo *h, int k);
+void histo_free(struct histo *h);
+
+#endif
