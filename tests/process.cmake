@@ -41,3 +41,12 @@ target_compile_definitions(fork_faults_out PRIVATE MARK_DISABLE)
 add_test(NAME process_fork_faults COMMAND ${MARK_TEST_DIR}/process/test_fork_faults.sh
   $<TARGET_FILE:fork_faults_linked> $<TARGET_FILE:fork_faults_out>)
 set_tests_properties(process_fork_faults PROPERTIES TIMEOUT 60)
+#   process_fork_faults_event_loop  the same with the agent on, served from
+#                               the program's event loop (no agent thread)
+add_executable(fork_faults_loop process/fork_faults.c)
+target_link_libraries(fork_faults_loop PRIVATE mark)
+target_compile_definitions(fork_faults_loop PRIVATE FORK_FAULTS_EVENT_LOOP)
+add_test(NAME process_fork_faults_event_loop COMMAND ${MARK_TEST_DIR}/process/test_fork_faults.sh
+  $<TARGET_FILE:fork_faults_loop> $<TARGET_FILE:fork_faults_out> event_loop)
+set_tests_properties(process_fork_faults_event_loop PROPERTIES TIMEOUT 60
+  ENVIRONMENT "XDG_RUNTIME_DIR=${CMAKE_CURRENT_BINARY_DIR}/process-xdg")

@@ -5,7 +5,11 @@
  * linked (one site, nothing armed) and compiled out (-DMARK_DISABLE,
  * libmark not linked); test_fork_faults.sh compares the two.
  *
- *   fork_faults_{linked,out} [ROUNDS]   prints "PARENT CHILD" minor faults per round
+ *   fork_faults_{linked,out,loop} [ROUNDS]   prints "PARENT CHILD" minor faults per round
+ *
+ * fork_faults_loop is built with FORK_FAULTS_EVENT_LOOP: the program serves
+ * the agent from its event loop (MARK_AGENT_EVENT_LOOP), so the agent is on
+ * (its socket exists: mark_agent_fd() is called first) but has no thread.
  *
  * PARENT counts the parent's own minor faults (RUSAGE_SELF): after a fork
  * every private page is write-protected in the parent, so each page the
@@ -20,6 +24,10 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifdef FORK_FAULTS_EVENT_LOOP
+MARK_AGENT_EVENT_LOOP;
+#endif
 
 static int round_trip(int i)
 {
@@ -45,6 +53,12 @@ int main(int argc, char **argv)
 	int rounds = argc > 1 ? atoi(argv[1]) : 200;
 	if (rounds < 10)
 		rounds = 10;
+#ifdef FORK_FAULTS_EVENT_LOOP
+	if (mark_agent_fd() < 0) {
+		fprintf(stderr, "fork_faults: mark_agent_fd: %s\n", mark_last_error());
+		return 1;
+	}
+#endif
 	/* Warm-up: the first forks fault in what every later one reuses. */
 	for (int i = 0; i < 20; i++)
 		if (round_trip(i) < 0)
