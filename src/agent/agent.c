@@ -1152,6 +1152,19 @@ static void *agent_main(void *unused)
 	return NULL;
 }
 
+/* Close the agent's descriptors a forked child inherited (only those still
+ * ours).  Caller holds fd_lock or is the only thread (fork child). */
+static void close_inherited_descriptors(void)
+{
+	close_if_ours(&listen_fd, &listen_id);
+	close_if_ours(&wake_fd[0], &wake_id[0]);
+	close_if_ours(&wake_fd[1], &wake_id[1]);
+	for (int i = 0; i < MAX_CONNS; i++)
+		if (conns[i].fd >= 0)
+			close_if_ours(&conns[i].fd, &conns[i].id);
+	socket_path[0] = '\0';
+}
+
 /* Caller holds fd_lock or is the only thread (fork child). */
 static void start_thread_locked(void)
 {
@@ -1222,13 +1235,7 @@ static void atfork_child(void)
 	}
 	fork_locked = false;
 	bool had_agent = __atomic_load_n(&thread_running, __ATOMIC_RELAXED);
-	close_if_ours(&listen_fd, &listen_id);
-	close_if_ours(&wake_fd[0], &wake_id[0]);
-	close_if_ours(&wake_fd[1], &wake_id[1]);
-	for (int i = 0; i < MAX_CONNS; i++)
-		if (conns[i].fd >= 0)
-			close_if_ours(&conns[i].fd, &conns[i].id);
-	socket_path[0] = '\0';
+	close_inherited_descriptors();
 	__atomic_store_n(&thread_running, false, __ATOMIC_RELAXED);
 	agent_pid = 0;
 	session_conn = -1;
@@ -1308,14 +1315,8 @@ static void loop_atfork_child(void)
 static void loop_adopt(void)
 {
 	pthread_mutex_lock(&fd_lock);
-	close_if_ours(&listen_fd, &listen_id);
-	close_if_ours(&wake_fd[0], &wake_id[0]);
-	close_if_ours(&wake_fd[1], &wake_id[1]);
-	for (int i = 0; i < MAX_CONNS; i++)
-		if (conns[i].fd >= 0)
-			close_if_ours(&conns[i].fd, &conns[i].id);
+	close_inherited_descriptors();
 	forget_parent_conns();
-	socket_path[0] = '\0';
 	session_conn = -1;
 	session_owner_pid = 0;
 	if (loop_epoll_fd >= 0 && fd_ours(loop_epoll_fd, &loop_epoll_id)) {
