@@ -13,7 +13,8 @@
  * is bound under a random temporary name and renamed into place once
  * listening, never over a live socket (see create_socket), so a connection
  * refused on <pid>.sock always means a stale socket (which `mark ps`
- * removes).  fork(): the child closes the parent's descriptors
+ * removes).  Event-loop mode (MARK_AGENT_EVENT_LOOP, see "event-loop
+ * mode" below): no thread; the program's own loop runs the agent.  fork(): the child closes the parent's descriptors
  * and starts no thread (see atfork_child): it gets an agent when it execs
  * a program with markers, or calls mark_agent_start().  exit()/dlclose: an atexit
  * handler unlinks the socket and stops the thread.  exec: the descriptors
@@ -1488,8 +1489,13 @@ static void agent_atexit(void)
 	if (loop_mode) {
 		/* No thread to stop: end the session, close our descriptors and
 		 * remove the socket here (the program's threads may still call
-		 * mark_agent_dispatch(), which then finds nothing to serve). */
-		pthread_mutex_lock(&dispatch_lock);
+		 * mark_agent_dispatch(), which then finds nothing to serve).
+		 * trylock: exit() may come from a signal handler that interrupted
+		 * mark_agent_dispatch() on this very thread, or another thread
+		 * may be dispatching; then nothing is done here, and the socket
+		 * left behind is removed by the next `mark ps`, as after exec. */
+		if (pthread_mutex_trylock(&dispatch_lock) != 0)
+			return;
 		if (agent_pid == getpid() && !loop_stopped) {
 			loop_stopped = true;
 			agent_teardown();
