@@ -7,6 +7,9 @@
 #   agent_peercred    a client of another uid is refused by SO_PEERCRED
 #   agent_cli_*       the commands against running processes
 #                     (tests/agent/test_control.sh CASE)
+#   agent_cli_event_loop*  the same against a program that serves the
+#                     agent from its event loop (agent_target.c built as
+#                     loop_target)
 #   agent_fuzz_short  15 s of libFuzzer on the message parser (make fuzz: 300 s)
 mark_test(test_agent_socket SOURCES agent/test_agent_socket.c ${CMAKE_SOURCE_DIR}/src/agent/protocol.c)
 target_include_directories(test_agent_socket PRIVATE ${CMAKE_SOURCE_DIR}/src)
@@ -25,6 +28,10 @@ add_executable(agent_target agent/agent_target.c)
 target_link_libraries(agent_target PRIVATE mark Threads::Threads)
 # Marker name, format, source path and process name full of terminal escapes.
 add_executable(evil_target agent/evil_target.c)
+# The same program serving the agent from its loop (MARK_AGENT_EVENT_LOOP).
+add_executable(loop_target agent/agent_target.c)
+target_link_libraries(loop_target PRIVATE mark)
+target_compile_definitions(loop_target PRIVATE AGENT_TARGET_EVENT_LOOP)
 target_link_libraries(evil_target PRIVATE mark)
 
 if(TARGET mark_cli)
@@ -34,6 +41,15 @@ if(TARGET mark_cli)
     add_test(NAME agent_cli_${case}
       COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_control.sh ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:agent_target>
+              ${CMAKE_CURRENT_BINARY_DIR}/agent-work/${case})
+    set_tests_properties(agent_cli_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+  # Event-loop mode (MARK_AGENT_EVENT_LOOP): the same commands against a
+  # program that serves the agent from its poll() loop, with no thread.
+  foreach(case event_loop event_loop_fork)
+    add_test(NAME agent_cli_${case}
+      COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_control.sh ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:loop_target>
               ${CMAKE_CURRENT_BINARY_DIR}/agent-work/${case})
     set_tests_properties(agent_cli_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()

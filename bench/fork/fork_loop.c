@@ -6,7 +6,12 @@
  * it).  bench/fork/run.sh runs the variants alternately and prints the R
  * lines.
  *
- *   bench_fork_{out,linked} ROUNDS [thread]   prints "WALL_US CPU_US FAULTS" per round
+ *   bench_fork_{out,linked,loop} ROUNDS [thread]   prints "WALL_US CPU_US FAULTS" per round
+ *
+ * bench_fork_loop (FORK_BENCH_EVENT_LOOP) serves the control agent from its
+ * loop (MARK_AGENT_EVENT_LOOP): the agent is on, with its socket, but has no
+ * thread; each round polls the agent's descriptor without waiting, as an
+ * event loop would, and dispatches when it is readable.
  *
  * `thread`: first start one thread that sleeps in poll() for good, as the
  * control agent does: what any multi-threaded program pays per fork.
@@ -32,6 +37,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifdef FORK_BENCH_EVENT_LOOP
+MARK_AGENT_EVENT_LOOP;
+static int agent_fd = -1;
+#endif
+
 static void *sleeper(void *arg)
 {
 	(void)arg;
@@ -42,6 +52,11 @@ static void *sleeper(void *arg)
 
 static int round_trip(int i)
 {
+#ifdef FORK_BENCH_EVENT_LOOP
+	struct pollfd pf = { .fd = agent_fd, .events = POLLIN };
+	if (poll(&pf, 1, 0) > 0)
+		mark_agent_dispatch();
+#endif
 	pid_t p = fork();
 	if (p == 0) {
 		/* What a child that records would do: one site (armed only when
@@ -66,6 +81,12 @@ int main(int argc, char **argv)
 	int rounds = argc > 1 ? atoi(argv[1]) : 1000;
 	if (rounds < 10)
 		rounds = 10;
+#ifdef FORK_BENCH_EVENT_LOOP
+	if ((agent_fd = mark_agent_fd()) < 0) {
+		fprintf(stderr, "bench_fork: mark_agent_fd: %s\n", mark_last_error());
+		return 1;
+	}
+#endif
 	pthread_t t;
 	if (argc > 2 && strcmp(argv[2], "thread") == 0 && pthread_create(&t, NULL, sleeper, NULL) != 0) {
 		fprintf(stderr, "bench_fork: cannot start the sleeping thread\n");

@@ -5,7 +5,12 @@
  * twice from this source: compiled out (-DMARK_DISABLE, libmark not linked)
  * and with libmark linked (one site per connection, nothing armed).
  *
- *   bench_forkserver_{out,linked} CONNS   prints "US_PER_CONN CPU_US FAULTS CONN_PER_S"
+ *   bench_forkserver_{out,linked,loop} CONNS   prints "US_PER_CONN CPU_US FAULTS CONN_PER_S"
+ *
+ * bench_forkserver_loop (FORK_BENCH_EVENT_LOOP) serves the control agent
+ * from its accept loop (MARK_AGENT_EVENT_LOOP, no agent thread): it polls
+ * the listening socket and the agent's descriptor before each accept, one
+ * poll() per connection more than the others, as an event-loop server would.
  *
  * The server listens on 127.0.0.1 (an ephemeral port), forks one client
  * process first (before any connection, so the server stays single-threaded
@@ -25,11 +30,16 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifdef FORK_BENCH_EVENT_LOOP
+MARK_AGENT_EVENT_LOOP;
+#endif
 
 /* The client: CONNS sequential connections, each reading the one byte. */
 static int client(const struct sockaddr_in *addr, int conns)
@@ -75,8 +85,28 @@ int main(int argc, char **argv)
 		close(ls);
 		_exit(client(&addr, conns));
 	}
+#ifdef FORK_BENCH_EVENT_LOOP
+	int agent_fd = mark_agent_fd();
+	if (agent_fd < 0) {
+		fprintf(stderr, "bench_forkserver: mark_agent_fd: %s\n", mark_last_error());
+		return 1;
+	}
+#endif
 	double f0, f1, c0 = fork_cpu_us(&f0), t0 = fork_now_us();
 	for (int i = 0; i < conns; i++) {
+#ifdef FORK_BENCH_EVENT_LOOP
+		struct pollfd pf[2] = { { .fd = ls, .events = POLLIN }, { .fd = agent_fd, .events = POLLIN } };
+		if (poll(pf, 2, -1) < 0 && errno != EINTR) {
+			perror("bench_forkserver: poll");
+			return 1;
+		}
+		if (pf[1].revents & POLLIN)
+			mark_agent_dispatch();
+		if (!(pf[0].revents & POLLIN)) {
+			i--;
+			continue;
+		}
+#endif
 		int c = accept4(ls, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0) {
 			if (errno == EINTR) {

@@ -128,6 +128,33 @@ const char *mark_last_error(void);
  */
 int mark_agent_start(void);
 
+/*
+ * Serve the control agent from the program's own event loop instead of a
+ * thread (docs/control.md, "Event-loop mode"): a process with no thread
+ * forks as cheaply as one built without mark (docs/markers.md, fork).  Put
+ *     MARK_AGENT_EVENT_LOOP;
+ * at file scope in one source file of the executable; libmark then starts
+ * no agent thread.  mark_agent_fd() creates the agent's socket (the first
+ * call in a process) and returns a descriptor to poll for reading with the
+ * program's own; whenever it is readable, call mark_agent_dispatch(), which
+ * serves what is pending without blocking.  Requests (arming, recording)
+ * run inside mark_agent_dispatch(), on the calling thread: call it where
+ * the program holds no lock a probe might need, and not from a signal
+ * handler.  The descriptor stays the same for the life of the process; a
+ * forked child finds it empty (no agent) until it calls mark_agent_fd().
+ * Both return -errno on failure (-ENOTSUP: no MARK_AGENT_EVENT_LOOP, or
+ * MARK_AGENT=0); mark_agent_fd() returns the descriptor, dispatch 0.
+ */
+#ifdef __cplusplus
+#define MARK_AGENT_EVENT_LOOP \
+	extern "C" __attribute__((visibility("default"), used)) const int mark_agent_event_loop = 1
+#else
+#define MARK_AGENT_EVENT_LOOP \
+	__attribute__((visibility("default"), used)) const int mark_agent_event_loop = 1
+#endif
+int mark_agent_fd(void);
+int mark_agent_dispatch(void);
+
 const char *mark_marker_name(const struct mark_marker *marker);     /* "name" or "provider:name" */
 const char *mark_marker_provider(const struct mark_marker *marker);
 const char *mark_marker_format(const struct mark_marker *marker);

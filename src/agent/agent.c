@@ -13,7 +13,8 @@
  * is bound under a random temporary name and renamed into place once
  * listening, never over a live socket (see create_socket), so a connection
  * refused on <pid>.sock always means a stale socket (which `mark ps`
- * removes).  fork(): the child closes the parent's descriptors
+ * removes).  Event-loop mode (MARK_AGENT_EVENT_LOOP, see "event-loop
+ * mode" below): no thread; the program's own loop runs the agent.  fork(): the child closes the parent's descriptors
  * and starts no thread (see atfork_child): it gets an agent when it execs
  * a program with markers, or calls mark_agent_start().  exit()/dlclose: an atexit
  * handler unlinks the socket and stops the thread.  exec: the descriptors
@@ -66,6 +67,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define AGENT_HAVE_SINGLE_THREADED 1
+#endif
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -127,6 +136,35 @@ static MARK_FORK_STATE int child_may_start;          /* atomic: a forked child o
 				      * which has none yet (mark_agent_start starts it) */
 static char xdg_runtime_dir[PATH_MAX];  /* copied before the thread starts  */
 static int refusal_logged;           /* atomic: log a refused peer once      */
+/* The fork prepare handler took fd_lock (its parent/child handlers read it
+ * in the same thread). */
+static MARK_FORK_STATE bool fork_locked;
+
+/*
+ * Event-loop mode (MARK_AGENT_EVENT_LOOP in the program): no thread; the
+ * program polls mark_agent_fd() and calls mark_agent_dispatch(), which runs
+ * agent_round() on the program's thread.  loop_mode is written once, in
+ * mark_agent_autostart() (a constructor, before any other thread of ours
+ * exists and before main), and only read afterwards.  dispatch_lock
+ * serialises mark_agent_fd(), mark_agent_dispatch() and the exit handler:
+ * whoever holds it plays the agent thread's part, so everything the comment
+ * at the top says "the agent thread only" touches is, in this mode, touched
+ * under dispatch_lock only.  fd_lock nests inside it.  loop_epoll_fd is the
+ * descriptor the program polls: an epoll set of the listening socket, the
+ * connections and loop_timer_fd (armed at the nearest connection deadline),
+ * rebuilt after every dispatch (loop_sync).
+ */
+extern const int mark_agent_event_loop __attribute__((weak, visibility("default")));
+static bool loop_mode;
+static pthread_mutex_t dispatch_lock = PTHREAD_MUTEX_INITIALIZER;
+static MARK_FORK_STATE int loop_epoll_fd = -1;
+static MARK_FORK_STATE struct fd_id loop_epoll_id;
+static int loop_timer_fd = -1;
+static struct fd_id loop_timer_id;
+static int loop_registered[1 + MAX_CONNS];   /* in the epoll set besides the timer */
+static int loop_nregistered;
+static bool loop_stopped;                    /* the agent stopped; the set stays empty */
+static void loop_atfork_child(void);
 
 /* Agent-thread only. */
 static MARK_FORK_STATE int session_conn = -1;        /* conns[] index owning the tracing session */
@@ -962,97 +1000,111 @@ static int lost_descriptor(void)
 	return -1;
 }
 
-static void *agent_main(void *unused)
+/* The nearest connection deadline (CLOCK_MONOTONIC ms), or -1: none. */
+static int64_t next_deadline(void)
 {
-	(void)unused;
-	__atomic_store_n(&thread_entered, 1, __ATOMIC_RELEASE);
-	/* Visible in top -H, ps -L and /proc/PID/task/TID/comm. */
-	pthread_setname_np(pthread_self(), "mark-agent");
-	pthread_mutex_lock(&fd_lock);
+	int64_t next = -1;
 	for (int i = 0; i < MAX_CONNS; i++) {
-		/* In a forked child that calls mark_agent_start(): the parent's
-		 * buffers (the child closed the fds). */
-		mark_proto_reader_free(&conns[i].reader);
-		conns[i].fd = -1;
-	}
-	pthread_mutex_unlock(&fd_lock);
-	if (!open_descriptors())
-		return NULL;
-
-	int recoveries = 0;
-	while (!__atomic_load_n(&stopping, __ATOMIC_RELAXED)) {
-		/*
-		 * Before every poll (and so before every read, accept or close
-		 * that follows it): are our descriptors still ours?  A daemon
-		 * that closed every fd, or a dup2 onto one of ours, would
-		 * otherwise have us read, drain and close the program's own
-		 * files, and poll a readable regular file in a busy loop.
-		 */
-		int lost = lost_descriptor();
-		if (lost >= 0) {
-			descriptors_lost();
-			if (recoveries++ >= MAX_DESCRIPTOR_RECOVERIES) {
-				agent_log("the program closed or replaced the agent's descriptors again "
-					  "(%d times); the agent stops (the program is not affected)", recoveries);
-				stop_owned_session("the agent stops");
-				for (int i = 0; i < MAX_CONNS; i++)
-					conn_close(i);   /* closes only descriptors still ours */
-				return NULL;
-			}
-			agent_log("the program closed or replaced the agent's descriptor %d; the agent leaves it "
-				  "alone and re-creates its socket", lost);
-			if (!open_descriptors())
-				return NULL;
+		if (conns[i].fd < 0)
 			continue;
-		}
-		for (int i = 0; i < MAX_CONNS; i++)
-			if (conns[i].fd >= 0 && !fd_ours(conns[i].fd, &conns[i].id))
-				conn_forget(i);
-		struct pollfd pfd[2 + MAX_CONNS];
-		int idx[2 + MAX_CONNS];
-		int n = 0;
-		int timeout = -1;   /* idle: sleep until something happens */
-		int64_t now = now_ms();
-		pfd[n++] = (struct pollfd){ .fd = wake_fd[0], .events = POLLIN };
-		pfd[n++] = (struct pollfd){ .fd = listen_fd, .events = POLLIN };
-		for (int i = 0; i < MAX_CONNS; i++) {
-			if (conns[i].fd < 0)
-				continue;
-			idx[n] = i;
-			pfd[n++] = (struct pollfd){ .fd = conns[i].fd, .events = POLLIN };
-			int64_t dl = conn_deadline(&conns[i], i);
-			if (dl >= 0) {
-				int64_t t = dl > now ? dl - now : 0;
-				if (timeout < 0 || t < timeout)
-					timeout = (int)t;
-			}
-		}
-		int r = poll(pfd, (nfds_t)n, timeout);
-		if (r < 0 && errno != EINTR) {
-			agent_log("poll: %s; the agent stops", strerror(errno));
-			break;
-		}
-		if (r > 0 && ((pfd[0].revents | pfd[1].revents) & POLLNVAL))
-			continue;   /* closed by the program: the check above recovers */
-		if (r > 0 && (pfd[0].revents & POLLIN) && fd_ours(wake_fd[0], &wake_id[0])) {
-			char drain[16];
-			while (read(wake_fd[0], drain, sizeof(drain)) > 0)
-				;
-		}
-		if (__atomic_load_n(&stopping, __ATOMIC_RELAXED))
-			break;
-		for (int k = 2; r > 0 && k < n; k++) {
-			if (pfd[k].revents & POLLNVAL)
-				conn_forget(idx[k]);
-			else if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
-				conn_readable(idx[k]);
-		}
-		expire_connections(now_ms());
-		if (r > 0 && (pfd[1].revents & POLLIN))
-			accept_one();
+		int64_t dl = conn_deadline(&conns[i], i);
+		if (dl >= 0 && (next < 0 || dl < next))
+			next = dl;
 	}
+	return next;
+}
 
-	/* Stopping (exit, dlclose) or a fatal error. */
+/* What one round of the agent's loop tells its caller. */
+enum agent_round_result {
+	ROUND_CONTINUE,
+	ROUND_STOP,          /* stop, closing what is still ours (agent_teardown) */
+	ROUND_GONE,          /* stopped already: the descriptors are gone */
+};
+
+static int descriptor_recoveries;   /* agent thread / dispatching thread only */
+
+/*
+ * One round of the agent: check our descriptors, wait for something to do
+ * (at most until the nearest connection deadline; not at all unless
+ * `block`), and do it.  Run by the agent thread, or in event-loop mode by
+ * the program's thread inside mark_agent_dispatch() (dispatch_lock held):
+ * one of them, never both, touches the agent's state.
+ */
+static enum agent_round_result agent_round(bool block)
+{
+	/*
+	 * Before every poll (and so before every read, accept or close
+	 * that follows it): are our descriptors still ours?  A daemon
+	 * that closed every fd, or a dup2 onto one of ours, would
+	 * otherwise have us read, drain and close the program's own
+	 * files, and poll a readable regular file in a busy loop.
+	 */
+	int lost = lost_descriptor();
+	if (lost >= 0) {
+		descriptors_lost();
+		if (descriptor_recoveries++ >= MAX_DESCRIPTOR_RECOVERIES) {
+			agent_log("the program closed or replaced the agent's descriptors again "
+				  "(%d times); the agent stops (the program is not affected)", descriptor_recoveries);
+			stop_owned_session("the agent stops");
+			for (int i = 0; i < MAX_CONNS; i++)
+				conn_close(i);   /* closes only descriptors still ours */
+			return ROUND_GONE;
+		}
+		agent_log("the program closed or replaced the agent's descriptor %d; the agent leaves it "
+			  "alone and re-creates its socket", lost);
+		return open_descriptors() ? ROUND_CONTINUE : ROUND_GONE;
+	}
+	for (int i = 0; i < MAX_CONNS; i++)
+		if (conns[i].fd >= 0 && !fd_ours(conns[i].fd, &conns[i].id))
+			conn_forget(i);
+	struct pollfd pfd[2 + MAX_CONNS];
+	int idx[2 + MAX_CONNS];
+	int n = 0;
+	int timeout = -1;   /* idle: sleep until something happens */
+	int64_t now = now_ms();
+	pfd[n++] = (struct pollfd){ .fd = wake_fd[0], .events = POLLIN };
+	pfd[n++] = (struct pollfd){ .fd = listen_fd, .events = POLLIN };
+	for (int i = 0; i < MAX_CONNS; i++) {
+		if (conns[i].fd < 0)
+			continue;
+		idx[n] = i;
+		pfd[n++] = (struct pollfd){ .fd = conns[i].fd, .events = POLLIN };
+	}
+	int64_t dl = next_deadline();
+	if (dl >= 0)
+		timeout = dl > now ? (int)(dl - now) : 0;
+	if (!block)
+		timeout = 0;
+	int r = poll(pfd, (nfds_t)n, timeout);
+	if (r < 0 && errno != EINTR) {
+		agent_log("poll: %s; the agent stops", strerror(errno));
+		return ROUND_STOP;
+	}
+	if (r > 0 && ((pfd[0].revents | pfd[1].revents) & POLLNVAL))
+		return ROUND_CONTINUE;   /* closed by the program: the check above recovers */
+	if (r > 0 && (pfd[0].revents & POLLIN) && fd_ours(wake_fd[0], &wake_id[0])) {
+		char drain[16];
+		while (read(wake_fd[0], drain, sizeof(drain)) > 0)
+			;
+	}
+	if (__atomic_load_n(&stopping, __ATOMIC_RELAXED))
+		return ROUND_STOP;
+	for (int k = 2; r > 0 && k < n; k++) {
+		if (pfd[k].revents & POLLNVAL)
+			conn_forget(idx[k]);
+		else if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
+			conn_readable(idx[k]);
+	}
+	expire_connections(now_ms());
+	if (r > 0 && (pfd[1].revents & POLLIN))
+		accept_one();
+	return ROUND_CONTINUE;
+}
+
+/* Stopping (exit, dlclose) or a fatal error: end our session, close what is
+ * ours and remove the socket. */
+static void agent_teardown(void)
+{
 	stop_owned_session("the process is exiting");
 	for (int i = 0; i < MAX_CONNS; i++)
 		conn_close(i);
@@ -1061,11 +1113,57 @@ static void *agent_main(void *unused)
 	 * thread had created the socket (a very short-lived process). */
 	if (socket_path[0])
 		unlink(socket_path);
+	socket_path[0] = '\0';
 	close_if_ours(&listen_fd, &listen_id);
 	close_if_ours(&wake_fd[0], &wake_id[0]);
 	close_if_ours(&wake_fd[1], &wake_id[1]);
 	pthread_mutex_unlock(&fd_lock);
+}
+
+/* Forget the parent's connections (a forked child; caller holds fd_lock or
+ * is the only thread): their buffers are the parent's, and the child has
+ * closed or never used their descriptors. */
+static void forget_parent_conns(void)
+{
+	for (int i = 0; i < MAX_CONNS; i++) {
+		mark_proto_reader_free(&conns[i].reader);
+		conns[i].fd = -1;
+	}
+}
+
+static void *agent_main(void *unused)
+{
+	(void)unused;
+	__atomic_store_n(&thread_entered, 1, __ATOMIC_RELEASE);
+	/* Visible in top -H, ps -L and /proc/PID/task/TID/comm. */
+	pthread_setname_np(pthread_self(), "mark-agent");
+	pthread_mutex_lock(&fd_lock);
+	/* In a forked child that calls mark_agent_start(): the parent's
+	 * buffers (the child closed the fds). */
+	forget_parent_conns();
+	pthread_mutex_unlock(&fd_lock);
+	if (!open_descriptors())
+		return NULL;
+	descriptor_recoveries = 0;
+	enum agent_round_result r = ROUND_CONTINUE;
+	while (r == ROUND_CONTINUE && !__atomic_load_n(&stopping, __ATOMIC_RELAXED))
+		r = agent_round(true);
+	if (r != ROUND_GONE)
+		agent_teardown();
 	return NULL;
+}
+
+/* Close the agent's descriptors a forked child inherited (only those still
+ * ours).  Caller holds fd_lock or is the only thread (fork child). */
+static void close_inherited_descriptors(void)
+{
+	close_if_ours(&listen_fd, &listen_id);
+	close_if_ours(&wake_fd[0], &wake_id[0]);
+	close_if_ours(&wake_fd[1], &wake_id[1]);
+	for (int i = 0; i < MAX_CONNS; i++)
+		if (conns[i].fd >= 0)
+			close_if_ours(&conns[i].fd, &conns[i].id);
+	socket_path[0] = '\0';
 }
 
 /* Caller holds fd_lock or is the only thread (fork child). */
@@ -1100,16 +1198,28 @@ static void start_thread_locked(void)
  */
 static void atfork_prepare(void)
 {
+#ifdef AGENT_HAVE_SINGLE_THREADED
+	/* Event-loop mode in a process that never had a second thread: nobody
+	 * else can hold fd_lock, and a handler that writes nothing costs the
+	 * fork no copy-on-write fault (see loop mode below). */
+	if (loop_mode && __libc_single_threaded)
+		return;
+#endif
 	for (int i = 0; i < 200 && __atomic_load_n(&thread_running, __ATOMIC_RELAXED) &&
 			!__atomic_load_n(&thread_entered, __ATOMIC_ACQUIRE); i++) {
 		struct timespec ts = { 0, 500000 };
 		nanosleep(&ts, NULL);
 	}
 	pthread_mutex_lock(&fd_lock);
+	/* Read by this fork's parent and child handlers, in this thread. */
+	fork_locked = true;
 }
 
 static void atfork_parent(void)
 {
+	if (!fork_locked)
+		return;
+	fork_locked = false;
 	pthread_mutex_unlock(&fd_lock);
 }
 
@@ -1120,14 +1230,13 @@ static void atfork_parent(void)
  */
 static void atfork_child(void)
 {
+	if (loop_mode) {
+		loop_atfork_child();
+		return;
+	}
+	fork_locked = false;
 	bool had_agent = __atomic_load_n(&thread_running, __ATOMIC_RELAXED);
-	close_if_ours(&listen_fd, &listen_id);
-	close_if_ours(&wake_fd[0], &wake_id[0]);
-	close_if_ours(&wake_fd[1], &wake_id[1]);
-	for (int i = 0; i < MAX_CONNS; i++)
-		if (conns[i].fd >= 0)
-			close_if_ours(&conns[i].fd, &conns[i].id);
-	socket_path[0] = '\0';
+	close_inherited_descriptors();
 	__atomic_store_n(&thread_running, false, __ATOMIC_RELAXED);
 	agent_pid = 0;
 	session_conn = -1;
@@ -1145,6 +1254,10 @@ static void atfork_child(void)
 int mark_agent_start(void)
 {
 	mark_agent_autostart();   /* a process whose first call this is */
+	if (loop_mode) {
+		int fd = mark_agent_fd();
+		return fd < 0 ? fd : 0;
+	}
 	pthread_mutex_lock(&fd_lock);
 	int rc = 0;
 	if (__atomic_load_n(&thread_running, __ATOMIC_RELAXED) && agent_pid == getpid()) {
@@ -1169,6 +1282,203 @@ int mark_agent_start(void)
 	return rc;
 }
 
+/* ---------------- event-loop mode ---------------- */
+
+/*
+ * A forked child in event-loop mode.  Only what must happen at once
+ * happens here: the controller's connections to the parent are closed (a
+ * child holding them would keep `mark record --pid` from seeing the
+ * parent's end).  With no connection open, the usual case, the handler
+ * writes nothing, so the fork costs no copy-on-write fault for it.  The
+ * rest (the listening socket's copy, the epoll set shared with the parent)
+ * is dealt with when the child first calls mark_agent_fd() or
+ * mark_agent_dispatch(), which see agent_pid != getpid() (loop_adopt).
+ */
+static void loop_atfork_child(void)
+{
+	for (int i = 0; i < MAX_CONNS; i++)
+		if (conns[i].fd >= 0)
+			close_if_ours(&conns[i].fd, &conns[i].id);
+	if (fork_locked) {
+		fork_locked = false;
+		pthread_mutex_unlock(&fd_lock);
+	}
+}
+
+/*
+ * dispatch_lock held, in a process that has not served its own agent yet
+ * (a forked child, or nothing started): drop what was inherited.  The epoll
+ * set is shared with the parent (fork copies the descriptor, not the set),
+ * so a child polling it would wake for the parent's controllers; it is
+ * replaced by a new, empty set on the same number, which the program may
+ * already be polling.
+ */
+static void loop_adopt(void)
+{
+	pthread_mutex_lock(&fd_lock);
+	close_inherited_descriptors();
+	forget_parent_conns();
+	session_conn = -1;
+	session_owner_pid = 0;
+	if (loop_epoll_fd >= 0 && fd_ours(loop_epoll_fd, &loop_epoll_id)) {
+		int e = epoll_create1(EPOLL_CLOEXEC);
+		if (e < 0 || dup3(e, loop_epoll_fd, O_CLOEXEC) < 0 || !fd_id_take(loop_epoll_fd, &loop_epoll_id)) {
+			agent_log("cannot replace the event-loop descriptor %d inherited from the parent: %s; "
+				  "it is closed", loop_epoll_fd, strerror(errno));
+			close(loop_epoll_fd);
+			loop_epoll_fd = -1;
+		}
+		if (e >= 0)
+			close(e);
+	} else {
+		loop_epoll_fd = -1;
+	}
+	close_if_ours(&loop_timer_fd, &loop_timer_id);
+	loop_nregistered = 0;
+	loop_stopped = false;
+	agent_pid = getpid();
+	pthread_mutex_unlock(&fd_lock);
+}
+
+/*
+ * dispatch_lock held: make the epoll set hold exactly the listening socket
+ * and the open connections, and arm the timer at the nearest connection
+ * deadline.  Level-triggered: what dispatch left unread wakes the program
+ * again.  A descriptor the program took from us is never added (fd_ours);
+ * deleting a number that now names another file fails harmlessly (the set
+ * holds our files, not numbers).
+ */
+static void loop_sync(void)
+{
+	if (loop_epoll_fd < 0 || !fd_ours(loop_epoll_fd, &loop_epoll_id)) {
+		if (loop_epoll_fd >= 0)
+			agent_log("the program closed or replaced the event-loop descriptor %d; "
+				  "call mark_agent_fd() again for a new one", loop_epoll_fd);
+		loop_epoll_fd = -1;
+		return;
+	}
+	for (int i = 0; i < loop_nregistered; i++)
+		epoll_ctl(loop_epoll_fd, EPOLL_CTL_DEL, loop_registered[i], NULL);
+	loop_nregistered = 0;
+	if (loop_stopped)
+		return;
+	if (listen_fd >= 0 && fd_ours(listen_fd, &listen_id))
+		loop_registered[loop_nregistered++] = listen_fd;
+	for (int i = 0; i < MAX_CONNS; i++)
+		if (conns[i].fd >= 0 && fd_ours(conns[i].fd, &conns[i].id))
+			loop_registered[loop_nregistered++] = conns[i].fd;
+	for (int i = 0; i < loop_nregistered; i++) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = loop_registered[i] };
+		if (epoll_ctl(loop_epoll_fd, EPOLL_CTL_ADD, loop_registered[i], &ev) != 0)
+			agent_log("epoll_ctl(ADD %d): %s", loop_registered[i], strerror(errno));
+	}
+	if (loop_timer_fd >= 0 && fd_ours(loop_timer_fd, &loop_timer_id)) {
+		/* Absolute CLOCK_MONOTONIC, as now_ms(); an all-zero value would
+		 * disarm, so a deadline already past fires at once (1 ns). */
+		struct itimerspec its = { 0 };
+		int64_t dl = next_deadline();
+		if (dl >= 0) {
+			its.it_value.tv_sec = dl / 1000;
+			its.it_value.tv_nsec = (long)(dl % 1000) * 1000000;
+			if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+				its.it_value.tv_nsec = 1;
+		}
+		timerfd_settime(loop_timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+	}
+}
+
+static int loop_not_available(const char *call)
+{
+	if (&mark_agent_event_loop == NULL || !mark_agent_event_loop)
+		return mark_error(ENOTSUP, "mark: agent: %s() needs MARK_AGENT_EVENT_LOOP in the program "
+				  "(otherwise the agent runs on its own thread and needs no dispatching)", call);
+	return mark_error(ENOTSUP, "mark: agent: the agent is off in process %d (MARK_AGENT=0 or a "
+			  "setuid/setcap program), so %s() has nothing to serve", (int)getpid(), call);
+}
+
+int mark_agent_fd(void)
+{
+	mark_agent_autostart();
+	if (!loop_mode)
+		return loop_not_available("mark_agent_fd");
+	pthread_mutex_lock(&dispatch_lock);
+	if (agent_pid != getpid())
+		loop_adopt();
+	int rc = 0;
+	if (loop_epoll_fd < 0) {
+		int e = epoll_create1(EPOLL_CLOEXEC);
+		pthread_mutex_lock(&fd_lock);
+		if (e >= 0 && fd_id_take(e, &loop_epoll_id)) {
+			loop_epoll_fd = e;
+		} else if (e >= 0) {
+			close(e);
+			e = -1;
+		}
+		pthread_mutex_unlock(&fd_lock);
+		if (e < 0)
+			rc = mark_error(errno ? errno : EMFILE, "mark: agent: epoll_create1: %s; the event-loop "
+					"agent cannot start (free a descriptor and call mark_agent_fd() again)",
+					strerror(errno));
+		loop_nregistered = 0;
+	}
+	if (rc == 0 && (loop_timer_fd < 0 || !fd_ours(loop_timer_fd, &loop_timer_id))) {
+		int t = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = t };
+		if (t < 0 || !fd_id_take(t, &loop_timer_id) || epoll_ctl(loop_epoll_fd, EPOLL_CTL_ADD, t, &ev) != 0) {
+			rc = mark_error(errno ? errno : EMFILE, "mark: agent: cannot create the agent's timer: %s; "
+					"the event-loop agent cannot start", strerror(errno));
+			if (t >= 0)
+				close(t);
+			t = -1;
+		}
+		loop_timer_fd = t;
+	}
+	if (rc == 0 && listen_fd < 0 && !loop_stopped) {
+		pthread_mutex_lock(&fd_lock);
+		forget_parent_conns();
+		pthread_mutex_unlock(&fd_lock);
+		descriptor_recoveries = 0;
+		if (!open_descriptors())
+			rc = mark_error(EAGAIN, "mark: agent: cannot create the agent's socket in process %d; "
+					"see the message on stderr", (int)getpid());
+	}
+	if (rc == 0) {
+		loop_sync();
+		rc = loop_epoll_fd;
+	}
+	pthread_mutex_unlock(&dispatch_lock);
+	return rc;
+}
+
+int mark_agent_dispatch(void)
+{
+	if (!loop_mode)
+		return loop_not_available("mark_agent_dispatch");
+	pthread_mutex_lock(&dispatch_lock);
+	if (agent_pid != getpid()) {
+		/* A forked child woken by its parent's controllers: it has no
+		 * agent of its own until it calls mark_agent_fd(). */
+		loop_adopt();
+		pthread_mutex_unlock(&dispatch_lock);
+		return 0;
+	}
+	if (loop_timer_fd >= 0 && fd_ours(loop_timer_fd, &loop_timer_id)) {
+		uint64_t expirations;
+		ssize_t r = read(loop_timer_fd, &expirations, sizeof(expirations));
+		(void)r;   /* EAGAIN: the timer had not fired */
+	}
+	if (!loop_stopped && listen_fd >= 0) {
+		enum agent_round_result r = agent_round(false);
+		if (r == ROUND_STOP)
+			agent_teardown();
+		if (r != ROUND_CONTINUE)
+			loop_stopped = true;
+	}
+	loop_sync();
+	pthread_mutex_unlock(&dispatch_lock);
+	return 0;
+}
+
 /*
  * exit() and dlclose(): remove the socket first (no new controller can
  * connect), then let the thread end its session and close its connections.
@@ -1176,6 +1486,24 @@ int mark_agent_start(void)
  */
 static void agent_atexit(void)
 {
+	if (loop_mode) {
+		/* No thread to stop: end the session, close our descriptors and
+		 * remove the socket here (the program's threads may still call
+		 * mark_agent_dispatch(), which then finds nothing to serve).
+		 * trylock: exit() may come from a signal handler that interrupted
+		 * mark_agent_dispatch() on this very thread, or another thread
+		 * may be dispatching; then nothing is done here, and the socket
+		 * left behind is removed by the next `mark ps`, as after exec. */
+		if (pthread_mutex_trylock(&dispatch_lock) != 0)
+			return;
+		if (agent_pid == getpid() && !loop_stopped) {
+			loop_stopped = true;
+			agent_teardown();
+			loop_sync();
+		}
+		pthread_mutex_unlock(&dispatch_lock);
+		return;
+	}
 	pthread_mutex_lock(&fd_lock);
 	if (!__atomic_load_n(&thread_running, __ATOMIC_RELAXED) || agent_pid != getpid()) {
 		pthread_mutex_unlock(&fd_lock);
@@ -1255,6 +1583,12 @@ void mark_agent_autostart(void)
 	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atexit(agent_atexit);
-	start_thread_locked();
+	/* The program serves the agent from its event loop: no thread (so
+	 * its forks take the C library's single-thread path, docs/markers.md);
+	 * the socket is created by its first mark_agent_fd(). */
+	if (&mark_agent_event_loop != NULL && mark_agent_event_loop)
+		loop_mode = true;
+	else
+		start_thread_locked();
 	pthread_mutex_unlock(&fd_lock);
 }

@@ -34,6 +34,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <urcu-bp.h>
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+#define MARK_HAVE_SINGLE_THREADED 1
+#endif
+#endif
 
 struct mark_object {
 	const void *descs_begin;
@@ -97,21 +103,57 @@ void mark_registry_unlock(void)
 	pthread_mutex_unlock(&registry_mutex);
 }
 
-/* fork(): the child must not inherit a held registry lock or RCU state. */
+/*
+ * fork(): the child must not inherit a held registry lock or RCU state.
+ *
+ * A single-threaded process needs neither: no other thread can hold the
+ * registry lock or liburcu-bp's locks while its only thread forks, and
+ * liburcu-bp's registry holds no other thread to prune in the child.  The
+ * handlers then write nothing, and that matters: every page written after a
+ * fork is a copy-on-write fault in the parent and another in the child
+ * (two faults per fork in a forking server, measured by process_fork_faults
+ * and table 9 of docs/benchmarks.md).  The C library's __libc_single_threaded
+ * is true until the process first creates a thread and never becomes true
+ * again in that process (glibc 2.36 leaves it false in the child of a
+ * multi-threaded parent as well), so it can only err towards locking.
+ * `fork_locked` carries the prepare handler's decision to the parent and
+ * child handlers, so both always match it whatever __libc_single_threaded
+ * says by then; it is written only when the lock is taken, on the page the
+ * lock itself dirties (MARK_FORK_STATE), and read otherwise.  No atomics:
+ * the prepare, parent and child handlers of one fork run in the forking
+ * thread, and a concurrent fork by another thread (multi-threaded case)
+ * waits for registry_mutex in its own prepare handler before touching it.
+ * A fork from a signal handler that interrupted the registry's own thread
+ * deadlocked in the prepare handler before; now the child inherits the held
+ * lock instead: neither is supported (docs/markers.md).
+ */
+static MARK_FORK_STATE bool fork_locked;
+
 static void before_fork(void)
 {
+#ifdef MARK_HAVE_SINGLE_THREADED
+	if (__libc_single_threaded)
+		return;
+#endif
 	pthread_mutex_lock(&registry_mutex);
 	urcu_bp_before_fork();
+	fork_locked = true;
 }
 
 static void after_fork_parent(void)
 {
+	if (!fork_locked)
+		return;
+	fork_locked = false;
 	urcu_bp_after_fork_parent();
 	pthread_mutex_unlock(&registry_mutex);
 }
 
 static void after_fork_child(void)
 {
+	if (!fork_locked)
+		return;
+	fork_locked = false;
 	urcu_bp_after_fork_child();
 	pthread_mutex_unlock(&registry_mutex);
 }

@@ -16,10 +16,20 @@
  * "child PID"); the parent ends it at exit.
  * --spawn-exec: fork a child that execs `sleep 2` at once (prints "spawned PID").
  * Exit status 0 means the loop ran and the markers kept working.
+ *
+ * Built a second time as loop_target (AGENT_TARGET_EVENT_LOOP): the program
+ * serves the agent from its loop (MARK_AGENT_EVENT_LOOP, no agent thread),
+ * polling mark_agent_fd() where agent_target sleeps and calling
+ * mark_agent_dispatch() when it is readable.  A child forked with --fork
+ * polls the inherited descriptor without an agent (it must not be woken by
+ * the parent's controllers: the loop fails on a busy loop); with
+ * --fork-agent it calls mark_agent_start(), which must give it an agent of
+ * its own on the same descriptor number.
  */
 #define _GNU_SOURCE
 #include <mark/mark.h>
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +37,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef AGENT_TARGET_EVENT_LOOP
+MARK_AGENT_EVENT_LOOP;
+#endif
 
 static volatile sig_atomic_t stop;
 
@@ -76,6 +90,14 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	pid_t child = 0;
+#ifdef AGENT_TARGET_EVENT_LOOP
+	int agent_fd = mark_agent_fd();
+	if (agent_fd < 0) {
+		fprintf(stderr, "mark_agent_fd: %s\n", mark_last_error());
+		return 1;
+	}
+	unsigned long idle_polls = 0, wakeups = 0;
+#endif
 	if (spawn_exec) {
 		fflush(stdout);
 		pid_t p = fork();
@@ -99,6 +121,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mark_agent_start: %s\n", mark_last_error());
 		return 1;
 	}
+#ifdef AGENT_TARGET_EVENT_LOOP
+	if (child == 0 && do_fork == 2 && mark_agent_fd() != agent_fd) {
+		fprintf(stderr, "the forked child's agent descriptor is not %d\n", agent_fd);
+		return 1;
+	}
+#endif
 	if (child == 0 && do_fork)
 		printf("forked %d\n", (int)getpid());
 	else
@@ -109,8 +137,28 @@ int main(int argc, char **argv)
 	while (!stop) {
 		work(i++);
 		if ((i & 255) == 0) {
+#ifdef AGENT_TARGET_EVENT_LOOP
+			/* The event loop's wait: up to 1 ms per 256 iterations. */
+			struct pollfd pf = { .fd = agent_fd, .events = POLLIN };
+			if (poll(&pf, 1, 1) <= 0) {
+				idle_polls++;
+			} else if (pf.revents & POLLNVAL) {
+				fprintf(stderr, "the agent's descriptor %d is not open\n", agent_fd);
+				return 1;
+			} else if (mark_agent_dispatch() != 0) {
+				fprintf(stderr, "mark_agent_dispatch: %s\n", mark_last_error());
+				return 1;
+			} else if (++wakeups > 1000 && wakeups > 4 * idle_polls) {
+				/* Readable on almost every round: something
+				 * dispatch does not consume. */
+				fprintf(stderr, "%lu wake-ups against %lu idle polls: a busy loop\n", wakeups,
+					idle_polls);
+				return 1;
+			}
+#else
 			struct timespec ts = { 0, 1000000 };   /* ~1 ms per 256 iterations */
 			nanosleep(&ts, NULL);
+#endif
 		}
 		if (exit_after >= 0 && now_ms() - start >= exit_after)
 			break;
@@ -144,6 +192,10 @@ int main(int argc, char **argv)
 		int st;
 		waitpid(child, &st, 0);
 	}
+#ifdef AGENT_TARGET_EVENT_LOOP
+	printf("done %d iterations %u wakeups %lu\n", (int)getpid(), i, wakeups);
+#else
 	printf("done %d iterations %u\n", (int)getpid(), i);
+#endif
 	return i > 0 ? 0 : 1;
 }

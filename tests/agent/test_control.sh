@@ -50,6 +50,24 @@ stop_target() {
 	[ ! -e "$SOCKDIR/$TPID.sock" ] || fail "socket $SOCKDIR/$TPID.sock left after exit"
 }
 alive() { kill -0 "$1" 2>/dev/null; }
+# armed_apart CHILD: arming in the forked CHILD leaves the parent ($TPID)
+# disarmed (each has its own agent).
+armed_apart() {
+	run enable "$MARK" enable "$1" agent_tick
+	expect_in enable.out "1 site armed"
+	run lp "$MARK" list "$TPID" agent_tick
+	expect_in lp.out 'agent_tick .* no '
+	run lc "$MARK" list "$1" agent_tick
+	expect_in lc.out 'agent_tick .* yes '
+}
+# Threads of process $1; ThreadSanitizer's runtime may run a thread of its
+# own (in a forked child too), so there it counts as one.
+threads() {
+	local n
+	n=$(ls "/proc/$1/task" | wc -l)
+	[ "${MARK_TEST_SANITIZER:-}" = thread ] && [ "$n" = 2 ] && n=1
+	echo "$n"
+}
 # A trace directory babeltrace2 reads completely; prints the event count.
 trace_events() {
 	command -v babeltrace2 >/dev/null || skip "babeltrace2 is not installed"
@@ -341,12 +359,7 @@ fork)
 	run ps "$MARK" ps
 	expect_in ps.out "^ *$TPID .*agent_target"
 	expect_in ps.out "^ *$child .*agent_target"
-	run enable "$MARK" enable "$child" agent_tick
-	expect_in enable.out "1 site armed"
-	run lp "$MARK" list "$TPID" agent_tick
-	expect_in lp.out 'agent_tick .* no '
-	run lc "$MARK" list "$child" agent_tick
-	expect_in lc.out 'agent_tick .* yes '
+	armed_apart "$child"
 	stop_target
 	for _ in $(seq 100); do [ -e "$SOCKDIR/$child.sock" ] || break; sleep 0.05; done
 	[ ! -e "$SOCKDIR/$child.sock" ] || fail "the child's socket was left behind"
@@ -683,6 +696,80 @@ escape)
 	out=$(ls "$WORK"/*.out "$WORK"/*.err | grep -v '/target\.')
 	/usr/bin/python3 "$HERE/no_control_bytes.py" $out || fail "raw control bytes reached the terminal (above)"
 	stop_target
+	;;
+event_loop)
+	# MARK_AGENT_EVENT_LOOP: the program serves the agent from its own
+	# poll() loop; there is no agent thread, and every command works.
+	start_target
+	[ "$(threads "$TPID")" = 1 ] || fail "the event-loop target has $(threads "$TPID") threads, not 1"
+	run list "$MARK" list "$TPID"
+	expect_rc 0 "mark list PID (event loop)"
+	expect_in list.out 'agent_tick  *"%u"  *[a-z]*  *.*agent_target.c:[0-9]*  *no  *0'
+	run enable "$MARK" enable "$TPID" 'agent_*'
+	expect_rc 0 "mark enable (event loop)"
+	expect_in enable.out "agent_\*: 3 sites armed (3 markers matched) in process $TPID"
+	run list2 "$MARK" list "$TPID" 'agent_n*'
+	expect_in list2.out 'agent_net_rx .* yes '
+	run disable "$MARK" disable "$TPID" agent_tick
+	expect_rc 0 "mark disable (event loop)"
+	expect_in disable.out "agent_tick: 1 site disarmed"
+	run ps "$MARK" ps
+	expect_in ps.out "^ *$TPID  *3  *3  *2 .*loop_target"
+	[ "$(threads "$TPID")" = 1 ] || fail "after the commands the event-loop target has $(threads "$TPID") threads, not 1"
+	# A recording: a long-lived connection with deadlines, served by
+	# dispatch; the tracer's own consumer thread may start for it.
+	need_tracer
+	run rec "$MARK" record --pid "$TPID" -e agent_tick -o "$WORK/trace" -d 1 -q
+	expect_rc 0 "mark record --pid (event loop)"
+	n=$(trace_events "$WORK/trace" agent_tick)
+	[ "$n" -gt 0 ] || fail "the recording of the event-loop target has no agent_tick event"
+	stop_target
+	;;
+event_loop_fork)
+	# A forked child inherits the descriptor but no agent: it is not woken
+	# by the parent's controllers (loop_target fails on a busy loop) and has
+	# no socket; with mark_agent_fd() it gets its own on the same number.
+	start_target --fork
+	for _ in $(seq 100); do grep -q "^child" "$WORK/target.out" && break; sleep 0.05; done
+	child=$(sed -n 's/^child //p' "$WORK/target.out")
+	[ -n "$child" ] || fail "the target did not fork"
+	PIDS+=("$child")
+	# Wake the parent (and, before the fix, the child) many times.
+	for i in $(seq 20); do
+		run "l$i" "$MARK" list "$TPID" agent_tick
+		expect_rc 0 "mark list of the parent"
+	done
+	# A parent that does not dispatch (stopped) while a controller waits
+	# on it: its listening socket stays readable, and a child still polling
+	# the set it inherited would spin.  The 0.5 s is the window in which it
+	# would; nothing waits for anything to happen inside it.
+	kill -STOP "$TPID"
+	"$MARK" list "$TPID" agent_tick >"$WORK/stopped.out" 2>&1 &
+	lpid=$!
+	sleep 0.5
+	kill -CONT "$TPID"
+	wait "$lpid" || fail "mark list of the parent, stopped and continued, failed: $(cat "$WORK/stopped.out")"
+	[ ! -e "$SOCKDIR/$child.sock" ] || fail "a forked child that did not call mark_agent_fd() has a socket"
+	run lc0 "$MARK" list "$child"
+	expect_rc 1 "list of a child without an agent"
+	expect_in lc0.err "has no mark agent"
+	alive "$child" || fail "the forked child died: $(cat "$WORK/target.err")"
+	stop_target
+	# Woken at most once: the first wake-up (a parent's event on the
+	# inherited set) makes dispatch replace the set with its own, empty one.
+	w=$(sed -n "s/^done $child iterations [0-9]* wakeups //p" "$WORK/target.out")
+	[ -n "$w" ] || fail "the child printed no wake-up count: $(cat "$WORK/target.out")"
+	[ "$w" -le 2 ] || fail "the forked child, which has no agent, was woken $w times by its parent's controllers"
+	start_target --fork-agent
+	for _ in $(seq 100); do grep -q "^child" "$WORK/target.out" && break; sleep 0.05; done
+	child=$(sed -n 's/^child //p' "$WORK/target.out")
+	[ -n "$child" ] || fail "the target did not fork: $(cat "$WORK/target.err")"
+	PIDS+=("$child")
+	wait_socket "$child"
+	[ "$(threads "$child")" = 1 ] || fail "the child with an event-loop agent has $(threads "$child") threads, not 1"
+	armed_apart "$child"
+	stop_target
+	[ ! -e "$SOCKDIR/$child.sock" ] || fail "the child's socket was left after it exited"
 	;;
 *)
 	fail "unknown case $case_name"
