@@ -74,18 +74,25 @@ int main(void)
 		CHECK_EQ(pthread_create(&threads[i], NULL, invoker, (void *)(uintptr_t)i), 0);
 
 	int rounds_with_calls = 0;
-	/* Bounded in time too: sanitizers make each round several times slower. */
+	/* At least 10 rounds however slow the machine; more while time allows
+	 * (sanitizers make each round several times slower). */
 	double deadline = now() + 6;
 	int done = 0;
-	for (int r = 0; r < ROUNDS && now() < deadline; r++, done++) {
+	for (int r = 0; r < ROUNDS && (r < 10 || now() < deadline); r++, done++) {
 		struct round_ctx *c = &rounds[r];
 		eventhandler_tag bg = NULL;
 		if (r % 3 == 2)
 			bg = EVENTHANDLER_REGISTER(eh_race, background_handler, NULL, EVENTHANDLER_PRI_LAST);
 		eventhandler_tag t = EVENTHANDLER_REGISTER(eh_race, race_handler, c, EVENTHANDLER_PRI_ANY);
 		CHECK(t != NULL);
-		/* Let the invokers call it (bounded: a loaded machine may starve them). */
-		double until = now() + 0.5;
+		/* The race is real only if the handler runs before it is
+		 * deregistered: wait for a first call (30 s bounds a starved
+		 * machine, it is no timing assumption), then give the other
+		 * invokers half a second to join. */
+		double until = now() + 30;
+		while (__atomic_load_n(&c->calls, __ATOMIC_RELAXED) < 1 && now() < until)
+			sched_yield();
+		until = now() + 0.5;
 		while (__atomic_load_n(&c->calls, __ATOMIC_RELAXED) < THREADS && now() < until)
 			sched_yield();
 		CHECK_EQ(EVENTHANDLER_DEREGISTER(eh_race, t), 0);
