@@ -5,8 +5,8 @@
  * the session's generation, compared with the thread's cached copy of its
  * ring (struct hot_ring, initial-exec TLS, one per nesting depth); the
  * head; one comparison for room; rdtsc; the CPU number (one load from the
- * rseq area); 2 + nargs relaxed 64-bit stores of contiguous words; a
- * release store of head (a plain store on x86-64) and a store of the
+ * rseq area; without rseq one rdtscp gives both timestamp and CPU);
+ * 2 + nargs relaxed 64-bit stores of contiguous words; a release store of head (a plain store on x86-64) and a store of the
  * event counter.  No lock, no atomic read-modify-write, no system call,
  * no call.  Everything else (first event of a thread or a marker,
  * strings, a ring that is full, past half full or about to wrap, a new
@@ -114,6 +114,10 @@ struct thread_rings {
 	const uint32_t *rseq_cpu;
 	unsigned depth;
 	bool key_set;
+	/* Events that went through record_slow(): a plain per-thread count
+	 * (slow path only; a signal handler's increment between our load and
+	 * store may be lost, acceptable for a diagnostic). */
+	uint64_t slow_events;
 };
 static __thread struct thread_rings tls __attribute__((tls_model("initial-exec")));
 
@@ -384,6 +388,11 @@ void tracer_thread_release(void)
 	urcu_bp_read_unlock();
 }
 
+uint64_t tracer_thread_slow_events(void)
+{
+	return tls.slow_events;
+}
+
 void tracer_thread_forget(void)
 {
 	memset(tls.hot, 0, sizeof(tls.hot));
@@ -620,7 +629,9 @@ static uint64_t __attribute__((noinline)) compute_shape(const struct mark_marker
  * events to the slow path: when the thread has no usable ring here, or the
  * clock is not the TSC, or the kernel does not keep an rseq CPU number for
  * this thread (the fast path neither reads CLOCK_MONOTONIC nor calls
- * sched_getcpu(): calls would make it save registers).
+ * sched_getcpu(): calls would make it save registers).  Without rseq
+ * (glibc.pthread.rseq=0, an old glibc or kernel) the fast path reads the
+ * timestamp and the CPU number with one rdtscp instead.
  */
 static void hot_fill(struct tracer_session *s, unsigned depth)
 {
@@ -630,7 +641,10 @@ static void hot_fill(struct tracer_session *s, unsigned depth)
 #if defined(__x86_64__)
 	fast_clock = tracer_clock_is_tsc;
 #endif
-	if (!r || tls.generation != s->generation || !tls.rseq_cpu || !fast_clock) {
+	/* The CPU number: rseq's cpu_id, or, without rseq, rdtscp's TSC_AUX
+	 * (the fast path takes its timestamp from the same instruction). */
+	const bool fast_cpu = tls.rseq_cpu || tracer_cpu_source == CPU_RDTSCP;
+	if (!r || tls.generation != s->generation || !fast_cpu || !fast_clock) {
 		h->generation = 0;
 		return;
 	}
@@ -662,6 +676,7 @@ static void record_slow(struct tracer_session *s, unsigned depth, const struct m
 			const uint64_t *args)
 {
 	const unsigned id = m->id;
+	tls.slow_events++;
 	if (depth >= TRACER_MAX_NESTING || id > MARK_TF_MAX_ID) {
 		count_lost_no_ring(s);
 		return;
@@ -764,12 +779,25 @@ void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
 	}
 	/* The record does not wrap (see hot_ring.limit): contiguous words. */
 	uint64_t *const rec = h->data + (head / 8 & h->mask);
+	uint64_t ts;
+	uint32_t cpu;
+	const uint32_t *const rseq_cpu = tls.rseq_cpu;
 #if defined(__x86_64__)
-	__atomic_store_n(&rec[0], __rdtsc(), __ATOMIC_RELAXED);   /* hot_fill() checked the clock */
+	/* hot_fill() checked the clock is the TSC, and that without rseq the
+	 * CPU source is rdtscp: Linux keeps TSC_AUX = node << 12 | cpu. */
+	if (likely(rseq_cpu != NULL)) {
+		ts = __rdtsc();
+		cpu = __atomic_load_n(rseq_cpu, __ATOMIC_RELAXED);
+	} else {
+		unsigned aux;
+		ts = __rdtscp(&aux);
+		cpu = aux & 0xfff;
+	}
 #else
-	__atomic_store_n(&rec[0], now_ticks(), __ATOMIC_RELAXED);
+	ts = now_ticks();
+	cpu = __atomic_load_n(rseq_cpu, __ATOMIC_RELAXED);
 #endif
-	const uint32_t cpu = __atomic_load_n(tls.rseq_cpu, __ATOMIC_RELAXED);
+	__atomic_store_n(&rec[0], ts, __ATOMIC_RELAXED);
 	__atomic_store_n(&rec[1], SHAPE_HEADER(shape) | (uint64_t)cpu << 32, __ATOMIC_RELAXED);
 	const unsigned n = (unsigned)(SHAPE_SPAN(shape) - 16) / 8;
 	for (unsigned i = 0; i < n; i++)
