@@ -1,16 +1,17 @@
 /*
  * The tracer's fast probe: records one event into the calling thread's ring.
  *
- * Hot path (no string arguments, room in the ring): a relaxed load of
- * the session's generation, compared with the thread's cached copy of its
- * ring (struct hot_ring, initial-exec TLS, one per nesting depth); the
- * head; one comparison for room; rdtsc; the CPU number (one load from the
- * rseq area; without rseq one rdtscp gives both timestamp and CPU);
- * 2 + nargs relaxed 64-bit stores of contiguous words; a release store of head (a plain store on x86-64) and a store of the
- * event counter.  No lock, no atomic read-modify-write, no system call,
- * no call.  Everything else (first event of a thread or a marker,
- * strings, a ring that is full, past half full or about to wrap, a new
- * overwrite chunk) takes the slow path, which refills the cached copy.
+ * Hot path (no string arguments, room in the ring): a relaxed load of the
+ * session's generation, compared with the thread's cached copy of its ring
+ * (struct hot_ring, initial-exec TLS, one per nesting depth); the head;
+ * one comparison for room; rdtsc; the CPU number (one load from the rseq
+ * area; without rseq one rdtscp gives both timestamp and CPU); 2 + nargs
+ * relaxed 64-bit stores of contiguous words; a release store of head (a
+ * plain store on x86-64) and a store of the event counter.  No lock, no
+ * atomic read-modify-write, no system call, no call.  Everything else
+ * (first event of a thread or a marker, strings, a ring that is full, past
+ * half full or about to wrap, a new overwrite chunk) takes the slow path,
+ * which refills the cached copy.
  *
  * Signal handlers: a thread has one ring per signal nesting depth.  The
  * probe bumps a thread-local depth counter on entry (compiler barrier via
@@ -808,3 +809,4 @@ void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	tls.depth = depth;
 }
+
