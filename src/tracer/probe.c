@@ -809,4 +809,3 @@ void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	tls.depth = depth;
 }
-
