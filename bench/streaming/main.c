@@ -40,6 +40,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <mark/mark.h>
 #include <mark/tracer.h>
@@ -278,6 +279,16 @@ static uint64_t meminfo_kb(const char *key)
 	return v;
 }
 
+static uint64_t dir_bytes;
+
+static int add_size(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+	(void)path, (void)ftw;
+	if (type == FTW_F && S_ISREG(sb->st_mode))
+		dir_bytes += (uint64_t)sb->st_size;
+	return 0;
+}
+
 static int sync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -309,19 +320,26 @@ static void block_case(const char *fs, const char *dir)
 {
 	const double secs = 10.0 * opts.scale < 2.0 ? 2.0 : 10.0 * opts.scale;
 	double ev[opts.reps], mb[opts.reps], mbs[opts.reps], dd[opts.reps], cache[opts.reps];
-	sync_dir(dir);
 	for (int r = 0; r < opts.reps; r++) {
 		uint64_t calls;
+		sync_dir(dir);
+		const uint64_t dirty0 = (meminfo_kb("Dirty") + meminfo_kb("Writeback")) << 10;
 		start(dir, MARK_TRACE_BLOCK, 0);
 		uint64_t w0 = bench_ns();
 		loop_for(secs, &calls);
 		struct mark_trace_stats st;
+		mark_tracer_get_stats(&st);   /* events and lost; the stop resets them */
 		if (mark_tracer_stop() < 0)
 			die("mark_tracer_stop");
 		uint64_t w1 = bench_ns();
-		mark_tracer_get_stats(&st);
-		/* What the page cache holds of the run at its end. */
-		uint64_t dirty = (meminfo_kb("Dirty") + meminfo_kb("Writeback")) << 10;
+		/* Bytes written, flush included: the files the session left. */
+		dir_bytes = 0;
+		nftw(trace_dir, add_size, 16, FTW_PHYS);
+		st.bytes_written = dir_bytes;
+		/* What the page cache holds of the run at its end: the growth of
+		 * Dirty + Writeback (machine-wide; others' writes add noise). */
+		uint64_t dirty1 = (meminfo_kb("Dirty") + meminfo_kb("Writeback")) << 10;
+		uint64_t dirty = dirty1 > dirty0 ? dirty1 - dirty0 : 0;
 		sync_dir(trace_dir);
 		uint64_t w2 = bench_ns();
 		if (st.lost != 0 || st.events < calls)
