@@ -44,6 +44,7 @@
 #include <limits.h>
 #include <mark/mark.h>
 #include <mark/tracer.h>
+#include "tracer/tracer_internal.h"   /* tracer_thread_slow_events() */
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -140,13 +141,16 @@ struct worker {
 	double seconds;
 	double cycles;
 	uint64_t calls;
+	uint64_t slow;   /* events that took the probe's slow path */
 };
 
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 	bench_pin(w->cpu);
+	const uint64_t slow0 = tracer_thread_slow_events();
 	w->cycles = loop_for(w->seconds, &w->calls);
+	w->slow = tracer_thread_slow_events() - slow0;
 	return NULL;
 }
 
@@ -163,8 +167,11 @@ static int session(enum mark_trace_mode mode, size_t buffer, int threads, double
 	struct rusage ru0, ru1;
 	getrusage(RUSAGE_SELF, &ru0);
 	int n = 0;
+	uint64_t slow = 0;
 	if (threads == 1) {
+		const uint64_t slow0 = tracer_thread_slow_events();
 		v[n++] = loop_for(seconds, &calls);
+		slow = tracer_thread_slow_events() - slow0;
 	} else {
 		struct worker w[2];
 		for (int i = 0; i < 2; i++) {
@@ -178,6 +185,7 @@ static int session(enum mark_trace_mode mode, size_t buffer, int threads, double
 			pthread_join(w[i].th, NULL);
 			v[n++] = w[i].cycles;
 			calls += w[i].calls;
+			slow += w[i].slow;
 		}
 	}
 	getrusage(RUSAGE_SELF, &ru1);
@@ -187,9 +195,9 @@ static int session(enum mark_trace_mode mode, size_t buffer, int threads, double
 		die("mark_tracer_stop");
 	/* Page faults and context switches of the whole process (producers
 	 * and consumer) during the timed part: the explanation of the cost. */
-	bench_info("stream_stats", "%s calls=%llu events=%llu lost=%llu bytes_written=%llu minflt=%ld majflt=%ld "
-		   "nvcsw=%ld nivcsw=%ld", row,
-		   (unsigned long long)calls, (unsigned long long)st.events, (unsigned long long)st.lost,
+	bench_info("stream_stats", "%s calls=%llu slow=%llu events=%llu lost=%llu bytes_written=%llu minflt=%ld "
+		   "majflt=%ld nvcsw=%ld nivcsw=%ld", row,
+		   (unsigned long long)calls, (unsigned long long)slow, (unsigned long long)st.events, (unsigned long long)st.lost,
 		   (unsigned long long)st.bytes_written, ru1.ru_minflt - ru0.ru_minflt, ru1.ru_majflt - ru0.ru_majflt,
 		   ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_nivcsw - ru0.ru_nivcsw);
 	remove_trace();

@@ -588,6 +588,15 @@ def s_fastpath():
         skip("no cheap CPU-number source (rseq or rdtscp) on this machine")
 
 
+def s_pastkick():
+    """Issue 14: a discard ring past half full with its consumer stalled
+    leaves the fast path once (the kick), and counts exactly what it loses."""
+    d = fresh_dir("pastkick")
+    r = run([API, "pastkick", d])
+    print(r.stdout.strip())
+    check(r.returncode == 0, "tracer_api pastkick failed:\n%s%s" % (r.stdout, r.stderr))
+
+
 def s_kill_overwrite():
     """Flight recorder killed by SIGKILL: recovery writes each buffer's newest events."""
     d = fresh_dir("kill-ow")
@@ -837,7 +846,7 @@ SCENARIOS = {
     "threads_overwrite": lambda: threads("overwrite"),
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "fork_exec": s_fork_exec,
-    "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "badenv": s_badenv, "api": s_api, "snapshot": s_snapshot, "dlopen": s_dlopen,
+    "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "snapshot": s_snapshot, "dlopen": s_dlopen,
 }
 
 SCENARIOS[SCENARIO]()
