@@ -478,8 +478,16 @@ static bool __attribute__((noinline)) make_room(struct tracer_session *s, struct
 			/* Discard mode, or block mode with no consumer left to wait for
 			 * (never deadlock): count the event. */
 			__atomic_store_n(&hdr->lost, hdr->lost + 1, __ATOMIC_RELAXED);
-			if (s->mode == MARK_TRACE_DISCARD)
+			/* Wake the consumer once per tail it leaves, not per lost
+			 * event: the kick's seq_cst fence made every discarded event
+			 * dearer while a full ring waits for a consumer already awake
+			 * (issue 14).  A consumer that sleeps has drained, so the tail
+			 * moved and the next lost event kicks again; its 10 ms
+			 * timeout bounds the rest. */
+			if (s->mode == MARK_TRACE_DISCARD && r->kicked_tail != r->cached_tail) {
+				r->kicked_tail = r->cached_tail;
 				tracer_kick_consumer(s);
+			}
 			return false;
 		}
 		/* Block mode: wake the consumer and wait for it (nanosleep is
