@@ -423,6 +423,24 @@ static inline void overwrite_note_record(struct tracer_session *s, struct tracer
 }
 
 /*
+ * Count one event the full ring cannot take (the owning thread only: a
+ * plain load and store, no read-modify-write).  Discard mode wakes the
+ * consumer once per tail it leaves, not per lost event: the kick's
+ * seq_cst fence made every discarded event dearer while the full ring
+ * waited for a consumer already awake (issue 14).  A consumer that sleeps
+ * has drained, so the tail has moved and the next lost event kicks again;
+ * the consumer's 10 ms timeout bounds the rest.
+ */
+static void count_dropped(struct tracer_session *s, struct tracer_ring *r)
+{
+	__atomic_store_n(&r->hdr->lost, r->hdr->lost + 1, __ATOMIC_RELAXED);
+	if (s->mode == MARK_TRACE_DISCARD && r->kicked_tail != r->cached_tail) {
+		r->kicked_tail = r->cached_tail;
+		tracer_kick_consumer(s);
+	}
+}
+
+/*
  * The ring has no room for `size` more bytes at `head` according to the
  * cached tail.  Returns true when the record may be written.
  */
@@ -477,17 +495,7 @@ static bool __attribute__((noinline)) make_room(struct tracer_session *s, struct
 		    !__atomic_load_n(&s->consumer_alive, __ATOMIC_ACQUIRE)) {
 			/* Discard mode, or block mode with no consumer left to wait for
 			 * (never deadlock): count the event. */
-			__atomic_store_n(&hdr->lost, hdr->lost + 1, __ATOMIC_RELAXED);
-			/* Wake the consumer once per tail it leaves, not per lost
-			 * event: the kick's seq_cst fence made every discarded event
-			 * dearer while a full ring waits for a consumer already awake
-			 * (issue 14).  A consumer that sleeps has drained, so the tail
-			 * moved and the next lost event kicks again; its 10 ms
-			 * timeout bounds the rest. */
-			if (s->mode == MARK_TRACE_DISCARD && r->kicked_tail != r->cached_tail) {
-				r->kicked_tail = r->cached_tail;
-				tracer_kick_consumer(s);
-			}
+			count_dropped(s, r);
 			return false;
 		}
 		/* Block mode: wake the consumer and wait for it (nanosleep is
@@ -736,6 +744,28 @@ static void record_slow(struct tracer_session *s, unsigned depth, const struct m
 }
 
 /*
+ * Discard mode, the thread's ring full even by a fresh look at the tail:
+ * count the event lost and return true, without the slow path's set-up
+ * (a producer that outruns the disk drops most of its events; each drop
+ * must be cheap).  False sends the event on to record_slow(): another
+ * session, room after all, a stopped recording.  The caller has raised
+ * tls.depth: the ring is ours; `shape` is the fast path's (> 1).
+ */
+static bool probe_drop(struct tracer_session *s, unsigned depth, uint64_t shape)
+{
+	struct tracer_ring *r = tls.rings[depth];
+	if (s->mode != MARK_TRACE_DISCARD || !r || tls.generation != s->generation ||
+	    tracer_family_stopped(s))
+		return false;
+	/* Acquire: the consumer has finished reading the bytes before tail. */
+	r->cached_tail = __atomic_load_n(&r->hdr->tail, __ATOMIC_ACQUIRE);
+	if (r->hdr->head + SHAPE_SPAN(shape) - r->cached_tail <= r->capacity)
+		return false;
+	count_dropped(s, r);
+	return true;
+}
+
+/*
  * The fast path's ways out: the slow path with its bracket of tls.depth,
  * and the same when the ring looked full or past its kick mark (depth
  * already raised).  They load the session themselves rather than have the
@@ -746,13 +776,13 @@ static void record_slow(struct tracer_session *s, unsigned depth, const struct m
  * read-side section ends.
  */
 static void __attribute__((noinline)) probe_full(unsigned depth, const struct mark_marker *m,
-						 const uint64_t *args)
+						 const uint64_t *args, uint64_t shape)
 {
 	/* Acquire: the session's fields are initialised before it is published. */
 	struct tracer_session *s = __atomic_load_n(&tracer_current, __ATOMIC_ACQUIRE);
 	/* tls.depth is raised: the ring is ours. */
-	if (s)
-		record_slow(s, depth, m, args);   /* else between sessions */
+	if (s && (shape <= 1 || !probe_drop(s, depth, shape)))
+		record_slow(s, depth, m, args);   /* else between sessions, or dropped */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	tls.depth = depth;
 }
@@ -763,7 +793,7 @@ static void __attribute__((noinline, cold)) probe_slow(unsigned depth, const str
 	tls.depth = depth + 1;
 	/* A signal handler on this thread sees depth+1 before we touch ring[depth]. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	probe_full(depth, m, args);
+	probe_full(depth, m, args, 0);
 }
 
 /*
@@ -800,7 +830,7 @@ void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
 	const uint64_t head = hdr->head;   /* producer-owned: we wrote it last */
 	const uint64_t new_head = head + SHAPE_SPAN(shape);
 	if (unlikely(new_head > h->limit)) {
-		probe_full(depth, m, args);
+		probe_full(depth, m, args, shape);
 		return;
 	}
 	/* The record does not wrap (see hot_ring.limit): contiguous words. */
