@@ -22,6 +22,8 @@
  *             discard_2t       discard_disk with 2 producer threads (per
  *                              event of one thread; both threads' samples)
  *           Each sample is one whole timed session (no best-of-sub-runs).
+ *   drop    dropped: one event a full discard ring drops, its consumer
+ *           stalled (the drop path alone), beside rdtsc_drop
  *   first   first_event / first_1000: a freshly started thread's first
  *           event (ring claim or creation) and its first 1000 events'
  *           mean, discard mode to DIR
@@ -45,6 +47,7 @@
 #include <mark/mark.h>
 #include <mark/tracer.h>
 #include "tracer/tracer_internal.h"   /* tracer_thread_slow_events() */
+#include "core/internal.h"            /* mark_registry_lock(): stalls the consumer */
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -232,6 +235,44 @@ static void cost_rows(const char *suffix)
 	}
 }
 
+/* ---------------- what one dropped event costs -------------------- */
+
+/*
+ * Discard mode with the consumer stalled (its loop starts every pass by
+ * taking the registry lock, which this thread holds), so that after the
+ * 64 KB ring fills every event is dropped: the cost of one exactly
+ * counted drop, without the disk's timing.  The rdtsc row interleaved.
+ */
+static void drop_rows(void)
+{
+	double v[opts.reps], t[opts.reps];
+	const uint64_t n = (uint64_t)(2000000 * opts.scale) + 4096;
+	for (int r = 0; r < opts.reps; r++) {
+		t[r] = rdtsc_for(0.1);
+		start(base_dir, MARK_TRACE_DISCARD, 64 << 10);
+		site_once(1, NULL);
+		mark_registry_lock();
+		for (int i = 0; i < 4096; i++)   /* fill the ring */
+			site_once(1, NULL);
+		const uint64_t t0 = bench_start();
+		for (uint64_t i = 0; i < n; i++)
+			site_once(1, NULL);
+		const uint64_t t1 = bench_stop();
+		mark_registry_unlock();
+		struct mark_trace_stats st;
+		mark_tracer_get_stats(&st);
+		if (mark_tracer_stop() < 0)
+			die("mark_tracer_stop");
+		remove_trace();
+		v[r] = (double)(t1 - t0) / (double)n;
+		if (st.lost < n)
+			bench_info("note", "drop row: %llu lost, fewer than the %llu events timed",
+				   (unsigned long long)st.lost, (unsigned long long)n);
+	}
+	bench_result("t3s", "rdtsc_drop", "event", t, opts.reps);
+	bench_result("t3s", "dropped", "event", v, opts.reps);
+}
+
 /* ---------------- a fresh thread's first events -------------------- */
 
 struct first {
@@ -378,12 +419,12 @@ int main(int argc, char **argv)
 	bench_parse_opts(argc, argv, &opts);
 	bench_init(argv[0]);
 	if (!opts.arg) {
-		fprintf(stderr, "usage: bench_streaming [--reps N] [--scale S] [--only cost,first,block,norseq] --arg DIR\n");
+		fprintf(stderr, "usage: bench_streaming [--reps N] [--scale S] [--only cost,first,drop,block,norseq] --arg DIR\n");
 		return 2;
 	}
 	base_dir = opts.arg;
 	pinned_cpu = sched_getcpu();
-	const char *only = opts.only ? opts.only : "cost,first,block";
+	const char *only = opts.only ? opts.only : "cost,first,drop,block";
 	/* bench_init pinned us to one CPU; the 2-thread row pins its own. */
 	if (strstr(only, "norseq")) {
 #if __has_include(<sys/rseq.h>)
@@ -396,6 +437,8 @@ int main(int argc, char **argv)
 		cost_rows("");
 	if (strstr(only, "first"))
 		first_rows();
+	if (strstr(only, "drop"))
+		drop_rows();
 	if (strstr(only, "block")) {
 		block_case("disk", base_dir);
 		block_case("tmpfs", "/dev/shm");
