@@ -441,6 +441,8 @@ T3S_ROWS = [
     ("discard_2t", "streaming, 2 producer threads (per thread)", "discard", "2 MB each", "yes, to disk"),
     ("first_event", "a fresh thread's first event (ring claim or creation)", "discard", "2 MB", "yes, to disk"),
     ("first_1000", "a fresh thread's first 1000 events, mean", "discard", "2 MB", "yes, to disk"),
+    ("rdtsc_drop", "bare `rdtsc` (beside the next row)", "—", "—", "—"),
+    ("dropped", "one event a full ring drops (consumer stalled)", "discard", "64 KB", "stalled"),
     ("lttng_discard", "LTTng-UST, default discard channel, lttng-consumerd to disk", "discard",
      "LTTng default", "yes (lttng-consumerd)"),
     ("lttng_snapshot", "LTTng-UST, snapshot session", "overwrite", "LTTng default", "idle (snapshot)"),
@@ -494,7 +496,8 @@ def table3b(p):
         if not v:
             rows.append([label, mode, buf, cons, res.skips.get(("t3s", k), "not measured"), "", ""])
             continue
-        base = tsn if k.endswith("_norseq") else ts
+        base = (tsn if k.endswith("_norseq") else res.med("t3s", "rdtsc_drop", "event")
+                if k in ("dropped", "rdtsc_drop") else ts)
         m = statistics.median(v)
         lost = ""
         st = ss.get(k)
@@ -505,7 +508,7 @@ def table3b(p):
             if mode == "discard" and calls:
                 lost = f"{100.0 * lo / calls:.0f} % discarded; "
             lost += f"{flt:.0f} page faults/session"
-        rows.append([label, mode, buf, cons, cell(v), f"{m / base:.2f}×" if base and k not in ("rdtsc", "rdtsc_norseq") else "1.00×" if base else "n/a", lost])
+        rows.append([label, mode, buf, cons, cell(v), f"{m / base:.2f}×" if base else "n/a", lost])
     p.add(md_table(["case", "mode", "buffer", "consumer", f"{res.unit('t3s', 'rdtsc', 'event') or 'cycles'}/event",
                     "ratio to rdtsc", "lost, faults"], rows))
     p.add("")

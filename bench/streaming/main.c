@@ -220,17 +220,18 @@ static void cost_rows(const char *suffix)
 		v[k] = calloc((size_t)opts.reps * 2, sizeof(double));
 	/* Warm-up: page in the code, create the file system's directory blocks. */
 	session(MARK_TRACE_DISCARD, 0, 1, 0.2, v[1], "warmup");
+	char row[ROWS][64];
+	for (int k = 0; k < ROWS; k++)
+		snprintf(row[k], sizeof(row[k]), "%s%s", names[k], suffix);
 	for (int r = 0; r < opts.reps; r++) {
 		v[0][count[0]++] = rdtsc_for(0.2);
-		count[1] += session(MARK_TRACE_DISCARD, 0, 1, secs, v[1] + count[1], "discard_disk");
-		count[2] += session(MARK_TRACE_OVERWRITE, 256 << 10, 1, ow_secs, v[2] + count[2], "overwrite_cache");
-		count[3] += session(MARK_TRACE_OVERWRITE, 64 << 20, 1, ow_secs, v[3] + count[3], "overwrite_64m");
-		count[4] += session(MARK_TRACE_DISCARD, 0, 2, secs, v[4] + count[4], "discard_2t");
+		count[1] += session(MARK_TRACE_DISCARD, 0, 1, secs, v[1] + count[1], row[1]);
+		count[2] += session(MARK_TRACE_OVERWRITE, 256 << 10, 1, ow_secs, v[2] + count[2], row[2]);
+		count[3] += session(MARK_TRACE_OVERWRITE, 64 << 20, 1, ow_secs, v[3] + count[3], row[3]);
+		count[4] += session(MARK_TRACE_DISCARD, 0, 2, secs, v[4] + count[4], row[4]);
 	}
 	for (int k = 0; k < ROWS; k++) {
-		char row[64];
-		snprintf(row, sizeof(row), "%s%s", names[k], suffix);
-		bench_result("t3s", row, "event", v[k], count[k]);
+		bench_result("t3s", row[k], "event", v[k], count[k]);
 		free(v[k]);
 	}
 }
