@@ -446,12 +446,10 @@ T3S_ROWS = [
     ("lttng_discard", "LTTng-UST, default discard channel, lttng-consumerd to disk", "discard",
      "LTTng default", "yes (lttng-consumerd)"),
     ("lttng_snapshot", "LTTng-UST, snapshot session", "overwrite", "LTTng default", "idle (snapshot)"),
-    ("rdtsc_norseq", "no rseq: bare `rdtsc`", "—", "—", "—"),
-    ("discard_disk_norseq", "no rseq: streaming", "discard", "2 MB (default)", "yes, to disk"),
-    ("overwrite_cache_norseq", "no rseq: flight recorder in cache", "overwrite", "256 KB", "idle"),
-    ("overwrite_64m_norseq", "no rseq: flight recorder, large ring", "overwrite", "64 MB", "idle"),
-    ("discard_2t_norseq", "no rseq: streaming, 2 producers", "discard", "2 MB each", "yes, to disk"),
 ]
+# The same cases without glibc's rseq registration (bench_streaming --only norseq).
+T3S_ROWS += [(k + "_norseq", "no rseq: " + label.replace("**", ""), mode, buf, cons)
+             for k, label, mode, buf, cons in T3S_ROWS[:5]]
 
 
 def stream_stats(res):
