@@ -430,6 +430,150 @@ def table3(p):
     p.add("")
 
 
+# Table 3b (issue 14): bench_streaming's rows and LTTng-UST's in the same modes.
+T3S_ROWS = [
+    # key, label, mode, buffer, consumer
+    ("rdtsc", "bare timestamp read (`rdtsc`)", "—", "—", "—"),
+    ("discard_disk", "**streaming**: `MARK_TRACE=dir` / `mark record`", "discard", "2 MB (default)",
+     "yes, writing the stream file to disk"),
+    ("overwrite_cache", "**flight recorder**, ring in cache", "overwrite", "256 KB", "idle (overwrite)"),
+    ("overwrite_64m", "flight recorder, large ring", "overwrite", "64 MB", "idle (overwrite)"),
+    ("discard_2t", "streaming, 2 producer threads (per thread)", "discard", "2 MB each", "yes, to disk"),
+    ("first_event", "a fresh thread's first event (ring claim or creation)", "discard", "2 MB", "yes, to disk"),
+    ("first_1000", "a fresh thread's first 1000 events, mean", "discard", "2 MB", "yes, to disk"),
+    ("rdtsc_drop", "bare `rdtsc` (beside the next row)", "—", "—", "—"),
+    ("dropped", "one event a full ring drops (consumer stalled)", "discard", "64 KB", "stalled"),
+    ("lttng_discard", "LTTng-UST, default discard channel, lttng-consumerd to disk", "discard",
+     "LTTng default", "yes (lttng-consumerd)"),
+    ("lttng_snapshot", "LTTng-UST, snapshot session", "overwrite", "LTTng default", "idle (snapshot)"),
+]
+# The same cases without glibc's rseq registration (bench_streaming --only norseq).
+T3S_ROWS += [(k + "_norseq", "no rseq: " + label.replace("**", ""), mode, buf, cons)
+             for k, label, mode, buf, cons in T3S_ROWS[:5]]
+
+
+def stream_stats(res):
+    """row -> list of dicts of the per-session counters bench_streaming prints."""
+    out = {}
+    for text in res.infos("stream_stats"):
+        f = text.split()
+        if not f:
+            continue
+        d = {}
+        for kv in f[1:]:
+            k, _, v = kv.partition("=")
+            try:
+                d[k] = int(v)
+            except ValueError:
+                pass
+        out.setdefault(f[0], []).append(d)
+    return out
+
+
+def table3b(p):
+    res = p.res
+    if not any(k[0] == "t3s" for k in res.r) and not any(k[0] == "t3s" for k in res.skips):
+        return
+    p.add("## 3b. The recordings users run (issue 14)\n")
+    p.add("Cycles per loop of `site_once(1, NULL)` (the `\"%d %p\"` marker of table 3) while a whole session "
+          "runs: discard mode with the consumer writing the stream file to the build tree's disk (what "
+          "`MARK_TRACE=dir` and `mark record` do), overwrite mode with a ring in cache and a 64 MB one, two "
+          "producers, a fresh thread, and the same rows with glibc's rseq registration off "
+          "(`GLIBC_TUNABLES=glibc.pthread.rseq=0`).  Each sample is one timed session (≥ 5 s in `make bench`; "
+          "no best-of-sub-runs), the rows interleaved per repetition; the producer is pinned, the consumer is "
+          "where the scheduler puts it.  LTTng-UST runs the same loop in its matching modes.  *ratio* = "
+          "median ÷ median of the bare `rdtsc` row of the same program; discard-mode rows also count the "
+          "events the full buffer discarded (they cost less than recorded ones).\n")
+    p.add(p.stamp("build-bench/bench/bench_streaming, bench_lttng_enabled --arg MODE"))
+    ss = stream_stats(res)
+    ts = res.med("t3s", "rdtsc", "event")
+    tsn = res.med("t3s", "rdtsc_norseq", "event")
+    rows = []
+    for k, label, mode, buf, cons in T3S_ROWS:
+        v = res.get("t3s", k, "event")
+        if not v:
+            rows.append([label, mode, buf, cons, res.skips.get(("t3s", k), "not measured"), "", ""])
+            continue
+        base = (tsn if k.endswith("_norseq") else res.med("t3s", "rdtsc_drop", "event")
+                if k in ("dropped", "rdtsc_drop") else ts)
+        m = statistics.median(v)
+        lost = ""
+        st = ss.get(k)
+        if st:
+            calls = sum(d.get("calls", 0) for d in st)
+            lo = sum(d.get("lost", 0) for d in st)
+            flt = statistics.median(d.get("minflt", 0) for d in st)
+            if mode == "discard" and calls:
+                lost = f"{100.0 * lo / calls:.0f} % discarded; "
+            lost += f"{flt:.0f} page faults/session"
+        rows.append([label, mode, buf, cons, cell(v), f"{m / base:.2f}×" if base else "n/a", lost])
+    p.add(md_table(["case", "mode", "buffer", "consumer", f"{res.unit('t3s', 'rdtsc', 'event') or 'cycles'}/event",
+                    "ratio to rdtsc", "lost, faults"], rows))
+    p.add("")
+    for text in res.infos("rseq"):
+        p.add(f"No-rseq rows: {text}.\n")
+    for text in res.infos("lttng_stop"):
+        p.add(f"LTTng `lttng stop`: {text}\n")
+    for text in res.infos("lttng_bytes"):
+        p.add(f"LTTng: {text}\n")
+
+    def goal(name, row, limit, base_row="rdtsc"):
+        v, b = res.med("t3s", row, "event"), res.med("t3s", base_row, "event")
+        if v is None or b is None:
+            p.goals.append((name, nm(res.skips.get(("t3s", row), "row missing")), None))
+        else:
+            p.goals.append((name, f"{fmt_num(v)} vs rdtsc {fmt_num(b)} cycles = {v / b:.2f}×", v <= limit * b))
+    goal("(issue 14) Streaming (discard, consumer to disk, 2 MB) event ≤ 1.5× rdtsc", "discard_disk", 1.5)
+    goal("(issue 14) Flight recorder, ring in cache ≤ 1.5× rdtsc", "overwrite_cache", 1.5)
+    goal("(issue 14) Flight recorder, 64 MB ring ≤ 1.5× rdtsc", "overwrite_64m", 1.5)
+    goal("(issue 14) No-rseq fallback, flight recorder in cache ≤ 1.5× rdtsc", "overwrite_cache_norseq", 1.5,
+         "rdtsc_norseq")
+    for lk, mk, what in (("lttng_discard", "discard_disk", "streaming to disk"),
+                         ("lttng_snapshot", "overwrite_cache", "snapshot / flight recorder")):
+        lv, mv = res.med("t3s", lk, "event"), res.med("t3s", mk, "event")
+        name = f"(issue 14) ≥ 8× cheaper than LTTng-UST, {what}"
+        if lv is None or mv is None:
+            p.goals.append((name, nm(res.skips.get(("t3s", lk), "LTTng row missing")), None))
+        else:
+            p.goals.append((name, f"LTTng {fmt_num(lv)} / mark {fmt_num(mv)} = {lv / mv:.1f}×", lv >= 8 * mv))
+
+
+def table6b(p):
+    res = p.res
+    rows = []
+    for fs, label in (("disk", "disk (build tree's file system)"), ("tmpfs", "tmpfs (/dev/shm)")):
+        k = "block_" + fs
+        ev = res.get("t6s", k, "events")
+        if not ev:
+            rows.append([label, res.skips.get(("t6s", k), "not measured"), "", "", "", "", ""])
+            continue
+        mb, mbs, dd, ca = (res.get("t6s", k, c) for c in ("mbs", "mbs_synced", "dd", "cached"))
+        ratio = statistics.median(mbs) / statistics.median(dd) if dd and statistics.median(dd) else None
+        rows.append([label, cell(ev), cell(mb), cell(mbs), cell(dd), f"{ratio:.2f}" if ratio else "n/a",
+                     cell(ca, 2)])
+    if not any(r[1] != "not measured" for r in rows) and not res.get("t6s", "block_disk", "events"):
+        return
+    p.add("### 6b. Block mode sustained, beside `dd` (issue 14)\n")
+    secs = res.infos("block_secs")
+    p.add("Block mode (zero loss), one producer, one session of " + (secs[0].split(" ", 1)[1] if secs else "≥ 10 s") +
+          " per sample.  *MB/s* counts the bytes the consumer wrote over the session (start to the end of "
+          "`mark_tracer_stop()`); *synced* adds a `syncfs()` after the stop, so it is what the device took; "
+          "`dd` writes the same number of bytes to the same file system with `conv=fdatasync` right after "
+          "each session.  *in page cache* is Dirty + Writeback of /proc/meminfo at the session's end as a "
+          "share of the bytes written (the part the page cache, not the disk, absorbed).\n")
+    p.add(md_table(["file system", "events/s", "MB/s (session)", "MB/s (synced)", "dd MB/s", "synced ÷ dd",
+                    "in page cache (%)"], rows))
+    p.add("")
+    d, t = res.med("t6s", "block_disk", "mbs_synced"), res.med("t6s", "block_tmpfs", "mbs")
+    dd = res.med("t6s", "block_disk", "dd")
+    if d and t and dd:
+        bind = ("the disk (tmpfs streams faster than the disk takes the bytes)" if t > 1.2 * d
+                else "the CPU (the disk keeps up: tmpfs is no faster)")
+        p.add(f"What binds on this machine: {bind}.\n")
+        p.goals.append(("(issue 14) Block mode to disk, sustained, ≥ 0.9 of dd's MB/s",
+                        f"{fmt_num(d)} vs dd {fmt_num(dd)} MB/s = {d / dd:.2f}", d >= 0.9 * dd))
+
+
 def table4(p):
     res = p.res
     p.add("## 4. Code size per site\n")
@@ -729,7 +873,7 @@ def goals(p):
     rows = []
     for g, m, ok in p.goals:
         rows.append([g, m, "**yes**" if ok is True else "**NO**" if ok is False else "not measured"])
-    return md_table(["goal (issue 7)", "measured in this run", "met"], rows)
+    return md_table(["goal (issue 7, and issue 14 where marked)", "measured in this run", "met"], rows)
 
 
 def main():
@@ -749,11 +893,13 @@ def main():
     table1(p)
     table2(p)
     table3(p)
+    table3b(p)
     table4(p)
     table5(p)
     table6(p)
+    table6b(p)
     table7(p)
-    extra_tables(p, {"t1", "t2", "t3", "t3sweep", "t4", "t4pad", "t5", "t6", "t7"})
+    extra_tables(p, {"t1", "t2", "t3", "t3s", "t3sweep", "t4", "t4pad", "t5", "t6", "t6s", "t7"})
 
     tsc = res.infos("tsc_ghz")
     clock = res.infos("clock")

@@ -77,19 +77,32 @@ run t2 all "$B/bench_pressure" "${OPTS[@]}"
 run t3 local "$B/bench_enabled" "${OPTS[@]}" --only local
 
 # LTTng-UST recording into an active snapshot session.
-lttng_row() {
+# lttng_daemon TABLE ROW: make sure a session daemon runs (start one when
+# none does: LTTNG_STARTED=1, lttng_daemon_end stops it); else print the
+# skip line and fail.
+LTTNG_STARTED=""
+lttng_daemon() {
 	if [ ! -x "$B/bench_lttng_enabled" ]; then
-		echo "S t3 lttng not measured: liblttng-ust-dev not found at configure time"; return; fi
+		echo "S $1 $2 not measured: liblttng-ust-dev not found at configure time"; return 1; fi
 	if ! command -v lttng >/dev/null || ! command -v lttng-sessiond >/dev/null; then
-		echo "S t3 lttng not measured: lttng-tools (lttng, lttng-sessiond) not installed"; return; fi
-	local started="" pidfile=/var/run/lttng/lttng-sessiond.pid
-	[ "$(id -u)" = 0 ] || pidfile=$HOME/.lttng/lttng-sessiond.pid
+		echo "S $1 $2 not measured: lttng-tools (lttng, lttng-sessiond) not installed"; return 1; fi
+	LTTNG_STARTED=""
 	if ! lttng list >/dev/null 2>&1; then
 		lttng-sessiond --daemonize >>"$LOG" 2>&1 || {
-			echo "S t3 lttng not measured: lttng-sessiond --daemonize failed (see $LOG)"; return; }
-		started=1
+			echo "S $1 $2 not measured: lttng-sessiond --daemonize failed (see $LOG)"; return 1; }
+		LTTNG_STARTED=1
 		for _ in 1 2 3 4 5 6 7 8 9 10; do lttng list >/dev/null 2>&1 && break; sleep 0.5; done
 	fi
+}
+lttng_daemon_end() {
+	local pidfile=/var/run/lttng/lttng-sessiond.pid
+	[ "$(id -u)" = 0 ] || pidfile=$HOME/.lttng/lttng-sessiond.pid
+	if [ -n "$LTTNG_STARTED" ] && [ -r "$pidfile" ]; then
+		kill "$(cat "$pidfile")" 2>/dev/null
+	fi
+}
+lttng_row() {
+	lttng_daemon t3 lttng || return
 	local s=markbench$$ snap=$OUT/lttng-snapshot
 	rm -rf "$snap"
 	if lttng create "$s" --snapshot --output "$snap" >>"$LOG" 2>&1 &&
@@ -106,11 +119,45 @@ lttng_row() {
 	fi
 	lttng destroy "$s" >>"$LOG" 2>&1
 	rm -rf "$snap"
-	if [ -n "$started" ] && [ -r "$pidfile" ]; then
-		kill "$(cat "$pidfile")" 2>/dev/null
-	fi
+	lttng_daemon_end
 }
 run t3 lttng lttng_row
+
+# ---------------------------------------------------------------- table 3b (issue 14)
+# The recordings users run: discard mode streaming to the disk (the build
+# tree's file system), overwrite rings in and out of cache, 2 producers, a
+# fresh thread, block mode sustained beside dd (disk and tmpfs), and the
+# same cost rows without glibc's rseq registration.
+SDIR=$OUT/streaming
+mkdir -p "$SDIR"
+run t3s all "$B/bench_streaming" "${OPTS[@]}" --only cost,first,block --arg "$SDIR"
+run t3s norseq env GLIBC_TUNABLES=glibc.pthread.rseq=0 "$B/bench_streaming" "${OPTS[@]}" --only norseq --arg "$SDIR"
+
+# LTTng-UST in the matching modes: its default (discard) channel with
+# lttng-consumerd writing to the same disk, and snapshot mode.
+lttng_stream_row() {
+	local mode=$1
+	lttng_daemon t3s "lttng_$mode" || return
+	local s=markstream$$ d=$SDIR/lttng-$mode
+	rm -rf "$d"
+	local create=(lttng create "$s" --output "$d")
+	[ "$mode" = snapshot ] && create=(lttng create "$s" --snapshot --output "$d")
+	if "${create[@]}" >>"$LOG" 2>&1 &&
+		lttng enable-event -u -s "$s" bench_lttng:subsys_mark1 >>"$LOG" 2>&1 &&
+		lttng start "$s" >>"$LOG" 2>&1; then
+		"$B/bench_lttng_enabled" "${OPTS[@]}" --arg "$mode" 2>>"$LOG"
+		# lttng stop reports the events its discard channel dropped.
+		echo "I lttng_stop $mode: $(lttng stop "$s" 2>&1 | tr '\n' ' ' | cut -c1-300)"
+		echo "I lttng_bytes $mode: $(du -sb "$d" 2>/dev/null | cut -f1) bytes written by lttng-consumerd"
+	else
+		echo "S t3s lttng_$mode not measured: creating the LTTng session failed (see $LOG)"
+	fi
+	lttng destroy "$s" >>"$LOG" 2>&1
+	rm -rf "$d"
+	lttng_daemon_end
+}
+run t3s lttng_discard lttng_stream_row discard
+run t3s lttng_snapshot lttng_stream_row snapshot
 
 if [ "$(id -u)" = 0 ]; then
 	run t3 uprobe "$B/bench_enabled" "${OPTS[@]}" --only uprobe

@@ -1,16 +1,17 @@
 /*
  * The tracer's fast probe: records one event into the calling thread's ring.
  *
- * Hot path (no string arguments, room in the ring): a relaxed load of
- * the session's generation, compared with the thread's cached copy of its
- * ring (struct hot_ring, initial-exec TLS, one per nesting depth); the
- * head; one comparison for room; rdtsc; the CPU number (one load from the
- * rseq area); 2 + nargs relaxed 64-bit stores of contiguous words; a
- * release store of head (a plain store on x86-64) and a store of the
- * event counter.  No lock, no atomic read-modify-write, no system call,
- * no call.  Everything else (first event of a thread or a marker,
- * strings, a ring that is full, past half full or about to wrap, a new
- * overwrite chunk) takes the slow path, which refills the cached copy.
+ * Hot path (no string arguments, room in the ring): a relaxed load of the
+ * session's generation, compared with the thread's cached copy of its ring
+ * (struct hot_ring, initial-exec TLS, one per nesting depth); the head;
+ * one comparison for room; rdtsc; the CPU number (one load from the rseq
+ * area; without rseq one rdtscp gives both timestamp and CPU); 2 + nargs
+ * relaxed 64-bit stores of contiguous words; a release store of head (a
+ * plain store on x86-64) and a store of the event counter.  No lock, no
+ * atomic read-modify-write, no system call, no call.  Everything else
+ * (first event of a thread or a marker, strings, a ring that is full, past
+ * half full or about to wrap, a new overwrite chunk) takes the slow path,
+ * which refills the cached copy.
  *
  * Signal handlers: a thread has one ring per signal nesting depth.  The
  * probe bumps a thread-local depth counter on entry (compiler barrier via
@@ -114,6 +115,10 @@ struct thread_rings {
 	const uint32_t *rseq_cpu;
 	unsigned depth;
 	bool key_set;
+	/* Events that went through record_slow(): a plain per-thread count
+	 * (slow path only; a signal handler's increment between our load and
+	 * store may be lost, acceptable for a diagnostic). */
+	uint64_t slow_events;
 };
 static __thread struct thread_rings tls __attribute__((tls_model("initial-exec")));
 
@@ -328,6 +333,8 @@ static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
 			} else {
 				r->cached_tail = __atomic_load_n(&r->hdr->tail, __ATOMIC_ACQUIRE);
 			}
+			/* The previous owner's last kick says nothing about ours. */
+			r->kicked_tail = UINT64_MAX;
 			tls.rings[depth] = r;
 			return r;
 		}
@@ -384,6 +391,11 @@ void tracer_thread_release(void)
 	urcu_bp_read_unlock();
 }
 
+uint64_t tracer_thread_slow_events(void)
+{
+	return tls.slow_events;
+}
+
 void tracer_thread_forget(void)
 {
 	memset(tls.hot, 0, sizeof(tls.hot));
@@ -407,6 +419,24 @@ static inline void overwrite_note_record(struct tracer_session *s, struct tracer
 	if (r->chunk_first[k] < b || r->chunk_first[k] >= b + chunk) {
 		r->chunk_first[k] = head;
 		r->chunk_events[k] = r->hdr->events;
+	}
+}
+
+/*
+ * Count one event the full ring cannot take (the owning thread only: a
+ * plain load and store, no read-modify-write).  Discard mode wakes the
+ * consumer once per tail it leaves, not per lost event: the kick's
+ * seq_cst fence made every discarded event dearer while the full ring
+ * waited for a consumer already awake (issue 14).  A consumer that sleeps
+ * has drained, so the tail has moved and the next lost event kicks again;
+ * the consumer's 10 ms timeout bounds the rest.
+ */
+static void count_dropped(struct tracer_session *s, struct tracer_ring *r)
+{
+	__atomic_store_n(&r->hdr->lost, r->hdr->lost + 1, __ATOMIC_RELAXED);
+	if (s->mode == MARK_TRACE_DISCARD && r->kicked_tail != r->cached_tail) {
+		r->kicked_tail = r->cached_tail;
+		tracer_kick_consumer(s);
 	}
 }
 
@@ -465,9 +495,7 @@ static bool __attribute__((noinline)) make_room(struct tracer_session *s, struct
 		    !__atomic_load_n(&s->consumer_alive, __ATOMIC_ACQUIRE)) {
 			/* Discard mode, or block mode with no consumer left to wait for
 			 * (never deadlock): count the event. */
-			__atomic_store_n(&hdr->lost, hdr->lost + 1, __ATOMIC_RELAXED);
-			if (s->mode == MARK_TRACE_DISCARD)
-				tracer_kick_consumer(s);
+			count_dropped(s, r);
 			return false;
 		}
 		/* Block mode: wake the consumer and wait for it (nanosleep is
@@ -620,7 +648,9 @@ static uint64_t __attribute__((noinline)) compute_shape(const struct mark_marker
  * events to the slow path: when the thread has no usable ring here, or the
  * clock is not the TSC, or the kernel does not keep an rseq CPU number for
  * this thread (the fast path neither reads CLOCK_MONOTONIC nor calls
- * sched_getcpu(): calls would make it save registers).
+ * sched_getcpu(): calls would make it save registers).  Without rseq
+ * (glibc.pthread.rseq=0, an old glibc or kernel) the fast path reads the
+ * timestamp and the CPU number with one rdtscp instead.
  */
 static void hot_fill(struct tracer_session *s, unsigned depth)
 {
@@ -630,7 +660,10 @@ static void hot_fill(struct tracer_session *s, unsigned depth)
 #if defined(__x86_64__)
 	fast_clock = tracer_clock_is_tsc;
 #endif
-	if (!r || tls.generation != s->generation || !tls.rseq_cpu || !fast_clock) {
+	/* The CPU number: rseq's cpu_id, or, without rseq, rdtscp's TSC_AUX
+	 * (the fast path takes its timestamp from the same instruction). */
+	const bool fast_cpu = tls.rseq_cpu || tracer_cpu_source == CPU_RDTSCP;
+	if (!r || tls.generation != s->generation || !fast_cpu || !fast_clock) {
 		h->generation = 0;
 		return;
 	}
@@ -638,10 +671,25 @@ static void hot_fill(struct tracer_session *s, unsigned depth)
 	h->data = r->data;
 	h->mask = r->capacity / 8 - 1;
 	h->limit = r->cached_tail + r->capacity;
-	/* Discard/block: past the half-full mark the slow path also sees
-	 * whether to wake the consumer. */
-	if (r->kick_threshold != UINT64_MAX && r->cached_tail + r->kick_threshold < h->limit)
-		h->limit = r->cached_tail + r->kick_threshold;
+	/*
+	 * Discard/block: past the half-full mark the slow path also sees
+	 * whether to wake the consumer (maybe_kick()).  Once it has woken the
+	 * consumer for this tail, looking again at every event is waste: the
+	 * tail moves only when the consumer has written a step, and a consumer
+	 * slower than the producer kept 15-20 % of all events on the slow path
+	 * (issue 14).  So after a kick the next look is an eighth of the ring
+	 * later: it reloads the tail and wakes the consumer again if it went
+	 * back to sleep with the ring still past half full.  At most 8 slow
+	 * visits per ring's worth of events; the ring's end by the cached tail
+	 * (the limit above) still bounds it.
+	 */
+	if (r->kick_threshold != UINT64_MAX) {
+		uint64_t look = r->cached_tail + r->kick_threshold;
+		if (r->kicked_tail == r->cached_tail)
+			look = r->hdr->head + r->capacity / 8;
+		if (look < h->limit)
+			h->limit = look;
+	}
 	/* Records that wrap go through the slow path (the fast one stores
 	 * contiguous words), and so, in overwrite mode, do those that would
 	 * start a new chunk: see overwrite_note_record(). */
@@ -662,6 +710,7 @@ static void record_slow(struct tracer_session *s, unsigned depth, const struct m
 			const uint64_t *args)
 {
 	const unsigned id = m->id;
+	tls.slow_events++;
 	if (depth >= TRACER_MAX_NESTING || id > MARK_TF_MAX_ID) {
 		count_lost_no_ring(s);
 		return;
@@ -695,6 +744,28 @@ static void record_slow(struct tracer_session *s, unsigned depth, const struct m
 }
 
 /*
+ * Discard mode, the thread's ring full even by a fresh look at the tail:
+ * count the event lost and return true, without the slow path's set-up
+ * (a producer that outruns the disk drops most of its events; each drop
+ * must be cheap).  False sends the event on to record_slow(): another
+ * session, room after all, a stopped recording.  The caller has raised
+ * tls.depth: the ring is ours; `shape` is the fast path's (> 1).
+ */
+static bool probe_drop(struct tracer_session *s, unsigned depth, uint64_t shape)
+{
+	struct tracer_ring *r = tls.rings[depth];
+	if (s->mode != MARK_TRACE_DISCARD || !r || tls.generation != s->generation ||
+	    tracer_family_stopped(s))
+		return false;
+	/* Acquire: the consumer has finished reading the bytes before tail. */
+	r->cached_tail = __atomic_load_n(&r->hdr->tail, __ATOMIC_ACQUIRE);
+	if (r->hdr->head + SHAPE_SPAN(shape) - r->cached_tail <= r->capacity)
+		return false;
+	count_dropped(s, r);
+	return true;
+}
+
+/*
  * The fast path's ways out: the slow path with its bracket of tls.depth,
  * and the same when the ring looked full or past its kick mark (depth
  * already raised).  They load the session themselves rather than have the
@@ -705,13 +776,13 @@ static void record_slow(struct tracer_session *s, unsigned depth, const struct m
  * read-side section ends.
  */
 static void __attribute__((noinline)) probe_full(unsigned depth, const struct mark_marker *m,
-						 const uint64_t *args)
+						 const uint64_t *args, uint64_t shape)
 {
 	/* Acquire: the session's fields are initialised before it is published. */
 	struct tracer_session *s = __atomic_load_n(&tracer_current, __ATOMIC_ACQUIRE);
 	/* tls.depth is raised: the ring is ours. */
-	if (s)
-		record_slow(s, depth, m, args);   /* else between sessions */
+	if (s && (shape <= 1 || !probe_drop(s, depth, shape)))
+		record_slow(s, depth, m, args);   /* else between sessions, or dropped */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	tls.depth = depth;
 }
@@ -722,7 +793,7 @@ static void __attribute__((noinline, cold)) probe_slow(unsigned depth, const str
 	tls.depth = depth + 1;
 	/* A signal handler on this thread sees depth+1 before we touch ring[depth]. */
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	probe_full(depth, m, args);
+	probe_full(depth, m, args, 0);
 }
 
 /*
@@ -759,17 +830,30 @@ void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
 	const uint64_t head = hdr->head;   /* producer-owned: we wrote it last */
 	const uint64_t new_head = head + SHAPE_SPAN(shape);
 	if (unlikely(new_head > h->limit)) {
-		probe_full(depth, m, args);
+		probe_full(depth, m, args, shape);
 		return;
 	}
 	/* The record does not wrap (see hot_ring.limit): contiguous words. */
 	uint64_t *const rec = h->data + (head / 8 & h->mask);
+	uint64_t ts;
+	uint32_t cpu;
+	const uint32_t *const rseq_cpu = tls.rseq_cpu;
 #if defined(__x86_64__)
-	__atomic_store_n(&rec[0], __rdtsc(), __ATOMIC_RELAXED);   /* hot_fill() checked the clock */
+	/* hot_fill() checked the clock is the TSC, and that without rseq the
+	 * CPU source is rdtscp: Linux keeps TSC_AUX = node << 12 | cpu. */
+	if (likely(rseq_cpu != NULL)) {
+		ts = __rdtsc();
+		cpu = __atomic_load_n(rseq_cpu, __ATOMIC_RELAXED);
+	} else {
+		unsigned aux;
+		ts = __rdtscp(&aux);
+		cpu = aux & 0xfff;
+	}
 #else
-	__atomic_store_n(&rec[0], now_ticks(), __ATOMIC_RELAXED);
+	ts = now_ticks();
+	cpu = __atomic_load_n(rseq_cpu, __ATOMIC_RELAXED);
 #endif
-	const uint32_t cpu = __atomic_load_n(tls.rseq_cpu, __ATOMIC_RELAXED);
+	__atomic_store_n(&rec[0], ts, __ATOMIC_RELAXED);
 	__atomic_store_n(&rec[1], SHAPE_HEADER(shape) | (uint64_t)cpu << 32, __ATOMIC_RELAXED);
 	const unsigned n = (unsigned)(SHAPE_SPAN(shape) - 16) / 8;
 	for (unsigned i = 0; i < n; i++)

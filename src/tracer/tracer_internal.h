@@ -205,6 +205,9 @@ MARK_HIDDEN void tracer_probe_init(void);
 /* Release the calling thread's rings (thread exit, fork child). */
 MARK_HIDDEN void tracer_thread_release(void);
 MARK_HIDDEN void tracer_thread_forget(void);
+/* Events the calling thread sent through the probe's slow path (tests
+ * check that ordinary events do not; diagnostic, per thread). */
+MARK_HIDDEN uint64_t tracer_thread_slow_events(void);
 MARK_HIDDEN void tracer_kick_consumer(struct tracer_session *s);
 
 /* ---- consumer.c ---- */

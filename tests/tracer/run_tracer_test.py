@@ -571,6 +571,32 @@ def s_cpu():
                                                               sorted({e["cpu"] for e in tr.events})))
 
 
+def s_fastpath():
+    """Issue 14: ordinary events take the probe's fast path with glibc's
+    rseq registration and without it (the fallback reads the CPU number
+    with rdtscp); the CPU recorded is still the right one (s_cpu)."""
+    skipped = 0
+    for tunables in ("", "glibc.pthread.rseq=0"):
+        d = fresh_dir("fastpath" + ("-norseq" if tunables else ""))
+        r = run([API, "fastpath", d], {"GLIBC_TUNABLES": tunables})
+        print((tunables or "rseq") + ": " + r.stdout.strip())
+        if r.returncode == 77:
+            skipped += 1
+            continue
+        check(r.returncode == 0, "%s: tracer_api fastpath failed:\n%s%s" % (tunables or "rseq", r.stdout, r.stderr))
+    if skipped == 2:
+        skip("no cheap CPU-number source (rseq or rdtscp) on this machine")
+
+
+def s_pastkick():
+    """Issue 14: a discard ring past half full with its consumer stalled
+    leaves the fast path once (the kick), and counts exactly what it loses."""
+    d = fresh_dir("pastkick")
+    r = run([API, "pastkick", d])
+    print(r.stdout.strip())
+    check(r.returncode == 0, "tracer_api pastkick failed:\n%s%s" % (r.stdout, r.stderr))
+
+
 def s_kill_overwrite():
     """Flight recorder killed by SIGKILL: recovery writes each buffer's newest events."""
     d = fresh_dir("kill-ow")
@@ -820,7 +846,7 @@ SCENARIOS = {
     "threads_overwrite": lambda: threads("overwrite"),
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "fork_exec": s_fork_exec,
-    "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "badenv": s_badenv, "api": s_api, "snapshot": s_snapshot, "dlopen": s_dlopen,
+    "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "snapshot": s_snapshot, "dlopen": s_dlopen,
 }
 
 SCENARIOS[SCENARIO]()
