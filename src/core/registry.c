@@ -401,8 +401,8 @@ int mark_eventhandler_arm_locked(struct mark_marker *m, bool on)
 		m->eh_arm_count++;
 	else if (m->eh_arm_count > 0)
 		m->eh_arm_count--;
-	struct mark_site_rt **sites;
-	size_t n;
+	struct mark_site_rt **sites = NULL;
+	size_t n = 0;
 	int err = collect_sites_locked(&m, 1, &sites, &n);
 	if (err)
 		return err;
