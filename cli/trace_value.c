@@ -154,12 +154,16 @@ static void shortest_double(char *text, size_t size, double d)
  */
 typedef unsigned __int128 u128;
 
+/* 10^s for 0 <= s <= 21 (10^19 is the largest power of ten in 64 bits) */
 static u128 pow10_128(int s)
 {
-	u128 v = 1;
-	for (int i = 0; i < s; i++)
-		v *= 10;
-	return v;
+	static const uint64_t p10[20] = {
+		1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+		1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+		100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+		1000000000000000000ull, 10000000000000000000ull,
+	};
+	return s < 20 ? (u128)p10[s] : (u128)p10[s - 2] * 100;
 }
 
 /*
@@ -184,13 +188,14 @@ static bool digits_at(u128 V, int sh, int p, bool narrow, bool even, int *k, uin
 			wu = 2 * pow10_128(s);
 		} else {
 			/* 2^sh * 10^-s < 2^(sh + 4*(-s)) must fit */
-			if (sh + 4 * -s > 124)
+			if (-s > 21 || sh + 4 * -s > 124)
 				return false;
 			num = V;
 			den = ((u128)1 << sh) * pow10_128(-s);
 			wu = 2;
 		}
-		u128 q = num / den, r = num % den;
+		/* a power-of-two denominator is a shift and a mask, not a 128-bit division */
+		u128 q = s >= 0 ? num >> sh : num / den, r = s >= 0 ? num & (den - 1) : num % den;
 		if (q >= hi_p) {   /* d >= 10^(k+1): the guess was low */
 			(*k)++;
 			continue;
