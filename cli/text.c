@@ -68,9 +68,19 @@ void strbuf_add_uint(struct strbuf *sb, uint64_t v, unsigned min_digits)
 		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
 		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 		"8081828384858687888990919293949596979899";
-	unsigned n = 1;
-	for (uint64_t t = v; t >= 10; t /= 10)
+	static const uint64_t p10[20] = {
+		1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+		1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+		100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+		1000000000000000000ull, 10000000000000000000ull,
+	};
+	/* digits: bits * log10(2) (1233/4096) is the count or one less */
+	unsigned bits = v ? 64u - (unsigned)__builtin_clzll(v) : 1u;
+	unsigned n = (bits * 1233u >> 12) + 1;
+	if (n < 20 && v >= p10[n])
 		n++;
+	else if (n > 1 && v < p10[n - 1])
+		n--;
 	if (min_digits > 24)   /* the padding limit it always had */
 		min_digits = 24;
 	unsigned width = n < min_digits ? min_digits : n;
@@ -200,6 +210,16 @@ static void add_escaped(struct strbuf *sb, const char *text, enum text_style sty
 	if (quoted)
 		strbuf_add(sb, "\"", 1);
 	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+		/* A run of printable ASCII that needs no escape goes in with one
+		 * copy: the strings of a trace are mostly that. */
+		const unsigned char *run = p;
+		while (*p >= 0x20 && *p < 0x7f && *p != '"' && *p != '\\')
+			p++;
+		if (p > run) {
+			strbuf_add(sb, (const char *)run, (size_t)(p - run));
+			if (!*p)
+				break;
+		}
 		switch (*p) {
 		case '"':
 		case '\\':
