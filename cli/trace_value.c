@@ -237,7 +237,16 @@ static bool exact_shortest_double(char *text, double d)
 	u128 V = (u128)m << 2;
 	bool narrow = frac == 0 && bexp > 1;
 	bool even = (m & 1) == 0;
-	int k = (int)floor(log10(a));   /* a guess: digits_at corrects it */
+	/* floor(log10(a)) or one less: floor((bexp - 1023) * log10(2)) with
+	 * log10(2) ~ 78913 / 2^18 (>> of a negative int floors with gcc and
+	 * clang), raised by one where a reaches the next power of ten (exact
+	 * doubles from 1 up; below 1 a guess, which digits_at corrects like
+	 * any off-by-one guess).  1e-5 <= a < 2^53: k is -6 .. 15. */
+	static const double p10d[22] = { 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4, 1e5,
+					 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16 };
+	int k = (bexp - 1023) * 78913 >> 18;
+	if (k + 1 >= -5 && k + 1 <= 16 && a >= p10d[k + 1 + 5])
+		k++;
 	uint64_t dig = 0;
 	int k10 = 0, prec;
 	bool ok;
