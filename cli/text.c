@@ -58,49 +58,56 @@ void strbuf_add_grow(struct strbuf *sb, const char *text, size_t len)
  * vsnprintf's format parsing was most of its time.  Same digits as
  * "%" PRIu64, "%0*" PRIu64 and "%" PRIx64.
  */
-void strbuf_add_uint(struct strbuf *sb, uint64_t v, unsigned min_digits)
+void text_put_digits(char *end, uint64_t v, unsigned n)
 {
-	/* Two digits per division (a 100-entry table), written straight into
-	 * the buffer: the nanoseconds of every timestamp and most fields of
-	 * `mark view` come through here, and the digit loop was its top
-	 * function in perf. */
+	/* Two digits per division by 100 (a 100-entry table): the digit loop
+	 * was the top function of `mark view` in perf. */
 	static const char pairs[201] =
 		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
 		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 		"8081828384858687888990919293949596979899";
+	char *p = end, *start = end - n;
+	while (v >= 100 && p - start >= 2) {
+		unsigned r = (unsigned)(v % 100);
+		v /= 100;
+		p -= 2;
+		memcpy(p, pairs + 2 * r, 2);
+	}
+	while (p > start) {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	}
+}
+
+unsigned text_count_digits(uint64_t v)
+{
 	static const uint64_t p10[20] = {
 		1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
 		1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
 		100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
 		1000000000000000000ull, 10000000000000000000ull,
 	};
-	/* digits: bits * log10(2) (1233/4096) is the count or one less */
+	/* bits * log10(2) (1233/4096) is the count or one less */
 	unsigned bits = v ? 64u - (unsigned)__builtin_clzll(v) : 1u;
 	unsigned n = (bits * 1233u >> 12) + 1;
 	if (n < 20 && v >= p10[n])
 		n++;
 	else if (n > 1 && v < p10[n - 1])
 		n--;
+	return n;
+}
+
+void strbuf_add_uint(struct strbuf *sb, uint64_t v, unsigned min_digits)
+{
+	/* written straight into the buffer: the nanoseconds of every
+	 * timestamp and most fields of `mark view` come through here */
+	unsigned n = text_count_digits(v);
 	if (min_digits > 24)   /* the padding limit it always had */
 		min_digits = 24;
 	unsigned width = n < min_digits ? min_digits : n;
 	if (strbuf_reserve(sb, width) != 0)
 		return;
-	char *end = sb->data + sb->len + width, *p = end;
-	while (v >= 100) {
-		unsigned r = (unsigned)(v % 100);
-		v /= 100;
-		p -= 2;
-		memcpy(p, pairs + 2 * r, 2);
-	}
-	if (v >= 10) {
-		p -= 2;
-		memcpy(p, pairs + 2 * v, 2);
-	} else {
-		*--p = (char)('0' + v);
-	}
-	while (p > sb->data + sb->len)
-		*--p = '0';
+	text_put_digits(sb->data + sb->len + width, v, width);
 	sb->len += width;
 	sb->data[sb->len] = '\0';
 }

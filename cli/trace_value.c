@@ -288,9 +288,7 @@ static bool exact_shortest_double(char *text, double d)
 		}
 	}
 	char dg[24];
-	int n = 0;
-	for (uint64_t v = dig; n < prec; v /= 10)
-		dg[prec - 1 - n++] = (char)('0' + v % 10);
+	text_put_digits(dg + prec, dig, (unsigned)prec);
 	char *o = text;
 	if (signbit(d))
 		*o++ = '-';
@@ -314,15 +312,9 @@ static bool exact_shortest_double(char *text, double d)
 		u128 ip = V >> sh, r = V & (((u128)1 << sh) - 1), half = (u128)1 << (sh - 1);
 		if (r > half || (r == half && (ip & 1)))
 			ip++;
-		char tmp[24];
-		int t = 0;
-		uint64_t v = (uint64_t)ip;
-		do {
-			tmp[t++] = (char)('0' + v % 10);
-			v /= 10;
-		} while (v);
-		while (t)
-			*o++ = tmp[--t];
+		unsigned t = text_count_digits((uint64_t)ip);
+		text_put_digits(o + t, (uint64_t)ip, t);
+		o += t;
 	} else if (k10 >= 0) {
 		/* integer part dg[0..k10], then the rest after the point */
 		memcpy(o, dg, (size_t)k10 + 1);
