@@ -50,6 +50,19 @@ static void one(double d)
 	}
 }
 
+/* base and the four doubles on each side of it */
+static void neighbours(double base)
+{
+	double up = base, down = base;
+	one(base);
+	for (int u = 0; u < 4; u++) {
+		up = nextafter(up, INFINITY);
+		down = nextafter(down, -INFINITY);
+		one(up);
+		one(down);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 100000;
@@ -64,29 +77,11 @@ int main(int argc, char **argv)
 	 * powers of ten and two (a power of two's lower neighbour is half as
 	 * far) and their neighbours a few ulps away, exact ties. */
 	for (int p10 = -8; p10 <= 18; p10++) {
-		for (int sgn = 0; sgn < 2; sgn++) {
-			double base = pow(10, p10) * (sgn ? -1 : 1);
-			double up = base, down = base;
-			one(base);
-			for (int u = 0; u < 4; u++) {
-				up = nextafter(up, INFINITY);
-				down = nextafter(down, -INFINITY);
-				one(up);
-				one(down);
-			}
-		}
+		neighbours(pow(10, p10));
+		neighbours(-pow(10, p10));
 	}
-	for (int p2 = -20; p2 <= 56; p2++) {
-		double base = ldexp(1.0, p2), up = base, down = base;
-		one(base);
-		for (int u = 0; u < 4; u++) {
-			up = nextafter(up, INFINITY);
-			down = nextafter(down, -INFINITY);
-			one(up);
-			one(down);
-			one(-up);
-		}
-	}
+	for (int p2 = -20; p2 <= 56; p2++)
+		neighbours(ldexp(1.0, p2));
 	for (int i = 1; i < 2000; i++) {
 		one(i + 0.5);
 		one(i * 0.125);
