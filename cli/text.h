@@ -41,6 +41,10 @@ static inline void strbuf_add(struct strbuf *sb, const char *text, size_t len)
 #define strbuf_add_lit(sb, lit) strbuf_add((sb), "" lit, sizeof(lit) - 1)
 /* Decimal (at least min_digits, zero-padded), signed decimal, hex without "0x". */
 void strbuf_add_uint(struct strbuf *sb, uint64_t v, unsigned min_digits);
+/* The n last decimal digits of v, zero-padded, written to end - n .. end - 1
+ * (no NUL); the number of decimal digits of v (1 for 0). */
+void text_put_digits(char *end, uint64_t v, unsigned n);
+unsigned text_count_digits(uint64_t v);
 void strbuf_add_int(struct strbuf *sb, int64_t v);
 void strbuf_add_hex(struct strbuf *sb, uint64_t v);
 void strbuf_reset(struct strbuf *sb);        /* empty it, keep the memory */

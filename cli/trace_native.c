@@ -63,6 +63,7 @@ enum tn_kind { TN_SINT, TN_UINT, TN_REAL, TN_CHAR, TN_STRING };
 
 struct tn_field {
 	char *name;
+	size_t name_len;             /* strlen(name): appended once per event     */
 	uint8_t kind;                /* enum tn_kind                             */
 	uint8_t bytes;               /* integers: 1, 2, 4 or 8                   */
 	uint8_t base;                /* integers: 10 or 16                       */
@@ -368,6 +369,7 @@ static struct tn_class *parse_event(struct cur *c, unsigned *id)
 			break;
 		}
 		f->name = ident(c);
+		f->name_len = f->name ? strlen(f->name) : 0;
 		lit(c, ";\n");
 		if (c->ok)
 			k->nfields++;
@@ -1186,13 +1188,13 @@ void trace_native_payload_append(struct strbuf *sb, const struct trace_native_ev
 			if (i)
 				strbuf_add_lit(sb, ", ");
 			strbuf_add_lit(sb, "\"");
-			strbuf_add(sb, f->name, strlen(f->name));
+			strbuf_add(sb, f->name, f->name_len);
 			strbuf_add_lit(sb, "\": ");
 		} else {
 			/* names are [A-Za-z0-9_]+ (ident()): nothing to escape */
 			if (i)
 				strbuf_add_lit(sb, " ");
-			strbuf_add(sb, f->name, strlen(f->name));
+			strbuf_add(sb, f->name, f->name_len);
 			strbuf_add_lit(sb, "=");
 		}
 		p = append_field_value(sb, f, base, p, style);

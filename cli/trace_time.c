@@ -20,6 +20,7 @@ void trace_time_append_wall(struct strbuf *sb, int64_t ns, int utc)
 	static int64_t cached_sec = INT64_MIN;
 	static int cached_utc = -1;
 	static char cached_text[64];
+	static size_t cached_len;
 	if (sec != cached_sec || utc != cached_utc) {
 		time_t t = (time_t)sec;
 		struct tm tm;
@@ -27,11 +28,11 @@ void trace_time_append_wall(struct strbuf *sb, int64_t ns, int utc)
 			trace_time_append_seconds(sb, ns);
 			return;
 		}
-		strftime(cached_text, sizeof(cached_text), "%Y-%m-%d %H:%M:%S", &tm);
+		cached_len = strftime(cached_text, sizeof(cached_text), "%Y-%m-%d %H:%M:%S", &tm);
 		cached_sec = sec;
 		cached_utc = utc;
 	}
-	strbuf_add(sb, cached_text, strlen(cached_text));
+	strbuf_add(sb, cached_text, cached_len);
 	strbuf_add(sb, ".", 1);
 	strbuf_add_uint(sb, (uint64_t)frac, 9);
 }

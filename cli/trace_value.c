@@ -131,6 +131,211 @@ static void shortest_double(char *text, size_t size, double d)
 	snprintf(text, size, "%s", out);
 }
 
+/*
+ * Exact shortest digits without libc: the same text as shortest_double()
+ * and the power-of-two search of add_double(), for the doubles traces
+ * mostly hold (normal, 1e-5 <= |d| < 2^53, not an integer), in a few
+ * 128-bit integer operations instead of several snprintf/strtod pairs.
+ *
+ * d = m * 2^e with e < 0, so d = V / 2^sh with V = 4m, sh = 2 - e: an
+ * exact fraction whose denominator is a power of two.  The doubles that
+ * read back as d are those within (V - 2) / 2^sh .. (V + 2) / 2^sh, half
+ * an ulp each side ((V - 1) below a power of two, whose lower neighbour is
+ * half as far), the ends included when m is even (strtod rounds a tie to
+ * the even mantissa).  The p-digit %e text of d is d * 10^(p-1-k) rounded
+ * to an integer, half to even as glibc's printf rounds an exact tie, for
+ * the k with 10^k <= d < 10^(k+1).  Scaling V (or the denominator) by
+ * that power of ten keeps everything an exact integer below 2^128, so the
+ * rounding and the "does it read back" test are exact comparisons: no
+ * floating point is involved, and nothing is approximated (the bounds
+ * checks below fall back to the libc search where 128 bits would not do).
+ * Grisu's idea (an exact integer fast path, a slow path for the rest),
+ * with the interval test of Steele & White's shortest-digits criterion.
+ */
+typedef unsigned __int128 u128;
+
+/* 10^s for 0 <= s <= 21 (10^19 is the largest power of ten in 64 bits) */
+static u128 pow10_128(int s)
+{
+	static const uint64_t p10[20] = {
+		1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+		1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+		100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+		1000000000000000000ull, 10000000000000000000ull,
+	};
+	return s < 20 ? (u128)p10[s] : (u128)p10[s - 2] * 100;
+}
+
+/*
+ * The p significant digits of V / 2^sh correctly rounded (*digits, with
+ * the decimal exponent *k10 of the first one) and whether that decimal
+ * reads back as the double.  *k is the caller's guess of floor(log10(d)),
+ * corrected here.  False in *ok means 128 bits do not suffice: use libc.
+ */
+static bool digits_at(u128 V, int sh, int p, bool narrow, bool even, int *k, uint64_t *digits, int *k10, bool *ok)
+{
+	*ok = false;
+	u128 lo_p = pow10_128(p - 1), hi_p = lo_p * 10;
+	for (int tries = 0; tries < 4; tries++) {
+		int s = p - 1 - *k;
+		u128 num, den, wu;
+		if (s >= 0) {
+			/* V < 2^55 and 10^21 < 2^70: the product stays below 2^125 */
+			if (s > 21 || sh > 120)
+				return false;
+			num = V * pow10_128(s);
+			den = (u128)1 << sh;
+			wu = 2 * pow10_128(s);
+		} else {
+			/* 2^sh * 10^-s < 2^(sh + 4*(-s)) must fit */
+			if (-s > 21 || sh + 4 * -s > 124)
+				return false;
+			num = V;
+			den = ((u128)1 << sh) * pow10_128(-s);
+			wu = 2;
+		}
+		/* a power-of-two denominator is a shift and a mask, not a 128-bit division */
+		u128 q = s >= 0 ? num >> sh : num / den, r = s >= 0 ? num & (den - 1) : num % den;
+		if (q >= hi_p) {   /* d >= 10^(k+1): the guess was low */
+			(*k)++;
+			continue;
+		}
+		if (q < lo_p) {    /* d < 10^k */
+			(*k)--;
+			continue;
+		}
+		u128 half = den >> 1;   /* den is even: sh >= 3 */
+		bool up = r > half || (r == half && (q & 1));
+		u128 dist = up ? den - r : r;
+		u128 w = up || !narrow ? wu : wu / 2;
+		*ok = true;
+		bool inside = dist < w || (dist == w && even);
+		*k10 = *k;
+		if (up && ++q == hi_p) {   /* 9.99.. rounded up to 10.0: one more integer digit */
+			q = lo_p;
+			(*k10)++;
+		}
+		*digits = (uint64_t)q;
+		return inside;
+	}
+	return false;
+}
+
+/* The text of the shortest-digits search for d in text (NUL-terminated, at
+ * least 40 bytes); false when d is outside this exact path's range. */
+static bool exact_shortest_double(char *text, double d)
+{
+	uint64_t bits;
+	memcpy(&bits, &d, sizeof(bits));
+	int bexp = (int)((bits >> 52) & 0x7ff);
+	uint64_t frac = bits & ((UINT64_C(1) << 52) - 1);
+	double a = fabs(d);
+	if (bexp == 0 || bexp == 0x7ff || !(a >= 1e-5) || a >= 0x1p53)
+		return false;
+	uint64_t m = frac | (UINT64_C(1) << 52);
+	int sh = 2 - (bexp - 1075);   /* e = bexp - 1075 < 0 here */
+	u128 V = (u128)m << 2;
+	bool narrow = frac == 0 && bexp > 1;
+	bool even = (m & 1) == 0;
+	/* floor(log10(a)) or one less: floor((bexp - 1023) * log10(2)) with
+	 * log10(2) ~ 78913 / 2^18 (>> of a negative int floors with gcc and
+	 * clang), raised by one where a reaches the next power of ten (exact
+	 * doubles from 1 up; below 1 a guess, which digits_at corrects like
+	 * any off-by-one guess).  1e-5 <= a < 2^53: k is -6 .. 15. */
+	static const double p10d[22] = { 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4, 1e5,
+					 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16 };
+	int k = (bexp - 1023) * 78913 >> 18;
+	if (k + 1 >= -5 && k + 1 <= 16 && a >= p10d[k + 1 + 5])
+		k++;
+	uint64_t dig = 0;
+	int k10 = 0, prec;
+	bool ok;
+	if (!narrow) {
+		/* the binary search of shortest_double(), 15 first */
+		int lo = 1, hi = 17;
+		bool first = true, have = false;
+		while (lo < hi) {
+			int mid = first ? 15 : (lo + hi) / 2;
+			first = false;
+			uint64_t dg;
+			int kk;
+			bool in = digits_at(V, sh, mid, narrow, even, &k, &dg, &kk, &ok);
+			if (!ok)
+				return false;
+			if (in) {
+				hi = mid;
+				dig = dg;
+				k10 = kk;
+				have = true;
+			} else {
+				lo = mid + 1;
+			}
+		}
+		prec = lo;
+		if (!have || hi != prec) {
+			digits_at(V, sh, prec, narrow, even, &k, &dig, &k10, &ok);
+			if (!ok)
+				return false;
+		}
+	} else {
+		/* a power of two: the first precision that reads back, 17 at most */
+		for (prec = 1;; prec++) {
+			bool in = digits_at(V, sh, prec, narrow, even, &k, &dig, &k10, &ok);
+			if (!ok)
+				return false;
+			if (in || prec == 17)
+				break;
+		}
+	}
+	char dg[24];
+	text_put_digits(dg + prec, dig, (unsigned)prec);
+	char *o = text;
+	if (signbit(d))
+		*o++ = '-';
+	if (k10 < -4 || k10 >= 16) {
+		/* %.{prec-1}e */
+		*o++ = dg[0];
+		if (prec > 1) {
+			*o++ = '.';
+			memcpy(o, dg + 1, (size_t)prec - 1);
+			o += prec - 1;
+		}
+		*o++ = 'e';
+		*o++ = k10 < 0 ? '-' : '+';
+		int ax = k10 < 0 ? -k10 : k10;
+		if (ax >= 100)
+			*o++ = (char)('0' + ax / 100);
+		*o++ = (char)('0' + ax / 10 % 10);
+		*o++ = (char)('0' + ax % 10);
+	} else if (prec - 1 - k10 < 0) {
+		/* %.0f: the integer nearest d, half to even */
+		u128 ip = V >> sh, r = V & (((u128)1 << sh) - 1), half = (u128)1 << (sh - 1);
+		if (r > half || (r == half && (ip & 1)))
+			ip++;
+		unsigned t = text_count_digits((uint64_t)ip);
+		text_put_digits(o + t, (uint64_t)ip, t);
+		o += t;
+	} else if (k10 >= 0) {
+		/* integer part dg[0..k10], then the rest after the point */
+		memcpy(o, dg, (size_t)k10 + 1);
+		o += k10 + 1;
+		if (k10 + 1 < prec) {
+			*o++ = '.';
+			memcpy(o, dg + k10 + 1, (size_t)(prec - k10 - 1));
+			o += prec - k10 - 1;
+		}
+	} else {
+		*o++ = '0';
+		*o++ = '.';
+		for (int i = 0; i < -k10 - 1; i++)
+			*o++ = '0';
+		memcpy(o, dg, (size_t)prec);
+		o += prec;
+	}
+	*o = '\0';
+	return true;
+}
+
 static void add_double(struct strbuf *sb, double d, bool single, enum trace_value_style style)
 {
 	if (!isfinite(d)) {
@@ -159,7 +364,9 @@ static void add_double(struct strbuf *sb, double d, bool single, enum trace_valu
 	int prec = 1;
 	uint64_t bits;
 	memcpy(&bits, &d, sizeof(bits));
-	if (!single && (bits & ((UINT64_C(1) << 52) - 1)) != 0) {
+	if (!single && exact_shortest_double(text, d)) {
+		/* text is set */
+	} else if (!single && (bits & ((UINT64_C(1) << 52) - 1)) != 0) {
 		shortest_double(text, sizeof(text), d);
 	} else {
 		for (; prec < (single ? 9 : 17); prec++) {
@@ -179,7 +386,7 @@ static void add_double(struct strbuf *sb, double d, bool single, enum trace_valu
 	/* JSON readers take "-0" for the integer 0: keep the sign as -0.0 */
 	if (style == TRACE_VALUE_JSON && d == 0 && signbit(d))
 		snprintf(text, sizeof(text), "-0.0");
-	strbuf_addf(sb, "%s", text);
+	strbuf_add(sb, text, strlen(text));
 }
 
 static void add_enum_labels(struct strbuf *sb, const bt_field *field, bool is_signed, enum trace_value_style style)

@@ -10,6 +10,7 @@ peak RSS come from os.wait4()'s rusage (ru_maxrss, KiB on Linux), so no
     R reader ROW MB_per_s      MB/s   v...
     R reader ROW seconds       s      v...
     R reader ROW peak_rss      MiB    v...
+    R reader ROW events_per_cpu_s Mev/s v...   (per second of its CPU time)
 and I lines with the trace's size, the event count and the ratios the
 issue asks for (medians).
 """
@@ -33,7 +34,7 @@ def timed(args, env=None):
         p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
         print("reader_bench: %s failed (%d): %s" % (" ".join(args), p.returncode, err[-300:]), file=sys.stderr)
-    return dt, ru.ru_maxrss / 1024.0, p.returncode
+    return dt, ru.ru_maxrss / 1024.0, p.returncode, ru.ru_utime + ru.ru_stime
 
 
 def main():
@@ -61,36 +62,44 @@ def main():
         ("view_filter", [mark, "view", "-e", "rb_req_*", trace], env_native),
         ("export", [mark, "export", "-o", "-", trace], env_native),
     ]
-    med = {}
+    med, cpu_med = {}, {}
     for name, args, env in rows:
         if name == "bt2_counter" and subprocess.run(["which", "babeltrace2"], capture_output=True).returncode:
             print("S reader bt2_counter not measured: babeltrace2 is not installed")
             continue
-        secs, rss = [], []
+        secs, rss, cpus = [], [], []
         for _ in range(reps):
-            dt, peak, rc = timed(args, env)
+            dt, peak, rc, cpu = timed(args, env)
             if rc != 0:
                 break
             secs.append(dt)
             rss.append(peak)
+            cpus.append(max(cpu, 1e-6))
         if len(secs) < reps:
             print("S reader %s not measured: %s failed" % (name, args[0]))
             continue
         ev = " ".join("%.3f" % (events / s / 1e6) for s in secs)
         if name != "cat":
             print("R reader %s events_per_s Mev/s %s" % (name, ev))
+            # per second of the command's own CPU time (user + system, all its
+            # threads): what it costs, whatever else the machine runs; on a
+            # loaded machine the wall-clock rate above is lower
+            print("R reader %s events_per_cpu_s Mev/s %s"
+                  % (name, " ".join("%.3f" % (events / c / 1e6) for c in cpus)))
         print("R reader %s MB_per_s MB/s %s" % (name, " ".join("%.1f" % (mb / s) for s in secs)))
         print("R reader %s seconds s %s" % (name, " ".join("%.3f" % s for s in secs)))
         print("R reader %s peak_rss MiB %s" % (name, " ".join("%.1f" % r for r in rss)))
         med[name] = statistics.median(secs)
+        cpu_med[name] = statistics.median(cpus)
     if "bt2_counter" in med and "stats" in med:
         print("I reader_ratio stats is %.1fx babeltrace2 -c sink.utils.counter (goal >= 10x)"
               % (med["bt2_counter"] / med["stats"]))
     for name, goal in (("stats", 20), ("view", 10), ("view_filter", 10), ("export", 5)):
         if name in med:
             rate = events / med[name] / 1e6
-            print("I reader_goal %s %.1f M events/s (goal >= %d M): %s"
-                  % (name, rate, goal, "met" if rate >= goal else "NOT met"))
+            crate = events / cpu_med[name] / 1e6
+            print("I reader_goal %s %.1f M events/s (goal >= %d M): %s; %.1f M per CPU-second"
+                  % (name, rate, goal, "met" if rate >= goal else "NOT met", crate))
     if "cat" in med:
         for name in ("stats", "view", "export"):
             if name in med:

@@ -14,7 +14,8 @@
 # peak RSS of each (reader_bench.py measures them with wait4's rusage).
 # Environment: MARK_BENCH_READER_MB, MARK_BENCH_READER_DIR (where the trace
 # goes; default BUILD/reader-trace; removed at the end unless
-# MARK_BENCH_READER_KEEP=1).
+# MARK_BENCH_READER_KEEP=1).  Not measured when its filesystem has less
+# than 1.5 times the trace size free (df).
 set -u
 MODE=${1:?usage: run.sh quick|full BUILD [REPS]}
 BUILD=${2:?usage: run.sh quick|full BUILD [REPS]}
@@ -30,6 +31,14 @@ MARK=$BUILD/mark
 [ -x "$MARK" ] || { echo "S reader all not measured: $MARK is not built"; exit 0; }
 DIR=${MARK_BENCH_READER_DIR:-$BUILD/reader-trace}
 GEN=$BUILD/reader_gen_trace
+# The trace needs MB MiB, and a half more for slack (the tracer's buffers,
+# the filesystem): say so rather than fill the disk.
+mkdir -p "$(dirname "$DIR")"
+FREE=$(df -Pk "$(dirname "$DIR")" | awk 'NR == 2 { print int($4 / 1024) }')
+if [ -z "$FREE" ] || [ "$FREE" -lt $((MB * 3 / 2)) ]; then
+	echo "S reader all not measured: ${FREE:-?} MiB free in $(dirname "$DIR"), the trace needs $((MB * 3 / 2)) (set MARK_BENCH_READER_DIR or MARK_BENCH_READER_MB)"
+	exit 0
+fi
 cc -O2 -I"$ROOT/include" "$HERE/gen_trace.c" -o "$GEN" -L"$BUILD" -lmark -Wl,-rpath,"$BUILD" -lpthread ||
 	{ echo "S reader all not measured: gen_trace.c does not build"; exit 0; }
 # ~37 bytes per event on average, 4 events per round, 4 threads

@@ -50,6 +50,19 @@ static void one(double d)
 	}
 }
 
+/* base and the four doubles on each side of it */
+static void neighbours(double base)
+{
+	double up = base, down = base;
+	one(base);
+	for (int u = 0; u < 4; u++) {
+		up = nextafter(up, INFINITY);
+		down = nextafter(down, -INFINITY);
+		one(up);
+		one(down);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 100000;
@@ -60,13 +73,28 @@ int main(int argc, char **argv)
 	};
 	for (size_t k = 0; k < sizeof(edge) / sizeof(edge[0]); k++)
 		one(edge[k]);
+	/* The ends of the exact 128-bit path of add_double (1e-5, 2^53), the
+	 * powers of ten and two (a power of two's lower neighbour is half as
+	 * far) and their neighbours a few ulps away, exact ties. */
+	for (int p10 = -8; p10 <= 18; p10++) {
+		neighbours(pow(10, p10));
+		neighbours(-pow(10, p10));
+	}
+	for (int p2 = -20; p2 <= 56; p2++)
+		neighbours(ldexp(1.0, p2));
+	for (int i = 1; i < 2000; i++) {
+		one(i + 0.5);
+		one(i * 0.125);
+		one(i * 1e-5);
+		one(i / 1024.0 + 9.0e15);
+	}
 	uint64_t x = 88172645463325252ull;
 	for (long i = 0; i < n; i++) {
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
 		double d;
-		switch (i % 8) {
+		switch (i % 11) {
 		case 0: memcpy(&d, &x, 8); break;
 		case 1: d = (double)i / 7.0; break;
 		case 2: d = (double)(x % 100000) / 1000.0; break;
@@ -74,10 +102,44 @@ int main(int argc, char **argv)
 		case 4: d = ldexp((double)(x >> 11), (int)(x % 120) - 60); break;
 		case 5: d = (double)(x % 100000000) * 1e8 + 0.5; break;
 		case 6: d = -(double)(x % 1000) / 3.0 * pow(10, (double)(int)(x % 40) - 20); break;
-		default: d = (double)(int64_t)(x % 20000000000000000ull) + ((i & 2) ? 0.25 : 0); break;
+		case 7: d = (double)(int64_t)(x % 20000000000000000ull) + ((i & 2) ? 0.25 : 0); break;
+		case 8: d = ldexp((double)(x >> 11), -53 - (int)(x % 17)); break;   /* 1e-5 .. 1 */
+		case 9: d = (double)(x % 1000000007) / (double)((x >> 40) % 1000 + 1); break;
+		default: d = (double)(x >> 11) * 1e-16 * pow(10, (double)(int)(x % 22) - 5); break;
 		}
 		one(d);
 	}
+	/* strbuf_add_uint/int/hex (cli/text.c, digit pairs written in place)
+	 * against printf's %0*PRIu64, %PRId64 and %PRIx64 */
+	long ibad = 0;
+	for (long i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		uint64_t u = x >> (x % 64);
+		if (i < 64)
+			u = i < 20 ? (uint64_t)pow(10, (double)i) - (i & 1) : ~UINT64_C(0) >> (i - 20);
+		unsigned width = (unsigned)(i % 22);
+		char ref[64];
+		for (int kind = 0; kind < 3; kind++) {
+			strbuf_reset(&got);
+			if (kind == 0) {
+				strbuf_add_uint(&got, u, width);
+				snprintf(ref, sizeof(ref), "%0*" PRIu64, (int)width, u);
+			} else if (kind == 1) {
+				strbuf_add_int(&got, (int64_t)u);
+				snprintf(ref, sizeof(ref), "%" PRId64, (int64_t)u);
+			} else {
+				strbuf_add_hex(&got, u);
+				snprintf(ref, sizeof(ref), "%" PRIx64, u);
+			}
+			if (got.failed || strcmp(got.data, ref) != 0) {
+				if (ibad++ < 10)
+					printf("integer %d of %" PRIu64 " width %u: %s, want %s\n", kind, u, width, got.data, ref);
+			}
+		}
+	}
+	bad += ibad;
 	printf("%ld compared, %ld different\n", compared, bad);
 	strbuf_release(&got);
 	strbuf_release(&want);
