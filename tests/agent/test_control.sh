@@ -35,7 +35,8 @@ start_target() {
 	wait_socket "$TPID"
 }
 wait_socket() {
-	for _ in $(seq 100); do
+	# 30 s: only a bound on a starved machine, not a timing assumption.
+	for _ in $(seq 600); do
 		[ -S "$SOCKDIR/$1.sock" ] && return 0
 		sleep 0.05
 	done
@@ -659,7 +660,7 @@ escape)
 	TPID=$!
 	PIDS+=("$TPID")
 	# It re-executes itself first (a hostile argv[0]): wait for the new image.
-	for _ in $(seq 100); do grep -q "^ready" "$WORK/target.out" && break; sleep 0.05; done
+	for _ in $(seq 600); do grep -q "^ready" "$WORK/target.out" && break; sleep 0.05; done
 	wait_socket "$TPID"
 	run ps "$MARK" ps
 	expect_in ps.out "^ *$TPID .*ev\\\\x1b\\[5mil\\\\r"
@@ -682,7 +683,12 @@ escape)
 	"$MARK" record --pid "$TPID" -e 'evil*' --mode overwrite -b 64k -o "$WORK/trace-ow" -q >"$WORK/rec-ow.out" 2>&1 &
 	rec=$!
 	PIDS+=("$rec")
-	sleep 0.7
+	# The snapshot needs the recording to be on: wait until `mark ps` names
+	# its controller and its directory exists (30 s bounds a starved machine).
+	for _ in $(seq 600); do
+		"$MARK" ps 2>/dev/null | grep -q "^ *$TPID .*(mark pid $rec)" && [ -d "$WORK/trace-ow/pid-$TPID" ] && break
+		sleep 0.05
+	done
 	run snap "$MARK" snapshot "$TPID" -o "$WORK/snap"
 	kill -INT "$rec"
 	wait "$rec"
