@@ -85,7 +85,7 @@ start_fake() {
 	"${as[@]}" /usr/bin/python3 "$HERE/fake_agent.py" "$path" >"$WORK/$out" 2>&1 &
 	FPID=$!
 	PIDS+=("$FPID")
-	for _ in $(seq 100); do grep -q listening "$WORK/$out" 2>/dev/null && break; sleep 0.05; done
+	for _ in $(seq 600); do grep -q listening "$WORK/$out" 2>/dev/null && break; sleep 0.05; done
 	grep -q listening "$WORK/$out" || fail "the fake agent did not start: $(cat "$WORK/$out")"
 }
 # Skip the recording cases when this libmark has no tracer.
@@ -152,7 +152,7 @@ errors)
 	# A process without mark.
 	sleep 30 & nomark=$!
 	PIDS+=("$nomark")
-	for _ in $(seq 100); do [ "$(cat /proc/$nomark/comm)" = sleep ] && break; sleep 0.02; done
+	for _ in $(seq 600); do [ "$(cat /proc/$nomark/comm)" = sleep ] && break; sleep 0.02; done
 	run nomark "$MARK" list "$nomark"
 	expect_rc 1 "list of a process without mark"
 	expect_in nomark.err "process $nomark (sleep) has no mark agent"
@@ -170,7 +170,7 @@ os.unlink(path)
 os._exit(0)
 PY
 	fake=$!
-	for _ in $(seq 100); do [ -S "$SOCKDIR/$fake.sock" ] && break; sleep 0.05; done
+	for _ in $(seq 600); do [ -S "$SOCKDIR/$fake.sock" ] && break; sleep 0.05; done
 	run midway "$MARK" list "$fake"
 	expect_rc 1 "list of a process exiting mid-command"
 	grep -q "exited during the command\|closed the connection without a reply" "$WORK/midway.err" ||
@@ -268,7 +268,7 @@ record_target_killed)
 	"$MARK" record --pid "$TPID" -e 'agent_*' -o "$WORK/trace" --duration 30 -q >"$WORK/rec.out" 2>"$WORK/rec.err" &
 	rec=$!
 	PIDS+=("$rec")
-	for _ in $(seq 100); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .*yes (mark pid $rec)" && break; sleep 0.05; done
+	for _ in $(seq 600); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .*yes (mark pid $rec)" && break; sleep 0.05; done
 	sleep 0.5
 	kill -KILL "$TPID"
 	wait "$rec"; rc=$?
@@ -286,14 +286,14 @@ record_kill_controller)
 	"$MARK" record --pid "$TPID" -e 'agent_*' -o "$WORK/trace" -q >"$WORK/rec.out" 2>&1 &
 	rec=$!
 	PIDS+=("$rec")
-	for _ in $(seq 100); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .*yes (mark pid $rec)" && break; sleep 0.05; done
+	for _ in $(seq 600); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .*yes (mark pid $rec)" && break; sleep 0.05; done
 	run ps "$MARK" ps
 	expect_in ps.out "^ *$TPID .*yes (mark pid $rec)"
 	sleep 0.5
 	kill -KILL "$rec"
 	wait "$rec" 2>/dev/null
 	# The agent sees the connection close and ends the session.
-	for _ in $(seq 100); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .* no  " && break; sleep 0.05; done
+	for _ in $(seq 600); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .* no  " && break; sleep 0.05; done
 	run ps2 "$MARK" ps
 	expect_in ps2.out "^ *$TPID  *3  *3  *0  *no "
 	run list "$MARK" list "$TPID"
@@ -313,7 +313,7 @@ second_controller)
 	"$MARK" record --pid "$TPID" -e 'agent_*' -o "$WORK/trace" >"$WORK/rec.out" 2>&1 &
 	rec=$!
 	PIDS+=("$rec")
-	for _ in $(seq 100); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .*yes" && break; sleep 0.05; done
+	for _ in $(seq 600); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .*yes" && break; sleep 0.05; done
 	run second "$MARK" record --pid "$TPID" -e agent_tick -o "$WORK/trace2" -d 1
 	expect_rc 1 "a second controller"
 	expect_in second.err "already being recorded by another controller"
@@ -340,7 +340,7 @@ fork)
 	# A forked child starts no agent thread (it could not unshare, and
 	# forks would be slow): no socket until it calls mark_agent_start().
 	start_target --fork
-	for _ in $(seq 100); do grep -q "^child" "$WORK/target.out" && break; sleep 0.05; done
+	for _ in $(seq 600); do grep -q "^child" "$WORK/target.out" && break; sleep 0.05; done
 	child=$(sed -n 's/^child //p' "$WORK/target.out")
 	[ -n "$child" ] || fail "the target did not fork"
 	PIDS+=("$child")
@@ -352,7 +352,7 @@ fork)
 	expect_in lc0.err "has no mark agent"
 	stop_target
 	start_target --fork-agent
-	for _ in $(seq 100); do grep -q "^child" "$WORK/target.out" && break; sleep 0.05; done
+	for _ in $(seq 600); do grep -q "^child" "$WORK/target.out" && break; sleep 0.05; done
 	child=$(sed -n 's/^child //p' "$WORK/target.out")
 	[ -n "$child" ] || fail "the target did not fork"
 	PIDS+=("$child")
@@ -362,7 +362,7 @@ fork)
 	expect_in ps.out "^ *$child .*agent_target"
 	armed_apart "$child"
 	stop_target
-	for _ in $(seq 100); do [ -e "$SOCKDIR/$child.sock" ] || break; sleep 0.05; done
+	for _ in $(seq 600); do [ -e "$SOCKDIR/$child.sock" ] || break; sleep 0.05; done
 	[ ! -e "$SOCKDIR/$child.sock" ] || fail "the child's socket was left behind"
 	;;
 other_user)
@@ -397,7 +397,7 @@ other_user)
 	TPID=$!
 	PIDS+=("$TPID")
 	uid=$(id -u "$user")
-	for _ in $(seq 100); do [ -S "/tmp/mark-$uid/$TPID.sock" ] && break; sleep 0.05; done
+	for _ in $(seq 600); do [ -S "/tmp/mark-$uid/$TPID.sock" ] && break; sleep 0.05; done
 	[ -S "/tmp/mark-$uid/$TPID.sock" ] || fail "no agent socket for the $user process in /tmp/mark-$uid"
 	[ "$(stat -c '%U %a' "/tmp/mark-$uid")" = "$user 700" ] || fail "/tmp/mark-$uid is not $user's with mode 700"
 	run root_enable "$MARK" enable "$TPID" agent_tick
@@ -419,7 +419,7 @@ snapshot)
 	"$MARK" record --pid "$TPID" -e 'agent_*' --mode overwrite -b 64k -o "$WORK/trace" -q >"$WORK/rec.out" 2>&1 &
 	rec=$!
 	PIDS+=("$rec")
-	for _ in $(seq 100); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .*yes" && break; sleep 0.05; done
+	for _ in $(seq 600); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .*yes" && break; sleep 0.05; done
 	sleep 0.5
 	run snap "$MARK" snapshot "$TPID" -o "$WORK/snap"
 	expect_rc 0 "mark snapshot"
@@ -446,7 +446,7 @@ bad_dir)
 	"$TARGET" >"$WORK/target.out" 2>"$WORK/target.err" &
 	TPID=$!
 	PIDS+=("$TPID")
-	for _ in $(seq 100); do grep -q "refusing to use" "$WORK/target.err" && break; sleep 0.02; done
+	for _ in $(seq 600); do grep -q "refusing to use" "$WORK/target.err" && break; sleep 0.02; done
 	cat "$WORK/target.err"
 	expect_in target.err "refusing to use $SOCKDIR: it must be a directory owned by uid $(id -u) with mode 0700"
 	[ ! -e "$SOCKDIR/$TPID.sock" ] || fail "the agent used a directory with mode 0755"
@@ -464,7 +464,7 @@ short_lived)
 	# fork() + exec() at once: the child's agent never creates a socket.
 	start_target --spawn-exec
 	# The socket may appear before the target's stdout is flushed.
-	for _ in $(seq 100); do grep -q "^spawned" "$WORK/target.out" && break; sleep 0.05; done
+	for _ in $(seq 600); do grep -q "^spawned" "$WORK/target.out" && break; sleep 0.05; done
 	spawned=$(sed -n 's/^spawned //p' "$WORK/target.out")
 	[ -n "$spawned" ] || fail "the target did not spawn"
 	PIDS+=("$spawned")
@@ -480,9 +480,9 @@ closed_fds)
 	[ "${MARK_TEST_SANITIZER:-}" != thread ] ||
 		skip "closing another thread's descriptors is itself a data race, which ThreadSanitizer reports"
 	start_target --close-fds-after 300
-	for _ in $(seq 100); do grep -q "^closed" "$WORK/target.out" && break; sleep 0.02; done
+	for _ in $(seq 600); do grep -q "^closed" "$WORK/target.out" && break; sleep 0.02; done
 	"$MARK" list "$TPID" >/dev/null 2>&1   # wakes the agent (it may fail: the socket is being replaced)
-	for _ in $(seq 100); do grep -q "re-creates its socket" "$WORK/target.err" && break; sleep 0.02; done
+	for _ in $(seq 600); do grep -q "re-creates its socket" "$WORK/target.err" && break; sleep 0.02; done
 	cat "$WORK/target.err"
 	expect_in target.err "the program closed or replaced the agent's descriptor [0-9]*; the agent leaves it alone and re-creates its socket"
 	wait_socket "$TPID"
@@ -736,7 +736,7 @@ event_loop_fork)
 	# by the parent's controllers (loop_target fails on a busy loop) and has
 	# no socket; with mark_agent_fd() it gets its own on the same number.
 	start_target --fork
-	for _ in $(seq 100); do grep -q "^child" "$WORK/target.out" && break; sleep 0.05; done
+	for _ in $(seq 600); do grep -q "^child" "$WORK/target.out" && break; sleep 0.05; done
 	child=$(sed -n 's/^child //p' "$WORK/target.out")
 	[ -n "$child" ] || fail "the target did not fork"
 	PIDS+=("$child")
@@ -767,7 +767,7 @@ event_loop_fork)
 	[ -n "$w" ] || fail "the child printed no wake-up count: $(cat "$WORK/target.out")"
 	[ "$w" -le 2 ] || fail "the forked child, which has no agent, was woken $w times by its parent's controllers"
 	start_target --fork-agent
-	for _ in $(seq 100); do grep -q "^child" "$WORK/target.out" && break; sleep 0.05; done
+	for _ in $(seq 600); do grep -q "^child" "$WORK/target.out" && break; sleep 0.05; done
 	child=$(sed -n 's/^child //p' "$WORK/target.out")
 	[ -n "$child" ] || fail "the target did not fork: $(cat "$WORK/target.err")"
 	PIDS+=("$child")

@@ -72,7 +72,7 @@ record_pid_root)
 	PIDS+=("$TPID")
 	uid=$(id -u nobody)
 	CLEAN+=("/tmp/mark-$uid/$TPID.sock")
-	for _ in $(seq 100); do [ -S "/tmp/mark-$uid/$TPID.sock" ] && break; sleep 0.05; done
+	for _ in $(seq 600); do [ -S "/tmp/mark-$uid/$TPID.sock" ] && break; sleep 0.05; done
 	[ -S "/tmp/mark-$uid/$TPID.sock" ] || fail "no agent socket for the nobody process"
 	# refused NAME -o_DIR VICTIM_DIR MESSAGE: root's recording is refused
 	# and the root-owned victim keeps its owner and mode.
@@ -180,11 +180,11 @@ snapshot_nonempty)
 	"$TARGET" >"$WORK/target.out" 2>"$WORK/target.err" &
 	TPID=$!
 	PIDS+=("$TPID")
-	for _ in $(seq 100); do [ -S "$XDG_RUNTIME_DIR/mark/$TPID.sock" ] && break; sleep 0.05; done
+	for _ in $(seq 600); do [ -S "$XDG_RUNTIME_DIR/mark/$TPID.sock" ] && break; sleep 0.05; done
 	"$MARK" record --pid "$TPID" -e 'agent_*' --mode overwrite -b 64k -o "$WORK/trace" -q >"$WORK/rec.out" 2>&1 &
 	rec=$!
 	PIDS+=("$rec")
-	for _ in $(seq 100); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .*yes" && break; sleep 0.05; done
+	for _ in $(seq 600); do "$MARK" ps 2>/dev/null | grep -q "^ *$TPID .*yes" && break; sleep 0.05; done
 	grep -q "has no tracer" "$WORK/rec.out" && skip "this libmark was built without the tracer"
 	sleep 0.3
 	mkdir "$WORK/snap" "$WORK/victimdir"
