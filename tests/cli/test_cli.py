@@ -909,13 +909,18 @@ def case_warn_once(mark, target, workdir):
     check(len(lines) == 1, "warnings about the never-armed site: %d, want 1: %r" % (len(lines), r.stderr))
 
 
-CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
-
-if __name__ == "__main__":
+def main(namespace):
+    """Run the case named by argv[1] among the case_* functions of `namespace`
+    (a test module's globals()): argv is CASE MARK TARGET WORKDIR."""
+    cases = {name[5:]: fn for name, fn in namespace.items() if name.startswith("case_")}
     case, mark, target, workdir = sys.argv[1:5]
     os.makedirs(workdir, exist_ok=True)
-    CASES[case](mark, target, workdir)
+    cases[case](mark, target, workdir)
     if failures:
         print("FAILED: %d check(s)" % len(failures), file=sys.stderr)
         sys.exit(1)
     print("ok")
+
+
+if __name__ == "__main__":
+    main(globals())

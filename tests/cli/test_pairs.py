@@ -21,7 +21,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_ctf  # noqa: E402
-from test_cli import check, failures, fresh, need_babeltrace2, run  # noqa: E402
+from test_cli import check, fresh, main, need_babeltrace2, run  # noqa: E402
 
 ROUNDS = 100          # per thread; pairs_target.c has 2 threads
 
@@ -380,13 +380,5 @@ def case_memory(mark, target, workdir):
     check_against_python(st.stdout, durs, no_end, no_begin, False, "stats on 10^4 pairs per row")
 
 
-CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
-
 if __name__ == "__main__":
-    case, mark, target, workdir = sys.argv[1:5]
-    os.makedirs(workdir, exist_ok=True)
-    CASES[case](mark, target, workdir)
-    if failures:
-        print("FAILED: %d check(s)" % len(failures), file=sys.stderr)
-        sys.exit(1)
-    print("ok")
+    main(globals())
