@@ -1,0 +1,25 @@
+/*
+ * Writes N events of about 200 bytes each as fast as it can (issue 13 §2:
+ * bounded disk).  Usage: chunk_prog N.  The tracer is configured from the
+ * environment (MARK_TRACE, MARK_MODE, MARK_MAX_SIZE, MARK_ROTATE); the
+ * checker (test_chunks.py) knows that event i carries seq=i.
+ */
+#include <mark/mark.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 1000;
+	char pad[161];
+	memset(pad, 'p', sizeof(pad) - 1);
+	pad[sizeof(pad) - 1] = '\0';
+	for (long i = 0; i < n; i++) {
+		unsigned long seq = (unsigned long)i;
+		MARK(t_chunk, "%lu %s", seq, pad);
+	}
+	printf("produced %ld\n", n);
+	return 0;
+}

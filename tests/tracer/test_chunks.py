@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Bounded disk (issue 13 section 2), with the real tracer and babeltrace2.
+
+test_chunks.py CASE MARK CHUNK_PROG WORKDIR
+
+max_size: ~200 MB of events under MARK_MAX_SIZE=20M (block mode: nothing is
+  lost).  While the program runs, the test walks the trace directory and
+  sums the file sizes: it must never hold more than 20M + one chunk + the
+  buffer files.  Afterwards babeltrace2 and `mark view` read what remains;
+  it is exactly the newest events (a contiguous suffix ending with the last
+  one), and `mark stats` counts the others as rotated away: recorded +
+  rotated away + lost == produced.
+rotate: MARK_ROTATE=4M cuts chunks but deletes nothing: every event is
+  there, in several chunks, each of which babeltrace2 reads alone.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+MB = 1 << 20
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def dir_bytes(top):
+    total = 0
+    for root, dirs, files in os.walk(top):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except FileNotFoundError:
+                pass   # deleted while we walk: fine
+    return total
+
+
+def chunk_dirs(top):
+    out = []
+    for root, dirs, files in os.walk(top):
+        if "metadata" in files:
+            out.append(root)
+    return out
+
+
+def seqs_babeltrace(path):
+    p = subprocess.run(["babeltrace2", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=600)
+    if p.returncode != 0:
+        fail("babeltrace2 %s failed: %s" % (path, p.stderr[-2000:]))
+    return [int(m.group(1)) for m in re.finditer(r"t_chunk: \{[^}]*seq = (\d+)", p.stdout)]
+
+
+def run(case, mark, prog, work):
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work, mode=0o700)
+    trace = os.path.join(work, "trace")
+    env = dict(os.environ, MARK_TRACE=trace, MARK_MODE="block", MARK_BUFFER="1M")
+    if case == "max_size":
+        n = 1_100_000   # about 200 MB of records
+        env["MARK_MAX_SIZE"] = "20M"
+        bound = 20 * MB + (20 * MB) // 8 + 1 * MB + 256 * 1024
+    else:
+        n = 150_000     # about 28 MB
+        env["MARK_ROTATE"] = "4M"
+        bound = None
+    proc = subprocess.Popen([prog, str(n)], env=env, stdout=subprocess.PIPE, text=True)
+    peak = 0
+    samples = 0
+    while proc.poll() is None:
+        if os.path.isdir(trace):
+            b = dir_bytes(trace)
+            samples += 1
+            peak = max(peak, b)
+            if bound is not None and b > bound:
+                proc.kill()
+                proc.wait()
+                fail("the trace directory holds %d bytes while the program runs; the bound is %d" % (b, bound))
+    out, _ = proc.communicate(timeout=600)
+    if proc.returncode != 0 or ("produced %d" % n) not in out:
+        fail("chunk_prog exited %d: %s" % (proc.returncode, out))
+    final = dir_bytes(trace)
+    print("peak %d bytes over %d samples, final %d bytes" % (peak, samples, final))
+    if bound is not None and final > bound:
+        fail("the trace directory holds %d bytes at the end; the bound is %d" % (final, bound))
+    chunks = chunk_dirs(trace)
+    print("%d traces (chunks) in %s" % (len(chunks), trace))
+    if len(chunks) < 3:
+        fail("expected the trace cut into several chunks, found %d: %s" % (len(chunks), chunks))
+    # Each chunk reads alone.
+    for c in chunks:
+        seqs_babeltrace(c)
+    seqs = seqs_babeltrace(trace)
+    if not seqs:
+        fail("babeltrace2 read no t_chunk event")
+    first = seqs[0]
+    if seqs != list(range(first, n)):
+        bad = next(i for i, (a, b) in enumerate(zip(seqs, range(first, n))) if a != b) if len(seqs) <= n - first else len(seqs)
+        fail("babeltrace2 %s: not the contiguous newest events [%d, %d): %d events, first mismatch at #%d"
+             % (trace, first, n, len(seqs), bad))
+    if case == "rotate" and first != 0:
+        fail("--rotate deleted events: the trace starts at seq %d" % first)
+    if case == "max_size" and first == 0:
+        fail("nothing was deleted under MARK_MAX_SIZE")
+    p = subprocess.run([mark, "view", trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=600)
+    nview = sum(1 for l in p.stdout.splitlines() if "t_chunk" in l)
+    if p.returncode != 0 or nview != len(seqs):
+        fail("mark view %s: exit %d, %d events (babeltrace2: %d): %s" % (trace, p.returncode, nview, len(seqs),
+                                                                          p.stderr[-1000:]))
+    p = subprocess.run([mark, "stats", trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=600)
+    print(p.stdout.splitlines()[0] if p.stdout else p.stderr)
+    m = re.search(r": (\d+) events, (\d+) lost", p.stdout)
+    if p.returncode != 0 or not m:
+        fail("mark stats %s: exit %d: %s %s" % (trace, p.returncode, p.stdout[:500], p.stderr[-500:]))
+    recorded, lost = int(m.group(1)), int(m.group(2))
+    r = re.search(r"(\d+) events rotated away", p.stdout)
+    rotated = int(r.group(1)) if r else 0
+    if case == "max_size" and not r:
+        fail("mark stats does not report the events rotated away: %s" % p.stdout[:500])
+    if recorded != len(seqs):
+        fail("mark stats counts %d events, babeltrace2 reads %d" % (recorded, len(seqs)))
+    if recorded + rotated + lost != n:
+        fail("counts do not add up: recorded %d + rotated away %d + lost %d != produced %d"
+             % (recorded, rotated, lost, n))
+    print("OK: recorded %d + rotated away %d + lost %d == produced %d" % (recorded, rotated, lost, n))
+
+
+if __name__ == "__main__":
+    if shutil.which("babeltrace2") is None:
+        print("SKIP: babeltrace2 is not installed")
+        sys.exit(77)
+    run(*sys.argv[1:5])
