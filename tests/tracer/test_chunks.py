@@ -52,7 +52,7 @@ def seqs_babeltrace(path):
                        text=True, timeout=600)
     if p.returncode != 0:
         fail("babeltrace2 %s failed: %s" % (path, p.stderr[-2000:]))
-    return [int(m.group(1)) for m in re.finditer(r"t_chunk: \{[^}]*seq = (\d+)", p.stdout)]
+    return [int(m.group(1)) for m in re.finditer(r"t_chunk: .*?[{,] seq = (\d+)", p.stdout)]
 
 
 def run(case, mark, prog, work):
