@@ -3,12 +3,15 @@
  * bounded disk).  Usage: chunk_prog N.  The tracer is configured from the
  * environment (MARK_TRACE, MARK_MODE, MARK_MAX_SIZE, MARK_ROTATE); the
  * checker (test_chunks.py) knows that event i carries seq=i.
+ * `chunk_prog N wait`: after the events, print the line and wait to be
+ * killed (the crash recovery case: SIGKILL with events still in the rings).
  */
 #include <mark/mark.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int main(int argc, char **argv)
 {
@@ -21,5 +24,9 @@ int main(int argc, char **argv)
 		MARK(t_chunk, "%lu %s", seq, pad);
 	}
 	printf("produced %ld\n", n);
+	fflush(stdout);
+	if (argc > 2 && strcmp(argv[2], "wait") == 0)
+		for (;;)
+			pause();
 	return 0;
 }

@@ -12,6 +12,9 @@ max_size: ~200 MB of events under MARK_MAX_SIZE=20M (block mode: nothing is
   rotated away + lost == produced.
 rotate: MARK_ROTATE=4M cuts chunks but deletes nothing: every event is
   there, in several chunks, each of which babeltrace2 reads alone.
+kill: as max_size with 8M, but the program is killed with SIGKILL once it
+  has produced its events (some still in its buffers) and `mark recover`
+  completes the live chunk: the same checks hold.
 """
 import os
 import re
@@ -64,13 +67,36 @@ def run(case, mark, prog, work):
         n = 1_100_000   # about 200 MB of records
         env["MARK_MAX_SIZE"] = "20M"
         bound = 20 * MB + (20 * MB) // 8 + 1 * MB + 256 * 1024
+    elif case == "kill":
+        n = 400_000     # about 76 MB
+        env["MARK_MAX_SIZE"] = "8M"
+        bound = 8 * MB + MB + 1 * MB + 256 * 1024
     else:
         n = 150_000     # about 28 MB
         env["MARK_ROTATE"] = "4M"
         bound = None
-    proc = subprocess.Popen([prog, str(n)], env=env, stdout=subprocess.PIPE, text=True)
+    args = [prog, str(n)] + (["wait"] if case == "kill" else [])
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
     peak = 0
     samples = 0
+    if case == "kill":
+        # Every event is produced (the line says so) before the kill: no
+        # timing window decides what the trace must hold.
+        line = proc.stdout.readline()
+        if line.strip() != "produced %d" % n:
+            proc.kill()
+            fail("chunk_prog printed %r" % line)
+        proc.kill()
+        proc.wait()
+        b = dir_bytes(trace)
+        if b > bound:
+            fail("the trace directory holds %d bytes after the kill; the bound is %d" % (b, bound))
+        p = subprocess.run([mark, "recover", trace], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=600)
+        print("mark recover: exit %d: %s" % (p.returncode, p.stdout.strip()[-500:]))
+        if p.returncode != 0:
+            fail("mark recover %s failed" % trace)
+        proc = subprocess.Popen(["echo", "produced %d" % n], stdout=subprocess.PIPE, text=True)
     while proc.poll() is None:
         if os.path.isdir(trace):
             b = dir_bytes(trace)
