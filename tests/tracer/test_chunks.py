@@ -12,6 +12,8 @@ max_size: ~200 MB of events under MARK_MAX_SIZE=20M (block mode: nothing is
   rotated away + lost == produced.
 rotate: MARK_ROTATE=4M cuts chunks but deletes nothing: every event is
   there, in several chunks, each of which babeltrace2 reads alone.
+record: `mark record --max-size 8M --mode block -- chunk_prog`: the same
+  checks through the command line.
 kill: as max_size with 8M, but the program is killed with SIGKILL once it
   has produced its events (some still in its buffers) and `mark recover`
   completes the live chunk: the same checks hold.
@@ -67,6 +69,9 @@ def run(case, mark, prog, work):
         n = 1_100_000   # about 200 MB of records
         env["MARK_MAX_SIZE"] = "20M"
         bound = 20 * MB + (20 * MB) // 8 + 1 * MB + 256 * 1024
+    elif case == "record":
+        n = 400_000
+        bound = 8 * MB + MB + 1 * MB + 256 * 1024
     elif case == "kill":
         n = 400_000     # about 76 MB
         env["MARK_MAX_SIZE"] = "8M"
@@ -76,6 +81,10 @@ def run(case, mark, prog, work):
         env["MARK_ROTATE"] = "4M"
         bound = None
     args = [prog, str(n)] + (["wait"] if case == "kill" else [])
+    if case == "record":
+        args = [mark, "record", "-q", "--max-size", "8M", "--mode", "block", "--buffer", "1M", "-o", trace,
+                "--"] + args
+        env = dict(os.environ)
     proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
     peak = 0
     samples = 0
