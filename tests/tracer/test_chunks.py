@@ -14,6 +14,10 @@ rotate: MARK_ROTATE=4M cuts chunks but deletes nothing: every event is
   there, in several chunks, each of which babeltrace2 reads alone.
 record: `mark record --max-size 8M --mode block -- chunk_prog`: the same
   checks through the command line.
+rotate_time: MARK_ROTATE=100ms: the program writes a batch of events per
+  line the test sends; the test sends the next one once it sees a new
+  chunk directory (a condition, bounded by 60 s, never a sleep): every
+  event is there, in one chunk per batch at least.
 kill: as max_size with 8M, but the program is killed with SIGKILL once it
   has produced its events (some still in its buffers) and `mark recover`
   completes the live chunk: the same checks hold.
@@ -52,6 +56,11 @@ def chunk_dirs(top):
     return out
 
 
+def sealed(top):
+    """Sealed chunks: DIR/pid-P.chunk-K directories holding metadata."""
+    return sum(1 for c in chunk_dirs(top) if ".chunk-" in os.path.basename(c))
+
+
 def seqs_babeltrace(path):
     p = subprocess.run(["babeltrace2", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True, timeout=600)
@@ -69,6 +78,10 @@ def run(case, mark, prog, work):
         n = 1_100_000   # about 200 MB of records
         env["MARK_MAX_SIZE"] = "20M"
         bound = 20 * MB + (20 * MB) // 8 + 1 * MB + 256 * 1024
+    elif case == "rotate_time":
+        n = 3000 * 4
+        env["MARK_ROTATE"] = "100ms"
+        bound = None
     elif case == "record":
         n = 400_000
         bound = 8 * MB + MB + 1 * MB + 256 * 1024
@@ -85,7 +98,8 @@ def run(case, mark, prog, work):
         args = [mark, "record", "-q", "--max-size", "8M", "--mode", "block", "--buffer", "1M", "-o", trace,
                 "--"] + args
         env = dict(os.environ)
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
+    if case != "rotate_time":
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
     peak = 0
     samples = 0
     if case == "kill":
@@ -106,6 +120,24 @@ def run(case, mark, prog, work):
         if p.returncode != 0:
             fail("mark recover %s failed" % trace)
         proc = subprocess.Popen(["echo", "produced %d" % n], stdout=subprocess.PIPE, text=True)
+    if case == "rotate_time":
+        proc = subprocess.Popen([prog, "3000", "stdin"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                text=True)
+        for batch in range(4):
+            before = sealed(trace)
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            if proc.stdout.readline() != "batch\n":
+                fail("chunk_prog did not answer batch %d" % batch)
+            if batch == 3:
+                break
+            deadline = time.monotonic() + 60
+            while sealed(trace) <= before:
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    fail("no chunk was cut within 60 s of batch %d under MARK_ROTATE=100ms" % batch)
+                time.sleep(0.01)   # polling a condition, not a synchronisation by time
+        proc.stdin.close()
     while proc.poll() is None:
         if os.path.isdir(trace):
             b = dir_bytes(trace)
@@ -115,7 +147,8 @@ def run(case, mark, prog, work):
                 proc.kill()
                 proc.wait()
                 fail("the trace directory holds %d bytes while the program runs; the bound is %d" % (b, bound))
-    out, _ = proc.communicate(timeout=600)
+    out = proc.stdout.read()
+    proc.wait(timeout=600)
     if proc.returncode != 0 or ("produced %d" % n) not in out:
         fail("chunk_prog exited %d: %s" % (proc.returncode, out))
     final = dir_bytes(trace)
@@ -137,7 +170,9 @@ def run(case, mark, prog, work):
         bad = next(i for i, (a, b) in enumerate(zip(seqs, range(first, n))) if a != b) if len(seqs) <= n - first else len(seqs)
         fail("babeltrace2 %s: not the contiguous newest events [%d, %d): %d events, first mismatch at #%d"
              % (trace, first, n, len(seqs), bad))
-    if case == "rotate" and first != 0:
+    if case == "rotate_time" and sealed(trace) < 3:
+        fail("expected at least 3 sealed chunks (one per batch but the last), found %d" % sealed(trace))
+    if case in ("rotate", "rotate_time") and first != 0:
         fail("--rotate deleted events: the trace starts at seq %d" % first)
     if case == "max_size" and first == 0:
         fail("nothing was deleted under MARK_MAX_SIZE")
