@@ -158,29 +158,16 @@ static void stats_discarded(const struct trace_loss *loss, void *arg)
 
 /*
  * Events in chunks the tracer deleted under --max-size: the sum of the
- * DIR/pid-P/.mark-chunks files (chunks.c) below fd, at most 8 levels deep.
- * The files are untrusted input: opened relative to the directory, never
- * through a link, only regular files, at most 255 bytes read, and a
- * malformed file counts nothing.
+ * DIR/pid-P/.mark-chunks files (src/tracer/chunks.c) below fd, at most 8
+ * levels deep.  A chunk being deleted when the process died
+ * (deleting_chunk K) and still visible as pid-P.chunk-K beside pid-P is
+ * still part of the trace: its events are taken back out.  The files are
+ * untrusted input: opened relative to the directory, never through a
+ * link, only regular files, at most 255 bytes read, and a malformed file
+ * counts nothing.
  */
 static void sum_rotated(int fd, int depth, uint64_t *events, uint64_t *chunks)
 {
-	int cf = openat(fd, MARK_TF_CHUNKS, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	struct stat st;
-	if (cf >= 0) {
-		char buf[256];
-		ssize_t n = fstat(cf, &st) == 0 && S_ISREG(st.st_mode) ? pread(cf, buf, sizeof(buf) - 1, 0) : -1;
-		close(cf);
-		unsigned long long e = 0, c = 0;
-		if (n > 0) {
-			buf[n] = '\0';
-			if (sscanf(buf, "mark-chunks 1\nrotated_events %llu\nrotated_chunks %llu", &e, &c) == 2 &&
-			    *events + e >= *events) {
-				*events += e;
-				*chunks += c;
-			}
-		}
-	}
 	if (depth >= 8)
 		return;
 	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -195,10 +182,37 @@ static void sum_rotated(int fd, int depth, uint64_t *events, uint64_t *chunks)
 		if (de->d_name[0] == '.')
 			continue;
 		int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub >= 0) {
-			sum_rotated(sub, depth + 1, events, chunks);
-			close(sub);
+		if (sub < 0)
+			continue;
+		int cf = openat(sub, MARK_TF_CHUNKS, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		if (cf >= 0) {
+			char buf[256];
+			ssize_t n = fstat(cf, &st) == 0 && S_ISREG(st.st_mode) ? pread(cf, buf, sizeof(buf) - 1, 0) : -1;
+			close(cf);
+			unsigned long long e = 0, c = 0, de_events = 0;
+			long k = -1;
+			if (n > 0) {
+				buf[n] = '\0';
+				if (sscanf(buf, "mark-chunks 1\nrotated_events %llu\nrotated_chunks %llu\ndeleting_chunk "
+						"%ld\ndeleting_events %llu", &e, &c, &k, &de_events) == 4 &&
+				    de_events <= e && c > 0) {
+					char pending[512];
+					if (k >= 0 && (size_t)snprintf(pending, sizeof(pending), "%s%s%ld", de->d_name,
+								       MARK_TF_CHUNK_INFIX, k) < sizeof(pending) &&
+					    fstatat(fd, pending, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+						e -= de_events;
+						c--;
+					}
+					if (*events + e >= *events) {
+						*events += e;
+						*chunks += c;
+					}
+				}
+			}
 		}
+		sum_rotated(sub, depth + 1, events, chunks);
+		close(sub);
 	}
 	closedir(d);
 }

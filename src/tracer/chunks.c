@@ -78,9 +78,15 @@ static void chunk_warn(struct tracer_session *s, const char *what, int err)
 		"space and permissions)\n", what, s->base_dir, strerror(err), s->dir);
 }
 
-/* DIR/pid-P/.mark-chunks: fixed-width text rewritten in place, so a reader
- * never sees a shorter file than before (a torn read sees old digits). */
-static void write_rotated(struct tracer_session *s)
+/*
+ * DIR/pid-P/.mark-chunks: fixed-width text rewritten in place, so a reader
+ * never sees a shorter file than before.  `deleting_chunk K` /
+ * `deleting_events E` name a chunk whose events are already counted in
+ * rotated_events but whose directory may still be visible (a SIGKILL in
+ * delete_chunk): a reader that still finds DIR/pid-P.chunk-K takes E back
+ * out, so the counts add up exactly whenever the process dies.
+ */
+static void write_rotated(struct tracer_session *s, long deleting, uint64_t deleting_events)
 {
 	if (s->rotated_fd < 0) {
 		int dfd = tracer_dir_fd(s);
@@ -93,39 +99,53 @@ static void write_rotated(struct tracer_session *s)
 			return;
 		}
 	}
-	char text[128];
-	int n = snprintf(text, sizeof(text), "mark-chunks 1\nrotated_events %20" PRIu64 "\nrotated_chunks %20" PRIu64 "\n",
-			 s->rotated_events, s->rotated_chunks);
+	char text[192];
+	int n = snprintf(text, sizeof(text),
+			 "mark-chunks 1\nrotated_events %20" PRIu64 "\nrotated_chunks %20" PRIu64
+			 "\ndeleting_chunk %20ld\ndeleting_events %20" PRIu64 "\n",
+			 s->rotated_events, s->rotated_chunks, deleting, deleting_events);
 	if (pwrite(s->rotated_fd, text, (size_t)n, 0) != n)
 		chunk_warn(s, "cannot write " MARK_TF_CHUNKS, errno ? errno : EIO);
 }
 
-/* Delete sealed chunk i (the oldest): only the directory we created. */
+/*
+ * Delete the oldest sealed chunk: only the directory we created.  Order
+ * (crash safety): count it (with the deleting_* note), hide it under a
+ * dot name that no reader looks at (one rename: it leaves the trace at
+ * once and whole), then remove its files and clear the note.  A SIGKILL
+ * after the rename leaves DIR/.pid-P.chunk-K.deleted behind, which holds
+ * at most one chunk and is ignored by every reader.
+ */
 static void delete_chunk(struct tracer_session *s)
 {
 	struct tracer_chunk c = s->chunks[0];
 	memmove(&s->chunks[0], &s->chunks[1], (s->nchunks - 1) * sizeof(s->chunks[0]));
 	s->nchunks--;
-	char name[64];
+	char name[64], hidden[80];
 	chunk_name(name, sizeof(name), s, c.k);
+	snprintf(hidden, sizeof(hidden), ".%s.deleted", name);
+	/* Counted even if it cannot be removed: its events are no longer part
+	 * of the bounded trace the user asked for. */
+	s->rotated_events += c.events;
+	s->rotated_chunks++;
+	write_rotated(s, (long)c.k, c.events);
 	int bfd = tracer_base_fd(s);
 	int cfd = bfd < 0 ? -1 : mark_dir_open_at(bfd, name, 0, 0, NULL);
 	struct stat st;
-	if (cfd >= 0 && fstat(cfd, &st) == 0 && (uint64_t)st.st_dev == c.dev && (uint64_t)st.st_ino == c.ino) {
+	if (cfd >= 0 && fstat(cfd, &st) == 0 && (uint64_t)st.st_dev == c.dev && (uint64_t)st.st_ino == c.ino &&
+	    renameat2(bfd, name, bfd, hidden, RENAME_NOREPLACE) == 0) {
+		write_rotated(s, -1, 0);
 		tracer_clean_trace_dir(cfd, 8);   /* depth 8: files only, no sub-directories */
-		if (unlinkat(bfd, name, AT_REMOVEDIR) != 0)
+		if (unlinkat(bfd, hidden, AT_REMOVEDIR) != 0)
 			chunk_warn(s, "cannot remove an old chunk (something else was put in it?)", errno);
 	} else {
 		/* Renamed or replaced since we made it: not ours to delete. */
-		chunk_warn(s, "an old chunk directory was replaced; it is left alone", cfd < 0 ? -cfd : EEXIST);
+		write_rotated(s, -1, 0);
+		chunk_warn(s, "an old chunk directory was replaced or cannot be moved; it is left alone",
+			   cfd < 0 ? -cfd : errno ? errno : EEXIST);
 	}
 	if (cfd >= 0)
 		close(cfd);
-	/* Counted even if it could not be removed: its events are no longer
-	 * part of the bounded trace the user asked for. */
-	s->rotated_events += c.events;
-	s->rotated_chunks++;
-	write_rotated(s);
 }
 
 static uint64_t sealed_bytes(const struct tracer_session *s)
