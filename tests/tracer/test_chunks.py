@@ -18,6 +18,9 @@ rotate_time: MARK_ROTATE=100ms: the program writes a batch of events per
   line the test sends; the test sends the next one once it sees a new
   chunk directory (a condition, bounded by 60 s, never a sleep): every
   event is there, in one chunk per batch at least.
+record_pid: `mark record --pid P --max-size 8M --mode block` on a running
+  chunk_prog that writes 10 batches of events on request, then Ctrl-C
+  (SIGINT) to `mark`: the same checks (the settings go through the agent).
 kill: as max_size with 8M, but the program is killed with SIGKILL once it
   has produced its events (some still in its buffers) and `mark recover`
   completes the live chunk: the same checks hold.
@@ -82,6 +85,9 @@ def run(case, mark, prog, work):
         n = 3000 * 4
         env["MARK_ROTATE"] = "100ms"
         bound = None
+    elif case == "record_pid":
+        n = 40_000 * 10
+        bound = 8 * MB + MB + 1 * MB + 256 * 1024
     elif case == "record":
         n = 400_000
         bound = 8 * MB + MB + 1 * MB + 256 * 1024
@@ -93,14 +99,55 @@ def run(case, mark, prog, work):
         n = 150_000     # about 28 MB
         env["MARK_ROTATE"] = "4M"
         bound = None
+    peak = 0
     args = [prog, str(n)] + (["wait"] if case == "kill" else [])
     if case == "record":
         args = [mark, "record", "-q", "--max-size", "8M", "--mode", "block", "--buffer", "1M", "-o", trace,
                 "--"] + args
         env = dict(os.environ)
-    if case != "rotate_time":
+    if case == "record_pid":
+        env = dict(os.environ)
+        target = subprocess.Popen([prog, "40000", "stdin"], env=env, stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        live = os.path.join(trace, "pid-%d" % target.pid, "metadata")
+        # The agent's socket appears when libmark starts: retry until it answers.
+        deadline = time.monotonic() + 60
+        while True:
+            rec = subprocess.Popen([mark, "record", "-q", "--pid", str(target.pid), "--max-size", "8M",
+                                    "--mode", "block", "--buffer", "1M", "-o", trace],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            while rec.poll() is None and not os.path.exists(live):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)   # polling a condition
+            if os.path.exists(live) or time.monotonic() > deadline:
+                break
+            err = rec.stderr.read()
+            if "no control socket" not in err and "not found" not in err and "connect" not in err:
+                target.kill()
+                fail("mark record --pid: %s" % err)
+            time.sleep(0.05)
+        if not os.path.exists(live):
+            target.kill()
+            rec.kill()
+            fail("mark record --pid did not start a recording within 60 s: %s" % rec.stderr.read())
+        for batch in range(10):
+            target.stdin.write("go\n")
+            target.stdin.flush()
+            if target.stdout.readline() != "batch\n":
+                fail("chunk_prog did not answer batch %d" % batch)
+            b = dir_bytes(trace)
+            peak = max(peak, b)
+            if b > bound:
+                fail("the trace directory holds %d bytes; the bound is %d" % (b, bound))
+        rec.send_signal(2)
+        rec_out, rec_err = rec.communicate(timeout=120)
+        if rec.returncode != 0:
+            fail("mark record --pid exited %d: %s" % (rec.returncode, rec_err))
+        target.stdin.close()
+        proc = target
+    elif case != "rotate_time":
         proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True)
-    peak = 0
     samples = 0
     if case == "kill":
         # Every event is produced (the line says so) before the kill: no
