@@ -171,7 +171,7 @@ static int parse_size(const char *text, size_t *bytes)
 	return -1;
 }
 
-static int parse_max_size(const char *text)
+int cli_parse_max_size(const char *text)
 {
 	size_t bytes;
 	if (mark_size_parse(text, &bytes) == 0 && bytes >= (1u << 20))
@@ -180,7 +180,7 @@ static int parse_max_size(const char *text)
 	return -1;
 }
 
-static int parse_rotate(const char *text)
+int cli_parse_rotate(const char *text)
 {
 	uint64_t bytes, ms;
 	if (mark_rotate_parse(text, &bytes, &ms) == 0 && (ms || bytes >= 4096))
@@ -192,7 +192,7 @@ static int parse_rotate(const char *text)
 
 /* The tracer cuts chunks of at most half of --max-size (else deleting one
  * would not keep the bound): refuse here what it would refuse in CMD. */
-static int check_rotate_within(const char *max_size, const char *rotate)
+int cli_check_rotate_within(const char *max_size, const char *rotate)
 {
 	size_t max = 0;
 	uint64_t bytes = 0, ms = 0;
@@ -682,8 +682,8 @@ static int record_run(int argc, char **argv)
 	enum mark_trace_mode parsed_mode;
 	size_t parsed_size;
 	if ((mode && parse_mode(mode, &parsed_mode) != 0) || (buffer && parse_size(buffer, &parsed_size) != 0) ||
-	    (max_size && parse_max_size(max_size) != 0) || (rotate && parse_rotate(rotate) != 0) ||
-	    (max_size && rotate && check_rotate_within(max_size, rotate) != 0)) {
+	    (max_size && cli_parse_max_size(max_size) != 0) || (rotate && cli_parse_rotate(rotate) != 0) ||
+	    (max_size && rotate && cli_check_rotate_within(max_size, rotate) != 0)) {
 		free(enable);
 		return 2;
 	}

@@ -1,6 +1,6 @@
 /*
  * `mark record --pid PID [-e GLOB]... [-o DIR] [--mode M] [--buffer SIZE]
- *  [--duration SECONDS]`: record a running process through its agent.
+ *  [--max-size SIZE] [--rotate SIZE|DURATION] [--duration SECONDS]`: record a running process through its agent.
  *
  * The agent ties the recording to this command's connection: whatever ends
  * the connection (Ctrl-C here, the end of --duration, this command being
@@ -65,6 +65,9 @@ const char cli_record_pid_usage[] =
 	"  -m, --mode MODE        discard (default), overwrite (flight recorder, see\n"
 	"                         `mark snapshot`) or block\n"
 	"  -b, --buffer SIZE      bytes per thread buffer: 4096, 64k, 16M, 1G\n"
+	"      --max-size SIZE    keep the trace within SIZE plus one chunk, deleting\n"
+	"                         the oldest chunks (see `mark record --help`)\n"
+	"      --rotate SIZE|DURATION  cut a new chunk after SIZE bytes or DURATION\n"
 	"  -d, --duration SECONDS stop after SECONDS (decimals allowed)\n"
 	"  -q, --quiet            no live line and no summary\n"
 	"  -h, --help             this help\n"
@@ -252,13 +255,15 @@ int cli_record_pid(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "max-size", required_argument, NULL, 'M' },
+		{ "rotate", required_argument, NULL, 'R' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *globs[MARK_PROTO_MAX_GLOBS + 1];
 	size_t nglobs = 0;
-	const char *output = NULL, *pid_text = NULL;
+	const char *output = NULL, *pid_text = NULL, *max_size_text = NULL, *rotate_text = NULL;
 	uint64_t mode = MARK_TRACE_DISCARD, bufsize = 0;
 	double duration = 0;
 	bool quiet = false;
@@ -297,6 +302,16 @@ int cli_record_pid(int argc, char **argv)
 			}
 			break;
 		}
+		case 'M':
+			if (cli_parse_max_size(optarg))
+				return 2;
+			max_size_text = optarg;
+			break;
+		case 'R':
+			if (cli_parse_rotate(optarg))
+				return 2;
+			rotate_text = optarg;
+			break;
 		case 'q': quiet = true; break;
 		case 'h': fputs(cli_record_pid_usage, stdout); return 0;
 		default:
@@ -314,6 +329,15 @@ int cli_record_pid(int argc, char **argv)
 		cli_error("record: give the process with --pid PID");
 		return 2;
 	}
+	if (max_size_text && rotate_text && cli_check_rotate_within(max_size_text, rotate_text))
+		return 2;
+	/* Parsed again here: cli_parse_* above checked them. */
+	size_t max_size = 0;
+	uint64_t rotate_size = 0, rotate_ms = 0;
+	if (max_size_text)
+		mark_size_parse(max_size_text, &max_size);
+	if (rotate_text)
+		mark_rotate_parse(rotate_text, &rotate_size, &rotate_ms);
 	pid_t pid;
 	if (!ctl_parse_pid(pid_text, &pid))
 		return 2;
@@ -357,6 +381,12 @@ int cli_record_pid(int argc, char **argv)
 	mark_proto_add_u64(&req, MARK_TAG_MODE, mode);
 	if (bufsize)
 		mark_proto_add_u64(&req, MARK_TAG_BUFSIZE, bufsize);
+	if (max_size)
+		mark_proto_add_u64(&req, MARK_TAG_MAX_SIZE, max_size);
+	if (rotate_size)
+		mark_proto_add_u64(&req, MARK_TAG_ROTATE_SIZE, rotate_size);
+	if (rotate_ms)
+		mark_proto_add_u64(&req, MARK_TAG_ROTATE_MS, rotate_ms);
 	for (size_t i = 0; i < nglobs; i++)
 		mark_proto_add_str(&req, MARK_TAG_GLOB, globs[i]);
 	mark_proto_end(&req);

@@ -709,6 +709,9 @@ static void do_trace_start(int ci, const struct mark_request *req, struct mark_p
 		.mode = (enum mark_trace_mode)req->mode,
 		.buffer_size = (size_t)req->bufsize,
 		.globs = req->globs,
+		.max_size = req->max_size,
+		.rotate_size = req->rotate_size,
+		.rotate_ms = req->rotate_ms,
 	};
 	int r = mark_tracer_start(&cfg);
 	if (r < 0) {

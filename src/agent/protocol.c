@@ -84,6 +84,10 @@ static const struct schema_row schema[] = {
 	{ MARK_MSG_TRACE_START, MARK_TAG_DIR, V_STR, 1, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_MODE, V_U64, 1, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_BUFSIZE, V_U64, 0, 1 },
+	/* chunks; the tracer checks the values (mark_tracer_start) */
+	{ MARK_MSG_TRACE_START, MARK_TAG_MAX_SIZE, V_U64, 0, 1 },
+	{ MARK_MSG_TRACE_START, MARK_TAG_ROTATE_SIZE, V_U64, 0, 1 },
+	{ MARK_MSG_TRACE_START, MARK_TAG_ROTATE_MS, V_U64, 0, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_GLOB, V_STR, 1, MARK_PROTO_MAX_GLOBS },
 	/* TRACE_STOP DIR: stop a session no controller owns if it writes into DIR (`mark record -d`) */
 	{ MARK_MSG_TRACE_STOP, MARK_TAG_DIR, V_STR, 0, 1 },
@@ -476,6 +480,9 @@ int mark_proto_decode_request(const struct mark_proto_msg *msg, struct mark_requ
 				return fail(EINVAL, err, errlen, "%s: buffer size %llu is larger than 4 GiB",
 					    mark_proto_type_name(msg->type), (unsigned long long)req->bufsize);
 			break;
+		case MARK_TAG_MAX_SIZE: req->max_size = mark_proto_field_u64(f); break;
+		case MARK_TAG_ROTATE_SIZE: req->rotate_size = mark_proto_field_u64(f); break;
+		case MARK_TAG_ROTATE_MS: req->rotate_ms = mark_proto_field_u64(f); break;
 		case MARK_TAG_FORCE:
 			if (mark_proto_field_u64(f) > 1)
 				return fail(EINVAL, err, errlen, "%s: force must be 0 or 1",
