@@ -21,6 +21,12 @@ rotate_time: MARK_ROTATE=100ms: the program writes a batch of events per
 record_pid: `mark record --pid P --max-size 8M --mode block` on a running
   chunk_prog that writes 10 batches of events on request, then Ctrl-C
   (SIGINT) to `mark`: the same checks (the settings go through the agent).
+detach: `mark record --pid P --detach` returns at once; the process records
+  its batches with no controller; `mark ps` says it records into DIR;
+  `mark stop P` ends the recording: every event is in the trace.
+detach_exit: the same, but the process exits during the detached
+  recording (no `mark stop`): its exit flushes the trace, every event is
+  there.
 kill: as max_size with 8M, but the program is killed with SIGKILL once it
   has produced its events (some still in its buffers) and `mark recover`
   completes the live chunk: the same checks hold.
@@ -88,6 +94,9 @@ def run(case, mark, prog, work):
     elif case == "record_pid":
         n = 40_000 * 10
         bound = 8 * MB + MB + 1 * MB + 256 * 1024
+    elif case in ("detach", "detach_exit"):
+        n = 20_000 * 5
+        bound = None
     elif case == "record":
         n = 400_000
         bound = 8 * MB + MB + 1 * MB + 256 * 1024
@@ -105,7 +114,46 @@ def run(case, mark, prog, work):
         args = [mark, "record", "-q", "--max-size", "8M", "--mode", "block", "--buffer", "1M", "-o", trace,
                 "--"] + args
         env = dict(os.environ)
-    if case == "record_pid":
+    if case in ("detach", "detach_exit"):
+        target = subprocess.Popen([prog, "20000", "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+        deadline = time.monotonic() + 60
+        while True:
+            p = subprocess.run([mark, "record", "--pid", str(target.pid), "--detach", "--mode", "block",
+                                "-o", trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=120)
+            if p.returncode == 0:
+                break
+            if "has no mark agent" not in p.stderr or time.monotonic() > deadline:
+                target.kill()
+                fail("mark record --pid --detach: exit %d: %s" % (p.returncode, p.stderr))
+            time.sleep(0.05)
+        print("mark record --detach: " + p.stderr.strip())
+        ps = subprocess.run([mark, "ps"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        row = [l for l in ps.stdout.splitlines() if l.split()[:1] == [str(target.pid)]]
+        if not row or trace not in row[0] or "block" not in row[0]:
+            target.kill()
+            fail("mark ps does not show %d recording into %s in block mode: %s" % (target.pid, trace, ps.stdout))
+        print("mark ps: " + row[0])
+        for batch in range(5):
+            target.stdin.write("go\n")
+            target.stdin.flush()
+            if target.stdout.readline() != "batch\n":
+                fail("chunk_prog did not answer batch %d" % batch)
+        if case == "detach":
+            p = subprocess.run([mark, "stop", str(target.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, timeout=120)
+            print("mark stop: exit %d: %s %s" % (p.returncode, p.stdout.strip(), p.stderr.strip()))
+            if p.returncode != 0:
+                target.kill()
+                fail("mark stop %d failed" % target.pid)
+            st = os.path.join(trace, "pid-%d" % target.pid, ".mark-ring-0")
+            if os.path.exists(st):
+                target.kill()
+                fail("after mark stop the recording still runs (%s exists)" % st)
+        target.stdin.close()
+        proc = target
+    elif case == "record_pid":
         env = dict(os.environ)
         target = subprocess.Popen([prog, "40000", "stdin"], env=env, stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True)
@@ -198,7 +246,7 @@ def run(case, mark, prog, work):
         fail("the trace directory holds %d bytes at the end; the bound is %d" % (final, bound))
     chunks = chunk_dirs(trace)
     print("%d traces (chunks) in %s" % (len(chunks), trace))
-    if len(chunks) < 3:
+    if len(chunks) < 3 and case not in ("detach", "detach_exit"):
         fail("expected the trace cut into several chunks, found %d: %s" % (len(chunks), chunks))
     # Each chunk reads alone.
     for c in chunks:
@@ -213,7 +261,7 @@ def run(case, mark, prog, work):
              % (trace, first, n, len(seqs), bad))
     if case == "rotate_time" and sealed(trace) < 3:
         fail("expected at least 3 sealed chunks (one per batch but the last), found %d" % sealed(trace))
-    if case in ("rotate", "rotate_time") and first != 0:
+    if case in ("rotate", "rotate_time", "detach", "detach_exit") and first != 0:
         fail("--rotate deleted events: the trace starts at seq %d" % first)
     if case == "max_size" and first == 0:
         fail("nothing was deleted under MARK_MAX_SIZE")
