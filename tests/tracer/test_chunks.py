@@ -27,6 +27,10 @@ detach: `mark record --pid P --detach` returns at once; the process records
 detach_exit: the same, but the process exits during the detached
   recording (no `mark stop`): its exit flushes the trace, every event is
   there.
+controller_killed: `mark record --pid P` (not detached) is killed with
+  SIGKILL after the batches: the process notices the lost connection and
+  stops the recording, flushing its buffers (it runs on); every event is
+  in the trace.
 kill: as max_size with 8M, but the program is killed with SIGKILL once it
   has produced its events (some still in its buffers) and `mark recover`
   completes the live chunk: the same checks hold.
@@ -94,7 +98,7 @@ def run(case, mark, prog, work):
     elif case == "record_pid":
         n = 40_000 * 10
         bound = 8 * MB + MB + 1 * MB + 256 * 1024
-    elif case in ("detach", "detach_exit"):
+    elif case in ("detach", "detach_exit", "controller_killed"):
         n = 20_000 * 5
         bound = None
     elif case == "record":
@@ -114,7 +118,43 @@ def run(case, mark, prog, work):
         args = [mark, "record", "-q", "--max-size", "8M", "--mode", "block", "--buffer", "1M", "-o", trace,
                 "--"] + args
         env = dict(os.environ)
-    if case in ("detach", "detach_exit"):
+    if case == "controller_killed":
+        target = subprocess.Popen([prog, "20000", "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+        deadline = time.monotonic() + 60
+        while True:
+            rec = subprocess.Popen([mark, "record", "--pid", str(target.pid), "--mode", "block", "-o", trace],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            line = rec.stderr.readline()
+            if "Ctrl-C stops" in line:
+                break
+            rec.wait()
+            if "has no mark agent" not in line or time.monotonic() > deadline:
+                target.kill()
+                fail("mark record --pid did not start: %s" % line)
+            time.sleep(0.05)
+        for batch in range(5):
+            target.stdin.write("go\n")
+            target.stdin.flush()
+            if target.stdout.readline() != "batch\n":
+                fail("chunk_prog did not answer batch %d" % batch)
+        rec.kill()
+        rec.wait()
+        # The process stops the recording when its agent sees the
+        # connection close: wait for that condition (the stats file says
+        # stopped and the rings are gone), bounded by 60 s.
+        ring = os.path.join(trace, "pid-%d" % target.pid, ".mark-ring-0")
+        deadline = time.monotonic() + 60
+        while os.path.exists(ring):
+            if time.monotonic() > deadline:
+                target.kill()
+                fail("60 s after its controller was killed, process %d still records" % target.pid)
+            time.sleep(0.01)   # polling a condition
+        if target.poll() is not None:
+            fail("the traced process died with its controller")
+        target.stdin.close()
+        proc = target
+    elif case in ("detach", "detach_exit"):
         target = subprocess.Popen([prog, "20000", "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True)
         deadline = time.monotonic() + 60
@@ -246,7 +286,7 @@ def run(case, mark, prog, work):
         fail("the trace directory holds %d bytes at the end; the bound is %d" % (final, bound))
     chunks = chunk_dirs(trace)
     print("%d traces (chunks) in %s" % (len(chunks), trace))
-    if len(chunks) < 3 and case not in ("detach", "detach_exit"):
+    if len(chunks) < 3 and case not in ("detach", "detach_exit", "controller_killed"):
         fail("expected the trace cut into several chunks, found %d: %s" % (len(chunks), chunks))
     # Each chunk reads alone.
     for c in chunks:
@@ -261,7 +301,7 @@ def run(case, mark, prog, work):
              % (trace, first, n, len(seqs), bad))
     if case == "rotate_time" and sealed(trace) < 3:
         fail("expected at least 3 sealed chunks (one per batch but the last), found %d" % sealed(trace))
-    if case in ("rotate", "rotate_time", "detach", "detach_exit") and first != 0:
+    if case in ("rotate", "rotate_time", "detach", "detach_exit", "controller_killed") and first != 0:
         fail("--rotate deleted events: the trace starts at seq %d" % first)
     if case == "max_size" and first == 0:
         fail("nothing was deleted under MARK_MAX_SIZE")
