@@ -190,6 +190,9 @@ static int cut_chunk(struct tracer_session *s)
 		return rc < 0 ? rc : -errno;
 	}
 	uint64_t bytes = 0;
+	struct stat ms;
+	if (fstatat(cfd, MARK_TF_METADATA, &ms, AT_SYMLINK_NOFOLLOW) == 0)
+		bytes += (uint64_t)ms.st_size;   /* the chunk's size on disk includes its metadata */
 	struct tracer_ring *r;
 	tracer_for_each_ring(s, r) {
 		if (!r->stream_ino)
