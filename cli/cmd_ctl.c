@@ -304,13 +304,7 @@ static int stop_run(int argc, char **argv)
 		return cli_error("stop: process %d (%s) records, started by the tracer API, not by MARK_TRACE or "
 				 "mark: the program itself stops it (mark_tracer_stop)", (int)pid, c.comm);
 	}
-	struct mark_proto_buf req;
-	mark_proto_buf_init(&req);
-	mark_proto_begin(&req, MARK_MSG_TRACE_STOP);
-	mark_proto_add_str(&req, MARK_TAG_DIR, dir);
-	mark_proto_end(&req);
-	int r = ctl_request(&c, &req, 60000);
-	mark_proto_buf_free(&req);
+	int r = ctl_stop_dir(&c, dir);
 	if (r == 0 && ctl_reply_error(&c, "stop"))
 		r = 1;
 	if (r == 0) {

@@ -523,13 +523,7 @@ int cli_record_stop_dir(const char *dir)
 			failed++;
 			continue;
 		}
-		struct mark_proto_buf req;
-		mark_proto_buf_init(&req);
-		mark_proto_begin(&req, MARK_MSG_TRACE_STOP);
-		mark_proto_add_str(&req, MARK_TAG_DIR, dir);
-		mark_proto_end(&req);
-		int r = ctl_request(&c, &req, 60000);
-		mark_proto_buf_free(&req);
+		int r = ctl_stop_dir(&c, dir);
 		/* A process that exited meanwhile is finished by recovery later. */
 		if ((r == 0 && ctl_reply_error(&c, "record: stopping the recording")) ||
 		    (r != 0 && !ctl_process_gone((pid_t)pid)))

@@ -13,6 +13,7 @@
 #include "trace_time.h"
 #include "trace_value.h"
 #include "tracer/trace_format.h"
+#include "util/safe_dir.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -170,13 +171,9 @@ static void sum_rotated(int fd, int depth, uint64_t *events, uint64_t *chunks)
 {
 	if (depth >= 8)
 		return;
-	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = own < 0 ? NULL : fdopendir(own);
-	if (!d) {
-		if (own >= 0)
-			close(own);
+	DIR *d = mark_dir_list_at(fd);
+	if (!d)
 		return;
-	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')

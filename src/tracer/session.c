@@ -168,13 +168,9 @@ static bool is_trace_file(const char *name)
  */
 void tracer_clean_trace_dir(int fd, int depth)
 {
-	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = own < 0 ? NULL : fdopendir(own);
-	if (!d) {
-		if (own >= 0)
-			close(own);
+	DIR *d = mark_dir_list_at(fd);
+	if (!d)
 		return;
-	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		struct stat st;

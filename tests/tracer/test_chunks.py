@@ -69,6 +69,35 @@ def chunk_dirs(top):
     return out
 
 
+def start_recording(mark, target, args):
+    """`mark record --pid TARGET ARGS` in the background, once it has said
+    "...; Ctrl-C stops" (its signal handlers are in place).  The agent's
+    socket appears when libmark starts: retry while `mark` says the
+    process has no agent, for at most 60 s."""
+    deadline = time.monotonic() + 60
+    while True:
+        rec = subprocess.Popen([mark, "record", "--pid", str(target.pid)] + args,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = rec.stderr.readline()
+        if "Ctrl-C stops" in line:
+            return rec
+        rec.wait()
+        if "has no mark agent" not in line or time.monotonic() > deadline:
+            target.kill()
+            fail("mark record --pid did not start: %s" % line)
+        time.sleep(0.05)
+
+
+def send_batches(target, count):
+    """Have chunk_prog (`N stdin`) write `count` batches, each acknowledged."""
+    for batch in range(count):
+        target.stdin.write("go\n")
+        target.stdin.flush()
+        if target.stdout.readline() != "batch\n":
+            target.kill()
+            fail("chunk_prog did not answer batch %d" % batch)
+
+
 def sealed(top):
     """Sealed chunks: DIR/pid-P.chunk-K directories holding metadata."""
     return sum(1 for c in chunk_dirs(top) if ".chunk-" in os.path.basename(c))
@@ -121,23 +150,8 @@ def run(case, mark, prog, work):
     if case == "controller_killed":
         target = subprocess.Popen([prog, "20000", "stdin"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   text=True)
-        deadline = time.monotonic() + 60
-        while True:
-            rec = subprocess.Popen([mark, "record", "--pid", str(target.pid), "--mode", "block", "-o", trace],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            line = rec.stderr.readline()
-            if "Ctrl-C stops" in line:
-                break
-            rec.wait()
-            if "has no mark agent" not in line or time.monotonic() > deadline:
-                target.kill()
-                fail("mark record --pid did not start: %s" % line)
-            time.sleep(0.05)
-        for batch in range(5):
-            target.stdin.write("go\n")
-            target.stdin.flush()
-            if target.stdout.readline() != "batch\n":
-                fail("chunk_prog did not answer batch %d" % batch)
+        rec = start_recording(mark, target, ["--mode", "block", "-o", trace])
+        send_batches(target, 5)
         rec.kill()
         rec.wait()
         # The process stops the recording when its agent sees the
@@ -175,11 +189,7 @@ def run(case, mark, prog, work):
             target.kill()
             fail("mark ps does not show %d recording into %s in block mode: %s" % (target.pid, trace, ps.stdout))
         print("mark ps: " + row[0])
-        for batch in range(5):
-            target.stdin.write("go\n")
-            target.stdin.flush()
-            if target.stdout.readline() != "batch\n":
-                fail("chunk_prog did not answer batch %d" % batch)
+        send_batches(target, 5)
         if case == "detach":
             p = subprocess.run([mark, "stop", str(target.pid)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, timeout=120)
@@ -197,27 +207,10 @@ def run(case, mark, prog, work):
         env = dict(os.environ)
         target = subprocess.Popen([prog, "40000", "stdin"], env=env, stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True)
-        # The agent's socket appears when libmark starts: retry until it
-        # answers.  `mark` prints "...; Ctrl-C stops" once its signal
-        # handlers are in place: the condition for sending SIGINT later.
-        deadline = time.monotonic() + 60
-        while True:
-            rec = subprocess.Popen([mark, "record", "--pid", str(target.pid), "--max-size", "8M",
-                                    "--mode", "block", "--buffer", "1M", "-o", trace],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            line = rec.stderr.readline()
-            if "Ctrl-C stops" in line:
-                break
-            rec.wait()
-            if "has no mark agent" not in line or time.monotonic() > deadline:
-                target.kill()
-                fail("mark record --pid did not start: %s" % line)
-            time.sleep(0.05)
+        rec = start_recording(mark, target, ["--max-size", "8M", "--mode", "block", "--buffer", "1M",
+                                             "-o", trace])
         for batch in range(10):
-            target.stdin.write("go\n")
-            target.stdin.flush()
-            if target.stdout.readline() != "batch\n":
-                fail("chunk_prog did not answer batch %d" % batch)
+            send_batches(target, 1)
             b = dir_bytes(trace)
             peak = max(peak, b)
             if b > bound:
