@@ -51,13 +51,20 @@ def fail(msg):
 
 
 def dir_bytes(top):
+    """Bytes of the files under top.  Each file is counted once, by inode:
+    the walk is not atomic, and a stream file the tracer renames from
+    pid-P/ into pid-P.chunk-K/ meanwhile would otherwise be seen twice."""
     total = 0
+    seen = set()
     for root, dirs, files in os.walk(top):
         for f in files:
             try:
-                total += os.lstat(os.path.join(root, f)).st_size
+                st = os.lstat(os.path.join(root, f))
             except FileNotFoundError:
-                pass   # deleted while we walk: fine
+                continue   # deleted while we walk: fine
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_size
     return total
 
 
