@@ -40,12 +40,6 @@ struct mark_trace_config {
 	size_t buffer_size;           /* bytes per buffer; 0 = default            */
 	const char *const *globs;     /* markers to arm and record; NULL-terminated;
 					 NULL = every marker                       */
-	/* Chunks (docs/tracer.md): 0 = off.  max_size: keep at most this many
-	 * bytes of sealed chunks plus the live one, deleting the oldest;
-	 * rotate_size / rotate_ms: cut a chunk after this many bytes / ms. */
-	uint64_t max_size;
-	uint64_t rotate_size;
-	uint64_t rotate_ms;
 };
 
 struct mark_trace_stats {

@@ -724,11 +724,9 @@ static void do_trace_start(int ci, const struct mark_request *req, struct mark_p
 		.mode = (enum mark_trace_mode)req->mode,
 		.buffer_size = (size_t)req->bufsize,
 		.globs = req->globs,
-		.max_size = req->max_size,
-		.rotate_size = req->rotate_size,
-		.rotate_ms = req->rotate_ms,
 	};
-	int r = mark_tracer_start(&cfg);
+	const struct tracer_chunk_limits limits = { req->max_size, req->rotate_size, req->rotate_ms };
+	int r = tracer_start_chunked(&cfg, &limits);
 	if (r < 0) {
 		mark_proto_error(out, r, "starting the recording into %s failed: %s", req->dir, mark_last_error());
 		return;

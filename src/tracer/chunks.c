@@ -37,15 +37,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int tracer_chunks_config(struct tracer_session *s, const struct mark_trace_config *cfg)
+int tracer_chunks_config(struct tracer_session *s, const struct tracer_chunk_limits *limits)
 {
+	static const struct tracer_chunk_limits none = { 0, 0, 0 };
+	const struct tracer_chunk_limits *cfg = limits ? limits : &none;
 	s->rotated_fd = -1;
 	s->max_size = cfg->max_size;
 	s->chunk_size = cfg->rotate_size;
-	s->rotate_ns = cfg->rotate_ms * 1000000ull;
 	if (cfg->rotate_ms > UINT64_MAX / 1000000ull)
 		return mark_error(ERANGE, "mark: tracer: rotation interval of %" PRIu64 " ms is too long",
 				  cfg->rotate_ms);
+	s->rotate_ns = cfg->rotate_ms * 1000000ull;
 	if (s->max_size) {
 		if (s->max_size < (1u << 20))
 			return mark_error(EINVAL, "mark: tracer: maximum trace size %" PRIu64 " is below 1M; "

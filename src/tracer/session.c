@@ -521,7 +521,7 @@ static int open_session_dirs(struct tracer_session *s, const char *given)
 	return 0;
 }
 
-static int session_start_locked(const struct mark_trace_config *cfg)
+static int session_start_locked(const struct mark_trace_config *cfg, const struct tracer_chunk_limits *limits)
 {
 	if (!cfg || !cfg->directory || !*cfg->directory)
 		return mark_error(EINVAL, "mark: tracer: no trace directory given");
@@ -547,7 +547,7 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 	s->buffer_size = round_pow2(size);
 	s->string_max = MARK_TF_STRING_MAX;
 	s->pid = getpid();
-	int rc = tracer_chunks_config(s, cfg);
+	int rc = tracer_chunks_config(s, limits);
 	if (rc < 0) {
 		free_session(s);
 		return rc;
@@ -632,9 +632,14 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 
 int mark_tracer_start(const struct mark_trace_config *config)
 {
+	return tracer_start_chunked(config, NULL);
+}
+
+int tracer_start_chunked(const struct mark_trace_config *config, const struct tracer_chunk_limits *limits)
+{
 	mark_error_clear();
 	pthread_mutex_lock(&control_mutex);
-	int rc = session_start_locked(config);
+	int rc = session_start_locked(config, limits);
 	pthread_mutex_unlock(&control_mutex);
 	return rc;
 }
@@ -1067,12 +1072,10 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		.mode = mode,
 		.buffer_size = buffer,
 		.globs = (const char *const *)globs,
-		.max_size = max_size,
-		.rotate_size = rotate_size,
-		.rotate_ms = rotate_ms,
 	};
+	const struct tracer_chunk_limits limits = { max_size, rotate_size, rotate_ms };
 	pthread_mutex_lock(&control_mutex);
-	int rc = session_start_locked(&cfg);
+	int rc = session_start_locked(&cfg, &limits);
 	if (rc == 0)
 		tracer_current->from_env = true;
 	pthread_mutex_unlock(&control_mutex);

@@ -296,7 +296,7 @@ MARK_HIDDEN uint64_t tracer_count_records(const uint64_t *data, uint64_t capacit
 MARK_HIDDEN void tracer_chunks_tick(struct tracer_session *s, uint64_t now_ns);
 MARK_HIDDEN void tracer_chunks_close(struct tracer_session *s);
 /* The session's chunk configuration from a start config; -errno (error set). */
-MARK_HIDDEN int tracer_chunks_config(struct tracer_session *s, const struct mark_trace_config *cfg);
+MARK_HIDDEN int tracer_chunks_config(struct tracer_session *s, const struct tracer_chunk_limits *limits);
 /* Remove the trace files (names the tracer writes, regular, this euid) in fd,
  * and empty pid-N sub-directories (session.c). */
 MARK_HIDDEN void tracer_clean_trace_dir(int fd, int depth);
