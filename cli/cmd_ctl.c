@@ -244,3 +244,78 @@ static int disable_run(int argc, char **argv)
 
 MARK_CLI_COMMAND(enable, "enable", "arm markers in a running process: enable PID GLOB...", enable_run);
 MARK_CLI_COMMAND(disable, "disable", "disarm markers in a running process: disable PID GLOB...", disable_run);
+
+/*
+ * `mark stop PID`: end a recording that no `mark record --pid` command
+ * owns -- one started with `mark record --pid PID --detach`, or by
+ * MARK_TRACE in the process's environment -- with a TRACE_STOP that names
+ * its directory (the agent refuses to stop another recording by mistake).
+ * A recording that a `mark record --pid` owns is that command's to stop.
+ */
+static const char stop_usage[] =
+	"usage: mark stop PID\n"
+	"\n"
+	"End the recording of process PID that runs without a controller: one\n"
+	"started with `mark record --pid PID --detach`, or by MARK_TRACE (e.g.\n"
+	"`mark record -- CMD` after its `mark` was killed).  The process disarms what\n"
+	"the recording armed, flushes its buffers and finishes the trace, and runs on.\n"
+	"Exit status: 0 stopped, 1 error (not recording, owned by a `mark record\n"
+	"--pid`, no agent, permission), 2 bad usage.\n";
+
+static int stop_run(int argc, char **argv)
+{
+	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		fputs(stop_usage, stdout);
+		return 0;
+	}
+	if (argc != 2) {
+		cli_error("stop: give exactly one process: mark stop PID");
+		return 2;
+	}
+	pid_t pid;
+	if (!ctl_parse_pid(argv[1], &pid))
+		return 2;
+	struct ctl_conn c;
+	if (ctl_connect(&c, pid))
+		return 1;
+	if (ctl_simple_request(&c, MARK_MSG_INFO, CTL_TIMEOUT_MS) != 0 || ctl_reply_error(&c, "stop")) {
+		ctl_close(&c);
+		return 1;
+	}
+	uint64_t tracing = MARK_TRACING_OFF, owner = 0;
+	mark_proto_u64(&c.msg, MARK_TAG_TRACING, 0, &tracing);
+	mark_proto_u64(&c.msg, MARK_TAG_OWNER_PID, 0, &owner);
+	char dir[4096];
+	if (tracing == MARK_TRACING_CONTROLLER) {
+		ctl_close(&c);
+		return cli_error("stop: the recording of process %d belongs to `mark record --pid` (pid %" PRIu64
+				 "): stop that command (Ctrl-C, or kill %" PRIu64 ")", (int)pid, owner, owner);
+	}
+	if (tracing == MARK_TRACING_OFF) {
+		ctl_close(&c);
+		return cli_error("stop: process %d (%s) is not recording", (int)pid, c.comm);
+	}
+	/* Detached: the agent says where; MARK_TRACE: the environment does. */
+	const char *d = mark_proto_str(&c.msg, MARK_TAG_DIR, 0);
+	if (d) {
+		snprintf(dir, sizeof(dir), "%s", d);
+	} else if (!ctl_target_env_path(pid, "MARK_TRACE", dir, sizeof(dir))) {
+		ctl_close(&c);
+		return cli_error("stop: process %d (%s) records, started by the tracer API, not by MARK_TRACE or "
+				 "mark: the program itself stops it (mark_tracer_stop)", (int)pid, c.comm);
+	}
+	int r = ctl_stop_dir(&c, dir);
+	if (r == 0 && ctl_reply_error(&c, "stop"))
+		r = 1;
+	if (r == 0) {
+		uint64_t events = 0, lost = 0;
+		mark_proto_u64(&c.msg, MARK_TAG_EVENTS, 0, &events);
+		mark_proto_u64(&c.msg, MARK_TAG_LOST, 0, &lost);
+		fprintf(stderr, "mark: stopped the recording of process %d (%s) into %s: %" PRIu64 " events, %" PRIu64
+			" lost\n", (int)pid, c.comm, cli_text(dir), events, lost);
+	}
+	ctl_close(&c);
+	return r ? 1 : 0;
+}
+
+MARK_CLI_COMMAND(stop, "stop", "end a detached recording of a running process: stop PID", stop_run);

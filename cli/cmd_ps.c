@@ -39,8 +39,9 @@ static const char ps_usage[] =
 
 struct proc_row {
 	pid_t pid;
-	uint64_t markers, sites, armed, tracing, owner;
+	uint64_t markers, sites, armed, tracing, owner, mode;
 	char cmdline[256];
+	char dir[300];              /* escaped trace directory, or "" */
 	bool answered;
 };
 
@@ -186,6 +187,10 @@ static int ps_run(int argc, char **argv)
 			/* The agent's text: escaped for the terminal. */
 			snprintf(row->cmdline, sizeof(row->cmdline), "%s",
 				 cli_text(mark_proto_str(&c.msg, MARK_TAG_CMDLINE, 0)));
+			row->mode = UINT64_MAX;
+			mark_proto_u64(&c.msg, MARK_TAG_MODE, 0, &row->mode);
+			const char *dir = mark_proto_str(&c.msg, MARK_TAG_DIR, 0);
+			snprintf(row->dir, sizeof(row->dir), "%s", dir ? cli_text(dir) : "");
 		}
 		ctl_close(&c);
 	}
@@ -201,10 +206,18 @@ static int ps_run(int argc, char **argv)
 			snprintf(tracing, sizeof(tracing), "yes (mark pid %" PRIu64 ")", rows[i].owner);
 		else if (rows[i].tracing == MARK_TRACING_OTHER)
 			snprintf(tracing, sizeof(tracing), "yes (MARK_TRACE/API)");
+		else if (rows[i].tracing == MARK_TRACING_DETACHED)
+			snprintf(tracing, sizeof(tracing), "yes (detached)");
 		else
 			snprintf(tracing, sizeof(tracing), "no");
-		printf("%7d %7" PRIu64 " %7" PRIu64 " %7" PRIu64 "  %-22s %s\n", (int)rows[i].pid, rows[i].markers,
-		       rows[i].sites, rows[i].armed, tracing, rows[i].cmdline);
+		/* Where and how it records, after the command (columns stay as they were). */
+		static const char *const modes[] = { "discard", "overwrite", "block" };
+		char where[400] = "";
+		if (rows[i].dir[0])
+			snprintf(where, sizeof(where), "  [%s into %s]",
+				 rows[i].mode < 3 ? modes[rows[i].mode] : "recording", rows[i].dir);
+		printf("%7d %7" PRIu64 " %7" PRIu64 " %7" PRIu64 "  %-22s %s%s\n", (int)rows[i].pid, rows[i].markers,
+		       rows[i].sites, rows[i].armed, tracing, rows[i].cmdline, where);
 	}
 	if (shown == 0)
 		fprintf(stderr, "mark: no running process with a mark agent found\n");

@@ -1,5 +1,6 @@
 /*
- * `mark record [-e GLOB]... [-o DIR] [--mode M] [--buffer SIZE] -- CMD ARGS...`
+ * `mark record [-e GLOB]... [-o DIR] [--mode M] [--buffer SIZE] [--max-size SIZE]
+ *  [--rotate SIZE|DURATION] -- CMD ARGS...`
  *
  * Runs CMD with the tracer's environment configuration (MARK_ENABLE,
  * MARK_TRACE, MARK_MODE, MARK_BUFFER: read by libmark's constructor in the
@@ -54,8 +55,9 @@ static const char record_usage[] =
 	"Run CMD with the markers matching the globs armed and recorded by the tracer\n"
 	"inside libmark, writing a CTF 1.8 trace directory that `mark view`, `mark stats`,\n"
 	"`mark export` and babeltrace2 read.  CMD must use libmark (link with -lmark);\n"
-	"the tracer is configured through MARK_ENABLE, MARK_TRACE, MARK_MODE and\n"
-	"MARK_BUFFER in CMD's environment (values given here replace inherited ones).\n"
+	"the tracer is configured through MARK_ENABLE, MARK_TRACE, MARK_MODE,\n"
+	"MARK_BUFFER, MARK_MAX_SIZE and MARK_ROTATE in CMD's environment (values given\n"
+	"here replace inherited ones).\n"
 	"\n"
 	"Options:\n"
 	"  -e, --enable GLOB   record markers matching GLOB (* ? [...]); repeatable;\n"
@@ -69,6 +71,13 @@ static const char record_usage[] =
 	"                        block      never lose events: the program waits\n"
 	"  -b, --buffer SIZE   bytes per thread buffer, 4k to 4G: 4096, 64k, 16M, 1G\n"
 	"                      (default 2M)\n"
+	"      --max-size SIZE keep the trace within SIZE (at least 1M) plus one chunk:\n"
+	"                      it is written in chunks (each a complete trace) and the\n"
+	"                      oldest are deleted; `mark stats` counts their events as\n"
+	"                      rotated away\n"
+	"      --rotate SIZE|DURATION\n"
+	"                      cut a new chunk after SIZE bytes (64M) or DURATION\n"
+	"                      (500ms, 30s, 10min, 1h), deleting nothing\n"
 	"  -d, --duration SECONDS\n"
 	"                      stop recording after SECONDS (decimals allowed); CMD\n"
 	"                      keeps running and `mark` waits for it as without -d\n"
@@ -160,6 +169,39 @@ static int parse_size(const char *text, size_t *bytes)
 		return 0;
 	cli_error("record: bad --buffer \"%s\": give a size from 4k to 4G, like 4096, 64k, 16M or 1G", text);
 	return -1;
+}
+
+int cli_parse_max_size(const char *text)
+{
+	size_t bytes;
+	if (mark_size_parse(text, &bytes) == 0 && bytes >= (1u << 20))
+		return 0;
+	cli_error("record: bad --max-size \"%s\": give a size of at least 1M, like 20M or 1G", text);
+	return -1;
+}
+
+int cli_parse_rotate(const char *text)
+{
+	uint64_t bytes, ms;
+	if (mark_rotate_parse(text, &bytes, &ms) == 0 && (ms || bytes >= 4096))
+		return 0;
+	cli_error("record: bad --rotate \"%s\": give a size of at least 4k (64M) or a duration (500ms, 30s, "
+		  "10min, 1h)", text);
+	return -1;
+}
+
+/* The tracer cuts chunks of at most half of --max-size (else deleting one
+ * would not keep the bound): refuse here what it would refuse in CMD. */
+int cli_check_rotate_within(const char *max_size, const char *rotate)
+{
+	size_t max = 0;
+	uint64_t bytes = 0, ms = 0;
+	if (mark_size_parse(max_size, &max) == 0 && mark_rotate_parse(rotate, &bytes, &ms) == 0 && bytes > max / 2) {
+		cli_error("record: --rotate %s is more than half of --max-size %s: give a smaller --rotate "
+			  "(or none: the default chunk is an eighth of --max-size)", rotate, max_size);
+		return -1;
+	}
+	return 0;
 }
 
 /* ---------------- the trace directory ---------------- */
@@ -299,7 +341,8 @@ static bool make_output_dir(const char *requested, struct out_dir *o)
 
 static int env_is_ours(const char *entry)
 {
-	static const char *const names[] = { "MARK_ENABLE=", "MARK_TRACE=", "MARK_MODE=", "MARK_BUFFER=" };
+	static const char *const names[] = { "MARK_ENABLE=", "MARK_TRACE=", "MARK_MODE=", "MARK_BUFFER=",
+					     "MARK_MAX_SIZE=", "MARK_ROTATE=" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strncmp(entry, names[i], strlen(names[i])) == 0)
 			return 1;
@@ -312,12 +355,12 @@ static int env_is_ours(const char *entry)
  * ones after are ours (free them with free_child_environment()).
  */
 static char **child_environment(const char *enable, const char *dir, const char *mode, const char *buffer,
-				size_t *inherited)
+				const char *max_size, const char *rotate, size_t *inherited)
 {
 	size_t n = 0;
 	for (char **e = environ; *e; e++)
 		n++;
-	char **env = calloc(n + 5, sizeof(*env));
+	char **env = calloc(n + 7, sizeof(*env));
 	if (!env)
 		return NULL;
 	size_t k = 0;
@@ -328,7 +371,9 @@ static char **child_environment(const char *enable, const char *dir, const char 
 	int ok = asprintf(&env[k++], "MARK_ENABLE=%s", enable) >= 0 &&
 		 asprintf(&env[k++], "MARK_TRACE=%s", dir) >= 0 &&
 		 (!mode || asprintf(&env[k++], "MARK_MODE=%s", mode) >= 0) &&
-		 (!buffer || asprintf(&env[k++], "MARK_BUFFER=%s", buffer) >= 0);
+		 (!buffer || asprintf(&env[k++], "MARK_BUFFER=%s", buffer) >= 0) &&
+		 (!max_size || asprintf(&env[k++], "MARK_MAX_SIZE=%s", max_size) >= 0) &&
+		 (!rotate || asprintf(&env[k++], "MARK_ROTATE=%s", rotate) >= 0);
 	if (!ok) {
 		/* asprintf leaves its pointer undefined on failure: clear it before freeing. */
 		env[k - 1] = NULL;
@@ -536,7 +581,7 @@ extern int cli_record_pid(int argc, char **argv) __attribute__((weak));
 static int wants_pid(int argc, char **argv)
 {
 	static const char *const with_value[] = { "-e", "-o", "-m", "-b", "-d", "--enable", "--output",
-						  "--mode", "--buffer", "--duration", NULL };
+						  "--mode", "--buffer", "--duration", "--max-size", "--rotate", NULL };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0 || a[0] != '-' || a[1] == '\0')
@@ -570,10 +615,12 @@ static int record_run(int argc, char **argv)
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "max-size", required_argument, NULL, 'M' },
+		{ "rotate", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *output = NULL, *mode = NULL, *buffer = NULL;
+	const char *output = NULL, *mode = NULL, *buffer = NULL, *max_size = NULL, *rotate = NULL;
 	double duration = 0;
 	int quiet = 0;
 	size_t enable_len = 0;
@@ -610,6 +657,8 @@ static int record_run(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case 'm': mode = optarg; break;
 		case 'b': buffer = optarg; break;
+		case 'M': max_size = optarg; break;
+		case 'R': rotate = optarg; break;
 		case 'q': quiet = 1; break;
 		case 'd': {
 			char *end;
@@ -632,7 +681,9 @@ static int record_run(int argc, char **argv)
 	}
 	enum mark_trace_mode parsed_mode;
 	size_t parsed_size;
-	if ((mode && parse_mode(mode, &parsed_mode) != 0) || (buffer && parse_size(buffer, &parsed_size) != 0)) {
+	if ((mode && parse_mode(mode, &parsed_mode) != 0) || (buffer && parse_size(buffer, &parsed_size) != 0) ||
+	    (max_size && cli_parse_max_size(max_size) != 0) || (rotate && cli_parse_rotate(rotate) != 0) ||
+	    (max_size && rotate && cli_check_rotate_within(max_size, rotate) != 0)) {
 		free(enable);
 		return 2;
 	}
@@ -650,7 +701,7 @@ static int record_run(int argc, char **argv)
 	}
 	const char *dir = out.path;
 	size_t inherited = 0;
-	char **env = child_environment(enable ? enable : "*", dir, mode, buffer, &inherited);
+	char **env = child_environment(enable ? enable : "*", dir, mode, buffer, max_size, rotate, &inherited);
 	if (!env) {
 		free(enable);
 		out_dir_remove_empty(&out);

@@ -1,6 +1,6 @@
 /*
  * `mark record --pid PID [-e GLOB]... [-o DIR] [--mode M] [--buffer SIZE]
- *  [--duration SECONDS]`: record a running process through its agent.
+ *  [--max-size SIZE] [--rotate SIZE|DURATION] [--duration SECONDS]`: record a running process through its agent.
  *
  * The agent ties the recording to this command's connection: whatever ends
  * the connection (Ctrl-C here, the end of --duration, this command being
@@ -50,7 +50,8 @@ const char cli_record_pid_usage[] =
 	"or at the end of --duration, disarm what was armed, stop and flush, leaving a\n"
 	"complete CTF trace in DIR.  If the process exits meanwhile the trace is\n"
 	"finished by the process (or completed from its buffers if it was killed).\n"
-	"If this command itself is killed, the process notices and stops recording.\n"
+	"If this command itself is killed, the process notices and stops recording,\n"
+	"flushing its buffers: the trace is complete up to then.\n"
 	"A process has at most one recording: a second `mark record --pid` (or one\n"
 	"while MARK_TRACE records) is refused.\n"
 	"\n"
@@ -65,7 +66,13 @@ const char cli_record_pid_usage[] =
 	"  -m, --mode MODE        discard (default), overwrite (flight recorder, see\n"
 	"                         `mark snapshot`) or block\n"
 	"  -b, --buffer SIZE      bytes per thread buffer: 4096, 64k, 16M, 1G\n"
+	"      --max-size SIZE    keep the trace within SIZE plus one chunk, deleting\n"
+	"                         the oldest chunks (see `mark record --help`)\n"
+	"      --rotate SIZE|DURATION  cut a new chunk after SIZE bytes or DURATION\n"
 	"  -d, --duration SECONDS stop after SECONDS (decimals allowed)\n"
+	"      --detach           return at once; the process records with no controller\n"
+	"                         until `mark stop PID` or its exit (which flushes the\n"
+	"                         trace; a killed process is recovered with `mark recover`)\n"
 	"  -q, --quiet            no live line and no summary\n"
 	"  -h, --help             this help\n"
 	"\n"
@@ -252,16 +259,19 @@ int cli_record_pid(int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "max-size", required_argument, NULL, 'M' },
+		{ "rotate", required_argument, NULL, 'R' },
+		{ "detach", no_argument, NULL, 'D' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *globs[MARK_PROTO_MAX_GLOBS + 1];
 	size_t nglobs = 0;
-	const char *output = NULL, *pid_text = NULL;
+	const char *output = NULL, *pid_text = NULL, *max_size_text = NULL, *rotate_text = NULL;
 	uint64_t mode = MARK_TRACE_DISCARD, bufsize = 0;
 	double duration = 0;
-	bool quiet = false;
+	bool quiet = false, detach = false;
 	int ch;
 	optind = 1;
 	opterr = 0;
@@ -297,6 +307,17 @@ int cli_record_pid(int argc, char **argv)
 			}
 			break;
 		}
+		case 'M':
+			if (cli_parse_max_size(optarg))
+				return 2;
+			max_size_text = optarg;
+			break;
+		case 'R':
+			if (cli_parse_rotate(optarg))
+				return 2;
+			rotate_text = optarg;
+			break;
+		case 'D': detach = true; break;
 		case 'q': quiet = true; break;
 		case 'h': fputs(cli_record_pid_usage, stdout); return 0;
 		default:
@@ -314,6 +335,20 @@ int cli_record_pid(int argc, char **argv)
 		cli_error("record: give the process with --pid PID");
 		return 2;
 	}
+	if (max_size_text && rotate_text && cli_check_rotate_within(max_size_text, rotate_text))
+		return 2;
+	if (detach && duration > 0) {
+		cli_error("record: --detach and --duration do not go together: a detached recording runs until "
+			  "`mark stop PID` or the process's exit");
+		return 2;
+	}
+	/* Parsed again here: cli_parse_* above checked them. */
+	size_t max_size = 0;
+	uint64_t rotate_size = 0, rotate_ms = 0;
+	if (max_size_text)
+		mark_size_parse(max_size_text, &max_size);
+	if (rotate_text)
+		mark_rotate_parse(rotate_text, &rotate_size, &rotate_ms);
 	pid_t pid;
 	if (!ctl_parse_pid(pid_text, &pid))
 		return 2;
@@ -357,6 +392,14 @@ int cli_record_pid(int argc, char **argv)
 	mark_proto_add_u64(&req, MARK_TAG_MODE, mode);
 	if (bufsize)
 		mark_proto_add_u64(&req, MARK_TAG_BUFSIZE, bufsize);
+	if (max_size)
+		mark_proto_add_u64(&req, MARK_TAG_MAX_SIZE, max_size);
+	if (rotate_size)
+		mark_proto_add_u64(&req, MARK_TAG_ROTATE_SIZE, rotate_size);
+	if (rotate_ms)
+		mark_proto_add_u64(&req, MARK_TAG_ROTATE_MS, rotate_ms);
+	if (detach)
+		mark_proto_add_u64(&req, MARK_TAG_DETACH, 1);
 	for (size_t i = 0; i < nglobs; i++)
 		mark_proto_add_str(&req, MARK_TAG_GLOB, globs[i]);
 	mark_proto_end(&req);
@@ -373,6 +416,14 @@ int cli_record_pid(int argc, char **argv)
 		return 1;
 	}
 	close(parent_fd);
+	if (detach) {
+		/* No controller: the process records until `mark stop PID` or its exit. */
+		ctl_close(&c);
+		if (!quiet)
+			fprintf(stderr, "mark: process %d (%s) records into %s, detached; `mark stop %d` ends the "
+				"recording\n", (int)pid, c.comm, dir, (int)pid);
+		return 0;
+	}
 
 	struct sigaction sa = { .sa_handler = on_stop_signal }, old[3];
 	sigemptyset(&sa.sa_mask);
@@ -472,13 +523,7 @@ int cli_record_stop_dir(const char *dir)
 			failed++;
 			continue;
 		}
-		struct mark_proto_buf req;
-		mark_proto_buf_init(&req);
-		mark_proto_begin(&req, MARK_MSG_TRACE_STOP);
-		mark_proto_add_str(&req, MARK_TAG_DIR, dir);
-		mark_proto_end(&req);
-		int r = ctl_request(&c, &req, 60000);
-		mark_proto_buf_free(&req);
+		int r = ctl_stop_dir(&c, dir);
 		/* A process that exited meanwhile is finished by recovery later. */
 		if ((r == 0 && ctl_reply_error(&c, "record: stopping the recording")) ||
 		    (r != 0 && !ctl_process_gone((pid_t)pid)))

@@ -16,6 +16,11 @@
 #include "trace_reader.h"
 #include "trace_time.h"
 #include "trace_value.h"
+#include "tracer/trace_format.h"
+#include "util/safe_dir.h"
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <getopt.h>
 #include <stdbool.h>
@@ -197,6 +202,63 @@ static void stats_span(const struct pair_span *span, void *arg)
 	uint64_t d = span->end_ns > span->begin_ns ? (uint64_t)(span->end_ns - span->begin_ns) : 0;
 	if (histo_add(&st->rows[span->row], d))
 		st->oom = 1;
+}
+
+/*
+ * Events in chunks the tracer deleted under --max-size: the sum of the
+ * DIR/pid-P/.mark-chunks files (src/tracer/chunks.c) below fd, at most 8
+ * levels deep.  A chunk being deleted when the process died
+ * (deleting_chunk K) and still visible as pid-P.chunk-K beside pid-P is
+ * still part of the trace: its events are taken back out.  The files are
+ * untrusted input: opened relative to the directory, never through a
+ * link, only regular files, at most 255 bytes read, and a malformed file
+ * counts nothing.
+ */
+static void sum_rotated(int fd, int depth, uint64_t *events, uint64_t *chunks)
+{
+	if (depth >= 8)
+		return;
+	DIR *d = mark_dir_list_at(fd);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			continue;
+		int cf = openat(sub, MARK_TF_CHUNKS, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		if (cf >= 0) {
+			char buf[256];
+			ssize_t n = fstat(cf, &st) == 0 && S_ISREG(st.st_mode) ? pread(cf, buf, sizeof(buf) - 1, 0) : -1;
+			close(cf);
+			unsigned long long e = 0, c = 0, de_events = 0;
+			long k = -1;
+			if (n > 0) {
+				buf[n] = '\0';
+				if (sscanf(buf, "mark-chunks 1\nrotated_events %llu\nrotated_chunks %llu\ndeleting_chunk "
+						"%ld\ndeleting_events %llu", &e, &c, &k, &de_events) == 4 &&
+				    de_events <= e && c > 0) {
+					char pending[512];
+					if (k >= 0 && (size_t)snprintf(pending, sizeof(pending), "%s%s%ld", de->d_name,
+								       MARK_TF_CHUNK_INFIX, k) < sizeof(pending) &&
+					    fstatat(fd, pending, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+						e -= de_events;
+						c--;
+					}
+					if (*events + e >= *events) {
+						*events += e;
+						*chunks += c;
+					}
+				}
+			}
+		}
+		sum_rotated(sub, depth + 1, events, chunks);
+		close(sub);
+	}
+	closedir(d);
 }
 
 static int cmp_marker(const void *a, const void *b)
@@ -449,6 +511,15 @@ static int stats_run(int argc, char **argv)
 		 * report goes to a file or a pipe, where no one may read it. */
 		if (live_warn_incomplete(stdout, dir, true) && !isatty(STDOUT_FILENO))
 			live_warn_incomplete(stderr, dir, false);
+		uint64_t rotated = 0, rotated_chunks = 0;
+		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0) {
+			sum_rotated(dfd, 0, &rotated, &rotated_chunks);
+			close(dfd);
+		}
+		if (rotated_chunks)
+			printf("(and %" PRIu64 " events rotated away: the tracer deleted %" PRIu64 " oldest chunk(s) "
+			       "to keep the trace within --max-size)\n", rotated, rotated_chunks);
 		if (st->lost_unknown)
 			printf("(and events may have been lost %" PRIu64 " more time(s): babeltrace2 gives no count "
 			       "for a stream's first packet; `mark view` shows where)\n", st->lost_unknown);

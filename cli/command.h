@@ -39,4 +39,11 @@ int cli_glob_check(const char *cmd, const char *option, const char *glob);
  * without provider, and "__" also matches "-". */
 int cli_glob_match(const char *glob, const char *name);
 
+/* --max-size and --rotate of `mark record` (with or without --pid), checked
+ * with the tracer's own parsers and limits; print the error, return -1. */
+int cli_parse_max_size(const char *text);
+int cli_parse_rotate(const char *text);
+/* --rotate SIZE at most half of --max-size (the tracer's rule). */
+int cli_check_rotate_within(const char *max_size, const char *rotate);
+
 #endif

@@ -407,3 +407,16 @@ toolong:
 	cli_error("path too long: %s", path);
 	return false;
 }
+
+int ctl_stop_dir(struct ctl_conn *c, const char *dir)
+{
+	struct mark_proto_buf req;
+	mark_proto_buf_init(&req);
+	mark_proto_begin(&req, MARK_MSG_TRACE_STOP);
+	mark_proto_add_str(&req, MARK_TAG_DIR, dir);
+	mark_proto_end(&req);
+	/* Stopping flushes every buffer: allow a minute. */
+	int r = ctl_request(c, &req, 60000);
+	mark_proto_buf_free(&req);
+	return r;
+}

@@ -86,4 +86,9 @@ bool ctl_absolute_path(const char *path, char *out, size_t len);
 
 #define CTL_TIMEOUT_MS 10000
 
+/* Send TRACE_STOP naming the recording's directory `dir` (a recording no
+ * controller owns, see the agent's do_trace_stop) and read the reply: as
+ * ctl_request. */
+int ctl_stop_dir(struct ctl_conn *c, const char *dir);
+
 #endif

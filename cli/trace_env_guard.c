@@ -25,4 +25,6 @@ static void __attribute__((constructor(101))) mark_cli_untraced(void)
 	unsetenv("MARK_ENABLE");
 	unsetenv("MARK_MODE");
 	unsetenv("MARK_BUFFER");
+	unsetenv("MARK_MAX_SIZE");
+	unsetenv("MARK_ROTATE");
 }

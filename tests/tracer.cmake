@@ -98,3 +98,17 @@ add_test(NAME reader_fuzz_short
   COMMAND /bin/bash -c "if [ -n \"$MARK_TEST_SANITIZER\" ]; then echo 'SKIP: the fuzz run is part of the default build; this is a sanitizer build'; exit 77; fi; exec /bin/bash \"$0\" 15 \"$1\""
           ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_reader.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-reader)
 set_tests_properties(reader_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+
+# Bounded disk (issue 13 §2): chunks, MARK_MAX_SIZE deletes the oldest,
+# MARK_ROTATE only cuts; the directory size is checked while the program
+# writes ~200 MB (tests/tracer/test_chunks.py).
+add_executable(tracer_chunk_prog tracer/chunk_prog.c)
+target_link_libraries(tracer_chunk_prog PRIVATE mark)
+if(TARGET mark_cli)
+  foreach(case max_size rotate rotate_time kill record record_pid detach detach_exit controller_killed)
+    add_test(NAME tracer_chunks_${case}
+      COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/test_chunks.py ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:tracer_chunk_prog> ${CMAKE_CURRENT_BINARY_DIR}/chunks-work/${case})
+    set_tests_properties(tracer_chunks_${case} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

@@ -104,6 +104,10 @@ int mark_trace_mode_parse(const char *text, enum mark_trace_mode *mode);
 /* Parse "4096", "64k", "16M", "1G" (MARK_BUFFER); -EINVAL/-ERANGE otherwise.
  * The tracer accepts MARK_TRACE_BUFFER_MIN to MARK_TRACE_BUFFER_MAX. */
 int mark_size_parse(const char *text, size_t *bytes);
+/* Parse a chunk rotation (MARK_ROTATE, --rotate): a size as above ("64M")
+ * into *bytes, or a duration "500ms", "30s", "10min", "1h" into *ms; the
+ * other is set to 0.  -EINVAL/-ERANGE otherwise. */
+int mark_rotate_parse(const char *text, uint64_t *bytes, uint64_t *ms);
 
 #pragma GCC visibility pop
 #ifdef __cplusplus

@@ -170,6 +170,12 @@ static void loop_atfork_child(void);
 static MARK_FORK_STATE int session_conn = -1;        /* conns[] index owning the tracing session */
 static MARK_FORK_STATE pid_t session_owner_pid;
 static char session_dir[MARK_PROTO_MAX_STRING];   /* trace directory of that session */
+/* The session was started detached (`mark record --pid --detach`): no
+ * connection owns it, so no connection's end stops it; `mark stop PID`
+ * (TRACE_STOP naming session_dir) or the process's exit does.  Cleared
+ * when the tracer says no session is active any more. */
+static MARK_FORK_STATE bool session_detached;
+static uint64_t session_mode;       /* mode of the session in session_dir */
 static struct mark_proto_msg request_msg;   /* large: kept off the stack   */
 
 static int64_t now_ms(void)
@@ -661,8 +667,10 @@ static void do_info(struct mark_proto_buf *out)
 	} else {
 		struct mark_trace_stats st;
 		mark_tracer_get_stats(&st);
+		if (!st.active)
+			session_detached = false;   /* the program stopped it, or it was stopped */
 		if (st.active)
-			tracing = MARK_TRACING_OTHER;
+			tracing = session_detached ? MARK_TRACING_DETACHED : MARK_TRACING_OTHER;
 	}
 	mark_proto_begin(out, MARK_MSG_INFO_REPLY);
 	mark_proto_add_u64(out, MARK_TAG_PID, (uint64_t)getpid());
@@ -671,9 +679,11 @@ static void do_info(struct mark_proto_buf *out)
 	mark_proto_add_u64(out, MARK_TAG_SITES, ctx.sites);
 	mark_proto_add_u64(out, MARK_TAG_ARMED, ctx.armed);
 	mark_proto_add_u64(out, MARK_TAG_TRACING, tracing);
-	if (tracing == MARK_TRACING_CONTROLLER) {
+	if (tracing == MARK_TRACING_CONTROLLER)
 		mark_proto_add_u64(out, MARK_TAG_OWNER_PID, (uint64_t)session_owner_pid);
+	if (tracing == MARK_TRACING_CONTROLLER || tracing == MARK_TRACING_DETACHED) {
 		mark_proto_add_str(out, MARK_TAG_DIR, session_dir);
+		mark_proto_add_u64(out, MARK_TAG_MODE, session_mode);
 	}
 	mark_proto_end(out);
 }
@@ -737,6 +747,11 @@ static void do_trace_start(int ci, const struct mark_request *req, struct mark_p
 			   "(`mark record --pid`, pid %d); stop that one first", (int)getpid(), (int)session_owner_pid);
 		return;
 	}
+	if (st.active && session_detached) {
+		mark_proto_error(out, EBUSY, "process %d is already recording, detached, into %s; `mark stop %d` "
+			   "ends that recording", (int)getpid(), session_dir, (int)getpid());
+		return;
+	}
 	if (st.active) {
 		mark_proto_error(out, EBUSY, "process %d is already recording (started by MARK_TRACE or the "
 			   "tracer API); one recording per process at a time", (int)getpid());
@@ -748,14 +763,20 @@ static void do_trace_start(int ci, const struct mark_request *req, struct mark_p
 		.buffer_size = (size_t)req->bufsize,
 		.globs = req->globs,
 	};
-	int r = mark_tracer_start(&cfg);
+	const struct tracer_chunk_limits limits = { req->max_size, req->rotate_size, req->rotate_ms };
+	int r = tracer_start_chunked(&cfg, &limits);
 	if (r < 0) {
 		mark_proto_error(out, r, "starting the recording into %s failed: %s", req->dir, mark_last_error());
 		return;
 	}
-	session_conn = ci;
-	session_owner_pid = conns[ci].pid;
 	snprintf(session_dir, sizeof(session_dir), "%s", req->dir);
+	session_mode = req->mode;
+	session_detached = req->detach;
+	if (!req->detach) {
+		/* The recording lives as long as this connection (stop_owned_session). */
+		session_conn = ci;
+		session_owner_pid = conns[ci].pid;
+	}
 	mark_proto_begin(out, MARK_MSG_OK);
 	mark_proto_add_str(out, MARK_TAG_DIR, req->dir);
 	mark_proto_end(out);
@@ -781,6 +802,7 @@ static void do_trace_stop(int ci, const struct mark_request *req, struct mark_pr
 			mark_proto_error(out, r, "%s", strncmp(why, "mark: ", 6) == 0 ? why + 6 : why);
 			return;
 		}
+		session_detached = false;
 		mark_tracer_get_stats(&after);
 		add_stats(out, after.events >= before.events ? &after : &before);
 		return;
@@ -1241,6 +1263,7 @@ static void atfork_child(void)
 	agent_pid = 0;
 	session_conn = -1;
 	session_owner_pid = 0;
+	session_detached = false;
 	__atomic_store_n(&stopping, 0, __ATOMIC_RELAXED);
 	/* No thread here: a child that unshare(CLONE_NEWUSER)s or setns()s
 	 * after fork (sandboxes do) must be single-threaded, and a forking

@@ -84,6 +84,11 @@ static const struct schema_row schema[] = {
 	{ MARK_MSG_TRACE_START, MARK_TAG_DIR, V_STR, 1, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_MODE, V_U64, 1, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_BUFSIZE, V_U64, 0, 1 },
+	/* chunks; the tracer checks the values (mark_tracer_start) */
+	{ MARK_MSG_TRACE_START, MARK_TAG_MAX_SIZE, V_U64, 0, 1 },
+	{ MARK_MSG_TRACE_START, MARK_TAG_ROTATE_SIZE, V_U64, 0, 1 },
+	{ MARK_MSG_TRACE_START, MARK_TAG_ROTATE_MS, V_U64, 0, 1 },
+	{ MARK_MSG_TRACE_START, MARK_TAG_DETACH, V_U64, 0, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_GLOB, V_STR, 1, MARK_PROTO_MAX_GLOBS },
 	/* TRACE_STOP DIR: stop a session no controller owns if it writes into DIR (`mark record -d`) */
 	{ MARK_MSG_TRACE_STOP, MARK_TAG_DIR, V_STR, 0, 1 },
@@ -105,6 +110,7 @@ static const struct schema_row schema[] = {
 	{ MARK_MSG_INFO_REPLY, MARK_TAG_TRACING, V_U64, 1, 1 },
 	{ MARK_MSG_INFO_REPLY, MARK_TAG_OWNER_PID, V_U64, 0, 1 },
 	{ MARK_MSG_INFO_REPLY, MARK_TAG_DIR, V_STR, 0, 1 },
+	{ MARK_MSG_INFO_REPLY, MARK_TAG_MODE, V_U64, 0, 1 },
 	{ MARK_MSG_MARKER, MARK_TAG_NAME, V_STR, 1, 1 },
 	{ MARK_MSG_MARKER, MARK_TAG_FORMAT, V_STR, 1, 1 },
 	{ MARK_MSG_MARKER, MARK_TAG_KIND, V_STR, 1, 1 },
@@ -475,6 +481,15 @@ int mark_proto_decode_request(const struct mark_proto_msg *msg, struct mark_requ
 			if (req->bufsize > (1ull << 32))
 				return fail(EINVAL, err, errlen, "%s: buffer size %llu is larger than 4 GiB",
 					    mark_proto_type_name(msg->type), (unsigned long long)req->bufsize);
+			break;
+		case MARK_TAG_MAX_SIZE: req->max_size = mark_proto_field_u64(f); break;
+		case MARK_TAG_ROTATE_SIZE: req->rotate_size = mark_proto_field_u64(f); break;
+		case MARK_TAG_ROTATE_MS: req->rotate_ms = mark_proto_field_u64(f); break;
+		case MARK_TAG_DETACH:
+			if (mark_proto_field_u64(f) > 1)
+				return fail(EINVAL, err, errlen, "%s: detach must be 0 or 1",
+					    mark_proto_type_name(msg->type));
+			req->detach = mark_proto_field_u64(f) == 1;
 			break;
 		case MARK_TAG_FORCE:
 			if (mark_proto_field_u64(f) > 1)

@@ -45,7 +45,7 @@ enum mark_proto_type {
 	MARK_MSG_LIST = 2,          /* [GLOB] -> MARKER* LIST_END                  */
 	MARK_MSG_ARM = 3,           /* GLOB+ -> OK (GLOB MATCHED CHANGED)+         */
 	MARK_MSG_DISARM = 4,        /* GLOB+ -> OK (GLOB MATCHED CHANGED)+         */
-	MARK_MSG_TRACE_START = 5,   /* DIR MODE [BUFSIZE] GLOB+ -> OK              */
+	MARK_MSG_TRACE_START = 5,   /* DIR MODE [BUFSIZE] [MAX_SIZE] [ROTATE_*] GLOB+ -> OK */
 	MARK_MSG_TRACE_STOP = 6,    /* [DIR] -> STATS                              */
 	MARK_MSG_TRACE_STATS = 7,   /* -> STATS                                    */
 	MARK_MSG_SNAPSHOT = 8,      /* DIR -> OK                                   */
@@ -88,7 +88,11 @@ enum mark_proto_tag {
 	MARK_TAG_OBJECT = 27,       /* str: executable or library of the first site */
 	MARK_TAG_MORE_SITES = 28,   /* u64: sites beyond the first */
 	MARK_TAG_FORCE = 29,        /* u64: 1 = snapshot into a non-empty directory (replace mark's files) */
-	MARK_TAG_MAX_ = 29,
+	MARK_TAG_MAX_SIZE = 30,     /* u64: TRACE_START: bytes, 0 = no limit (chunks, docs/tracer.md) */
+	MARK_TAG_ROTATE_SIZE = 31,  /* u64: TRACE_START: cut a chunk after these many bytes */
+	MARK_TAG_ROTATE_MS = 32,    /* u64: TRACE_START: cut a chunk after these many ms */
+	MARK_TAG_DETACH = 33,       /* u64: TRACE_START: 1 = no controller owns the recording */
+	MARK_TAG_MAX_ = 33,
 };
 
 /* The tracing state reported by INFO. */
@@ -96,6 +100,7 @@ enum mark_proto_tracing {
 	MARK_TRACING_OFF = 0,
 	MARK_TRACING_CONTROLLER = 1, /* started by a `mark record --pid` (OWNER_PID) */
 	MARK_TRACING_OTHER = 2,      /* started otherwise (MARK_TRACE=..., the API)  */
+	MARK_TRACING_DETACHED = 3,   /* `mark record --pid --detach`: no controller (DIR, MODE) */
 };
 
 struct mark_proto_header {
@@ -203,6 +208,8 @@ struct mark_request {
 	uint64_t mode;
 	uint64_t bufsize;
 	bool force;                 /* SNAPSHOT: MARK_TAG_FORCE was 1 */
+	uint64_t max_size, rotate_size, rotate_ms;   /* TRACE_START chunks; 0 = off */
+	bool detach;                /* TRACE_START: MARK_TAG_DETACH was 1 */
 };
 
 /*

@@ -165,11 +165,12 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 		}
 		if (nev == 0)
 			break;
-		if (sink->stream_bytes == 0 && sink->lost > 0) {
+		if (sink->stream_bytes == 0 && sink->lost != sink->lost_before) {
 			/* babeltrace2 reports discarded events as the difference to the
-			 * previous packet: start the stream at zero. */
+			 * previous packet: start the file at what earlier files of the
+			 * stream reported (0, or earlier chunks' count). */
 			uint64_t lost = sink->lost, saved_ts = sink->last_ts;
-			sink->lost = 0;
+			sink->lost = sink->lost_before;
 			sink->last_ts = ts_begin;
 			int rc = tracer_write_empty_packet(sink, pkt_begin);
 			sink->lost = lost;
@@ -217,9 +218,9 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 
 int tracer_write_empty_packet(struct tracer_packet_sink *sink, uint64_t ring_pos)
 {
-	if (sink->stream_bytes == 0 && sink->lost > 0) {
+	if (sink->stream_bytes == 0 && sink->lost != sink->lost_before) {
 		uint64_t lost = sink->lost;
-		sink->lost = 0;
+		sink->lost = sink->lost_before;
 		int rc = tracer_write_empty_packet(sink, ring_pos);
 		sink->lost = lost;
 		if (rc < 0)
@@ -356,6 +357,7 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 		.stream_bytes = hdr->stream_bytes,
 		.commit = hdr,
 		.lost = lost,
+		.lost_before = hdr->lost_reported,
 		.counts = s->marker_counts,
 		.counts_cap = s->described < s->marker_counts_cap ? s->described : s->marker_counts_cap,
 		.last_ts = r->last_ts,
@@ -533,6 +535,7 @@ static void *consumer_main(void *arg)
 		bool work = false;
 		for_each_ring_drain(s, false, &work);
 		uint64_t now = tracer_monotonic_ns();
+		tracer_chunks_tick(s, now);   /* MARK_MAX_SIZE / MARK_ROTATE: chunks.c */
 		if (now - s->last_refine_ns > 1000000000ull) {
 			/* A longer baseline gives a better TSC frequency: keep the
 			 * metadata (read by recovery after a crash) current. */

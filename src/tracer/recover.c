@@ -361,6 +361,9 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 		.stream_bytes = committed,
 		.commit = &hdr,
 		.lost = hdr.lost + hdr.lost_consumer,
+		/* A stream file that a chunk cut (MARK_MAX_SIZE) left new starts
+		 * at the count the earlier chunk reported. */
+		.lost_before = lost_reported,
 		.counts = counts,
 		.counts_cap = described,
 	};

@@ -151,11 +151,12 @@ static bool is_numbered(const char *name, const char *prefix)
 	return true;
 }
 
-/* Exactly the names this tracer writes: metadata, metadata.tmp, .mark-stats, stream-N, .mark-ring-N. */
+/* Exactly the names this tracer writes: metadata, metadata.tmp, .mark-stats, .mark-chunks,
+ * stream-N, .mark-ring-N. */
 static bool is_trace_file(const char *name)
 {
 	return strcmp(name, MARK_TF_METADATA) == 0 || strcmp(name, MARK_TF_METADATA ".tmp") == 0 ||
-	       strcmp(name, MARK_TF_STATS) == 0 || is_numbered(name, MARK_TF_STREAM_PREFIX) ||
+	       strcmp(name, MARK_TF_STATS) == 0 || strcmp(name, MARK_TF_CHUNKS) == 0 || is_numbered(name, MARK_TF_STREAM_PREFIX) ||
 	       is_numbered(name, MARK_TF_RING_PREFIX);
 }
 
@@ -165,15 +166,11 @@ static bool is_trace_file(const char *name)
  * link to one) that hold nothing else.  Links, other files and directories
  * that still hold something stay.
  */
-static void clean_trace_dir(int fd, int depth)
+void tracer_clean_trace_dir(int fd, int depth)
 {
-	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = own < 0 ? NULL : fdopendir(own);
-	if (!d) {
-		if (own >= 0)
-			close(own);
+	DIR *d = mark_dir_list_at(fd);
+	if (!d)
 		return;
-	}
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		struct stat st;
@@ -184,7 +181,7 @@ static void clean_trace_dir(int fd, int depth)
 		} else if (S_ISDIR(st.st_mode) && depth < 8 && is_numbered(e->d_name, MARK_TF_CHILD_PREFIX)) {
 			int sub = mark_dir_open_at(fd, e->d_name, 0, 0, NULL);
 			if (sub >= 0) {
-				clean_trace_dir(sub, depth + 1);
+				tracer_clean_trace_dir(sub, depth + 1);
 				close(sub);
 				unlinkat(fd, e->d_name, AT_REMOVEDIR);   /* fails, as it should, if not empty */
 			}
@@ -276,6 +273,7 @@ static struct tracer_session *session_alloc(void)
 	for (unsigned i = 0; i < TRACER_MAX_RINGS; i++)
 		s->rings[i].stream_fd = -1;
 	s->base_fd = s->dir_fd = -1;
+	s->rotated_fd = -1;
 	s->generation = ++last_generation;
 	return s;
 }
@@ -292,6 +290,7 @@ static void free_session(struct tracer_session *s)
 		free(s->globs[i]);
 	free(s->globs);
 	free(s->marker_counts);
+	tracer_chunks_close(s);
 	if (s->family_stop)
 		munmap(s->family_stop, sizeof(*s->family_stop));
 	free(s);
@@ -391,6 +390,11 @@ static void atfork_child(void)
 			s->mode = parent->mode;
 			s->buffer_size = parent->buffer_size;
 			s->string_max = parent->string_max;
+			/* Its own chunks (DIR/pid-CHILD.chunk-K), with the parent's limits. */
+			s->max_size = parent->max_size;
+			s->chunk_size = parent->chunk_size;
+			s->rotate_ns = parent->rotate_ns;
+			s->chunk_start_ns = tracer_monotonic_ns();
 			s->pid = getpid();
 			s->clock = parent->clock;
 			/* The family word is shared with the parent: ours now (the
@@ -417,7 +421,7 @@ static void atfork_child(void)
 			snprintf(why, sizeof(why), "%s", s->base_fd < 0 ? "its directory is gone" : "");
 			int ok = s->base_fd >= 0 && open_process_dir(s, s->base_fd, why, sizeof(why)) == 0;
 			if (ok)   /* an earlier process with this pid: as at session start */
-				clean_trace_dir(s->dir_fd, 0);
+				tracer_clean_trace_dir(s->dir_fd, 0);
 			if (ok && tracer_stats_open(s) == 0 &&
 			    tracer_metadata_write(s->dir_fd, s->dir, s, s->trace_uuid, &s->described) == 0) {
 				tracer_stats_update(s, MARK_TF_STATE_RUNNING);
@@ -517,7 +521,7 @@ static int open_session_dirs(struct tracer_session *s, const char *given)
 	return 0;
 }
 
-static int session_start_locked(const struct mark_trace_config *cfg)
+static int session_start_locked(const struct mark_trace_config *cfg, const struct tracer_chunk_limits *limits)
 {
 	if (!cfg || !cfg->directory || !*cfg->directory)
 		return mark_error(EINVAL, "mark: tracer: no trace directory given");
@@ -543,6 +547,11 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 	s->buffer_size = round_pow2(size);
 	s->string_max = MARK_TF_STRING_MAX;
 	s->pid = getpid();
+	int rc = tracer_chunks_config(s, limits);
+	if (rc < 0) {
+		free_session(s);
+		return rc;
+	}
 	s->family_root = true;
 	void *family = mmap(NULL, sizeof(*s->family_stop), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	s->family_stop = family == MAP_FAILED ? NULL : family;   /* without it: children stop at their exit */
@@ -564,7 +573,7 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 			return mark_error(ENOMEM, "mark: tracer: out of memory");
 		}
 	}
-	int rc = open_session_dirs(s, cfg->directory);
+	rc = open_session_dirs(s, cfg->directory);
 	if (rc < 0) {
 		free_session(s);
 		return rc;
@@ -577,7 +586,7 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 		free_session(s);
 		return rc;
 	}
-	clean_trace_dir(s->dir_fd, 0);
+	tracer_clean_trace_dir(s->dir_fd, 0);
 	tracer_clock_init(&s->clock);
 	new_uuid(s->trace_uuid);
 	if ((rc = tracer_stats_open(s)) < 0) {
@@ -614,7 +623,7 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 		snprintf(msg, sizeof(msg), "%s", mark_last_error());
 		session_disconnect(s);
 		session_unmap(s, true);
-		clean_trace_dir(s->dir_fd, 0);
+		tracer_clean_trace_dir(s->dir_fd, 0);
 		free_session(s);
 		return mark_error(-rc, "%s", msg);
 	}
@@ -623,9 +632,14 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 
 int mark_tracer_start(const struct mark_trace_config *config)
 {
+	return tracer_start_chunked(config, NULL);
+}
+
+int tracer_start_chunked(const struct mark_trace_config *config, const struct tracer_chunk_limits *limits)
+{
 	mark_error_clear();
 	pthread_mutex_lock(&control_mutex);
-	int rc = session_start_locked(config);
+	int rc = session_start_locked(config, limits);
 	pthread_mutex_unlock(&control_mutex);
 	return rc;
 }
@@ -828,7 +842,7 @@ int mark_tracer_snapshot_into(const char *directory, unsigned flags)
 		goto out;
 	}
 	if (full > 0)
-		clean_trace_dir(fd, 0);
+		tracer_clean_trace_dir(fd, 0);
 	/* The metadata must describe every id the snapshot may contain. */
 	size_t nm;
 	mark_registry_lock();
@@ -916,6 +930,36 @@ int mark_size_parse(const char *text, size_t *bytes)
 	return 0;
 }
 
+int mark_rotate_parse(const char *text, uint64_t *bytes, uint64_t *ms)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ms;
+	} units[] = { { "ms", 1 }, { "s", 1000 }, { "min", 60000 }, { "h", 3600000 } };
+	*bytes = *ms = 0;
+	if (!text || *text < '0' || *text > '9')
+		return mark_error(EINVAL, "mark: \"%s\" is not a size (64M) or a duration (500ms, 30s, 10min, 1h)",
+				  text ? text : "");
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].unit) != 0)
+			continue;
+		if (errno || v == 0 || v > UINT64_MAX / 1000000ull / units[i].ms)
+			return mark_error(ERANGE, "mark: duration \"%s\" is zero or too long", text);
+		*ms = v * units[i].ms;
+		return 0;
+	}
+	size_t b;
+	int rc = mark_size_parse(text, &b);
+	if (rc < 0)
+		return mark_error(-rc, "mark: \"%s\" is not a size (64M) or a duration (500ms, 30s, 10min, 1h)",
+				  text);
+	*bytes = b;
+	return 0;
+}
+
 /* ---- environment configuration ---- */
 
 static char **split_globs(const char *text, size_t *count)
@@ -968,8 +1012,22 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	const char *enable = secure_getenv("MARK_ENABLE");
 	const char *mode_s = secure_getenv("MARK_MODE");
 	const char *buffer_s = secure_getenv("MARK_BUFFER");
+	const char *max_s = secure_getenv("MARK_MAX_SIZE");
+	const char *rotate_s = secure_getenv("MARK_ROTATE");
 	if (!dir && !enable)
 		return;
+	size_t max_size = 0;
+	uint64_t rotate_size = 0, rotate_ms = 0;
+	if (max_s && *max_s && (mark_size_parse(max_s, &max_size) < 0 || max_size < (1u << 20))) {
+		fprintf(stderr, "mark: MARK_MAX_SIZE=%s is not valid (a size of at least 1M, e.g. 20M, 1G); "
+			"tracing is off\n", max_s);
+		return;
+	}
+	if (rotate_s && *rotate_s && mark_rotate_parse(rotate_s, &rotate_size, &rotate_ms) < 0) {
+		fprintf(stderr, "mark: MARK_ROTATE=%s is not valid (a size such as 64M, or a duration such as "
+			"500ms, 30s, 10min, 1h); tracing is off\n", rotate_s);
+		return;
+	}
 	enum mark_trace_mode mode = MARK_TRACE_DISCARD;
 	size_t buffer = 0;
 	if (mode_s && *mode_s && mark_trace_mode_parse(mode_s, &mode) < 0) {
@@ -1015,8 +1073,9 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		.buffer_size = buffer,
 		.globs = (const char *const *)globs,
 	};
+	const struct tracer_chunk_limits limits = { max_size, rotate_size, rotate_ms };
 	pthread_mutex_lock(&control_mutex);
-	int rc = session_start_locked(&cfg);
+	int rc = session_start_locked(&cfg, &limits);
 	if (rc == 0)
 		tracer_current->from_env = true;
 	pthread_mutex_unlock(&control_mutex);

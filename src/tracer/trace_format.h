@@ -36,6 +36,9 @@
 #define MARK_TF_METADATA "metadata"
 #define MARK_TF_STREAM_PREFIX "stream-"       /* stream-%u                       */
 #define MARK_TF_STATS ".mark-stats"
+/* DIR/pid-P/.mark-chunks: events in chunks deleted under max_size (text) */
+#define MARK_TF_CHUNKS ".mark-chunks"
+#define MARK_TF_CHUNK_INFIX ".chunk-"          /* DIR/pid-P.chunk-K: a sealed chunk */
 #define MARK_TF_RING_PREFIX ".mark-ring-"     /* .mark-ring-%u                   */
 #define MARK_TF_CHILD_PREFIX "pid-"           /* DIR/pid-%d: trace of one process */
 

@@ -15,5 +15,24 @@
 
 /* All of it is public: sessions, statistics, recovery, the parsers. */
 #include <mark/tracer.h>
+#include <stdint.h>
+
+/*
+ * Chunks (docs/tracer.md), 0 = off: max_size keeps at most this many bytes
+ * of sealed chunks plus the live one, deleting the oldest; rotate_size /
+ * rotate_ms cut a chunk after this many bytes / ms.  Kept out of the
+ * installed struct mark_trace_config so that programs built against it
+ * (positional initialisers, -Wextra) are unaffected; MARK_MAX_SIZE,
+ * MARK_ROTATE and the agent's TRACE_START reach it.
+ */
+struct tracer_chunk_limits {
+	uint64_t max_size;
+	uint64_t rotate_size;
+	uint64_t rotate_ms;
+};
+
+/* mark_tracer_start() with chunk limits (NULL: none). */
+__attribute__((visibility("hidden"))) int tracer_start_chunked(const struct mark_trace_config *config,
+							      const struct tracer_chunk_limits *limits);
 
 #endif

@@ -52,6 +52,9 @@ extern MARK_HIDDEN int tracer_fence_word;
 #define TRACER_DEFAULT_BUFFER MARK_TRACE_BUFFER_DEFAULT
 #define TRACER_MIN_BUFFER MARK_TRACE_BUFFER_MIN
 #define TRACER_MAX_BUFFER MARK_TRACE_BUFFER_MAX
+/* Sealed chunks kept under max_size: the chunk size is max_size / 8, so
+ * at most 8 are ever on disk; the rest is headroom. */
+#define TRACER_MAX_CHUNKS 16
 #define TRACER_PACKET_MAX (1u << 20)  /* bytes of records per packet            */
 
 /* ---- clock.c ---- */
@@ -170,6 +173,26 @@ struct tracer_session {
 	uint64_t bytes_written;
 	uint64_t last_refine_ns;
 	bool write_error_reported;
+	/*
+	 * Chunks (chunks.c, docs/tracer.md).  Configuration (set before the
+	 * consumer starts, read-only after), then consumer-private state: only
+	 * the consumer thread, or stop once it is joined, touches it.
+	 */
+	uint64_t max_size;          /* 0: no deletion                              */
+	uint64_t chunk_size;        /* cut after this many bytes; 0: no size cut    */
+	uint64_t rotate_ns;         /* cut after this long; 0: no time cut          */
+	uint64_t chunk_base_bytes;  /* bytes_written when the live chunk began      */
+	uint64_t chunk_base_events; /* events_written then                          */
+	uint64_t chunk_start_ns;
+	unsigned chunk_next;        /* K of the next sealed DIR/pid-P.chunk-K       */
+	unsigned nchunks;           /* sealed chunks still on disk (max_size only)   */
+	struct tracer_chunk {
+		unsigned k;
+		uint64_t bytes, events, dev, ino;
+	} chunks[TRACER_MAX_CHUNKS];
+	uint64_t rotated_events, rotated_chunks;
+	int rotated_fd;             /* DIR/pid-P/.mark-chunks, or -1                */
+	bool chunk_error_reported;
 };
 
 /* How many of s->rings may be in use.  Relaxed: a ring created meanwhile
@@ -245,6 +268,10 @@ struct tracer_packet_sink {
 	uint64_t stream_bytes;      /* committed stream length                      */
 	struct mark_tf_ring *commit; /* NULL: no commit protocol (snapshots)        */
 	uint64_t lost;              /* events_discarded to put in the packets        */
+	/* events_discarded already reported in earlier files of this stream
+	 * (earlier chunks): a new file starts with an empty packet carrying it,
+	 * so the losses in this file are differences a reader can see. */
+	uint64_t lost_before;
 	uint64_t *counts;           /* by id, incremented per event written; or NULL */
 	unsigned counts_cap;        /* ids >= this are not in the metadata           */
 	uint64_t events;            /* out: events written                          */
@@ -265,6 +292,17 @@ MARK_HIDDEN int tracer_write_empty_packet(struct tracer_packet_sink *sink, uint6
 /* Number of records in [pos, end) (a damaged record ends the count). */
 MARK_HIDDEN uint64_t tracer_count_records(const uint64_t *data, uint64_t capacity, uint64_t pos,
 					  uint64_t end);
+
+/* ---- chunks.c ---- */
+/* After a drain pass: seal the live chunk if it is due, delete the oldest
+ * under max_size.  Consumer thread only. */
+MARK_HIDDEN void tracer_chunks_tick(struct tracer_session *s, uint64_t now_ns);
+MARK_HIDDEN void tracer_chunks_close(struct tracer_session *s);
+/* The session's chunk configuration from a start config; -errno (error set). */
+MARK_HIDDEN int tracer_chunks_config(struct tracer_session *s, const struct tracer_chunk_limits *limits);
+/* Remove the trace files (names the tracer writes, regular, this euid) in fd,
+ * and empty pid-N sub-directories (session.c). */
+MARK_HIDDEN void tracer_clean_trace_dir(int fd, int depth);
 
 /* ---- metadata.c ---- */
 /* Write metadata into the directory dirfd (named dir in messages),

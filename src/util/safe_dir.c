@@ -171,18 +171,26 @@ int mark_dir_check_private(int fd, uid_t uid, const char *path, char *why, size_
 	return 0;
 }
 
-int mark_dir_nonempty(int fd)
+DIR *mark_dir_list_at(int fd)
 {
 	/* A new open file description: reading it leaves fd's offset alone. */
 	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (own < 0)
-		return -errno;
+		return NULL;
 	DIR *d = fdopendir(own);
 	if (!d) {
 		int err = errno;
 		close(own);
-		return -err;
+		errno = err;
 	}
+	return d;
+}
+
+int mark_dir_nonempty(int fd)
+{
+	DIR *d = mark_dir_list_at(fd);
+	if (!d)
+		return -errno;
 	int n = 0;
 	struct dirent *e;
 	while (!n && (e = readdir(d)))

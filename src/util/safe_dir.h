@@ -19,6 +19,7 @@
 #ifndef MARK_UTIL_SAFE_DIR_H
 #define MARK_UTIL_SAFE_DIR_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -55,6 +56,11 @@ MARK_HIDDEN_UTIL int mark_dir_open_at(int dirfd, const char *name, unsigned flag
  * else?  0, or -EPERM with the reason in `why`, which names `path`.
  */
 MARK_HIDDEN_UTIL int mark_dir_check_private(int fd, uid_t uid, const char *path, char *why, size_t whylen);
+
+/* A DIR stream listing the directory fd, on a descriptor of its own (fd
+ * and its offset are left alone; closedir() closes only the new one);
+ * NULL with errno set. */
+MARK_HIDDEN_UTIL DIR *mark_dir_list_at(int fd);
 
 /* Number of entries besides "." and ".." (stops counting at 1), or -errno. */
 MARK_HIDDEN_UTIL int mark_dir_nonempty(int fd);
