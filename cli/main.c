@@ -3,6 +3,7 @@
 #include "command.h"
 #include "text.h"
 #include "core/internal.h"
+#include "filter/filter.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -45,6 +46,19 @@ int cli_glob_check(const char *cmd, const char *option, const char *glob)
 		shown[n++] = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
 	shown[n] = '\0';
 	cli_error("%s: bad %s \"%s\": %s", cmd, option, shown, why);
+	return 2;
+}
+
+int cli_filter_check(const char *cmd, const char *expr)
+{
+	char why[256];
+	struct mark_filter *f = mark_filter_parse(expr, why, sizeof(why));
+	if (f) {
+		mark_filter_free(f);
+		return 0;
+	}
+	/* cli_error() escapes control bytes of the expression it shows. */
+	cli_error("%s: bad --filter \"%s\": %s", cmd, expr, why);
 	return 2;
 }
 

@@ -40,6 +40,9 @@ struct mark_trace_config {
 	size_t buffer_size;           /* bytes per buffer; 0 = default            */
 	const char *const *globs;     /* markers to arm and record; NULL-terminated;
 					 NULL = every marker                       */
+	const char *filter;           /* record only events passing this expression
+					 (status == 500 && tid != 0);
+					 NULL or "" = all (docs/tracer.md, Filters) */
 };
 
 struct mark_trace_stats {

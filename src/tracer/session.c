@@ -13,6 +13,8 @@
 #define _GNU_SOURCE
 #define _LGPL_SOURCE
 #include "tracer_internal.h"
+
+#include "filter/filter.h"
 #include "util/safe_dir.h"
 
 #include <dirent.h>
@@ -464,6 +466,7 @@ static void session_disconnect(struct tracer_session *s)
 	}
 	tracer_set_current(NULL);
 	urcu_bp_synchronize_rcu();
+	tracer_filter_set(NULL, "tracer: filter");   /* no probe runs for s any more */
 	tracer_consumer_stop(s);
 }
 
@@ -532,6 +535,16 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 	if (tracer_current)
 		return mark_error(EBUSY, "mark: tracer: a session is already tracing into %s; stop it first",
 				  tracer_current->dir);
+	/* Refuse a bad filter before anything is created. */
+	bool filter_parsed = false;
+	if (cfg->filter && *cfg->filter) {
+		char err[256];
+		struct mark_filter *f = mark_filter_parse(cfg->filter, err, sizeof(err));
+		if (!f)
+			return mark_error(EINVAL, "mark: tracer: filter \"%s\": %s", cfg->filter, err);
+		mark_filter_free(f);
+		filter_parsed = true;
+	}
 	pthread_once(&atfork_once, register_atfork);
 	tracer_probe_init();
 	tracer_cpu_init();
@@ -597,6 +610,17 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 		session_unmap(s, false);
 		free_session(s);
 		return mark_error(-rc, "mark: tracer: cannot start the consumer thread: %s", strerror(-rc));
+	}
+	/* The filter first: no event of this session is recorded unfiltered.
+	 * (A bad expression was refused above, before anything was created.) */
+	if (filter_parsed) {
+		rc = tracer_filter_set(cfg->filter, "tracer: filter");
+		if (rc < 0) {
+			session_unmap(s, true);
+			clean_trace_dir(s->dir_fd, 0);
+			free_session(s);
+			return rc;
+		}
 	}
 	/* Release: everything above is visible to a probe that sees s. */
 	tracer_set_current(s);
@@ -968,6 +992,7 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	const char *enable = secure_getenv("MARK_ENABLE");
 	const char *mode_s = secure_getenv("MARK_MODE");
 	const char *buffer_s = secure_getenv("MARK_BUFFER");
+	const char *filter = secure_getenv("MARK_FILTER");
 	if (!dir && !enable)
 		return;
 	enum mark_trace_mode mode = MARK_TRACE_DISCARD;
@@ -1009,11 +1034,23 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		free_globs(globs);
 		return;
 	}
+	if (filter && *filter) {
+		char err[256];
+		struct mark_filter *f = mark_filter_parse(filter, err, sizeof(err));
+		if (!f) {
+			fprintf(stderr, "mark: MARK_FILTER=%s is not valid: %s (see `mark record --help` "
+				"for the filter language); tracing is off\n", filter, err);
+			free_globs(globs);
+			return;
+		}
+		mark_filter_free(f);
+	}
 	struct mark_trace_config cfg = {
 		.directory = dir,
 		.mode = mode,
 		.buffer_size = buffer,
 		.globs = (const char *const *)globs,
+		.filter = filter,
 	};
 	pthread_mutex_lock(&control_mutex);
 	int rc = session_start_locked(&cfg);

@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""Filters end to end: `mark record --filter`, MARK_FILTER, and refusal of a
+bad expression before the program runs.
+
+    test_filter_cli.py CASE MARK_BINARY RECORD_TARGET WORKDIR
+
+RECORD_TARGET is tests/cli/record_target.c: 2 threads x 1000 of
+cli_req_begin "%d %p %s" (id, ptr, name = "req<id>"), cli_req_end "%d" (id),
+cli_tick "%u" (tick = 0..999 per thread), and one cli_once "%x %f".
+Exit 0 = pass, 1 = fail, 77 = skip.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+import test_cli as t  # noqa: E402  (shared helpers: run, record, check_trace, ...)
+
+check, run = t.check, t.run
+
+
+def counts_of(mark, trace):
+    st = run([mark, "stats", trace])
+    check(st.returncode == 0, "mark stats failed: %s" % st.stderr)
+    rows = {l.split()[0]: int(l.split()[1]) for l in st.stdout.splitlines()[3:] if l.strip()}
+    return {short: rows.get(t.marker_key(rows, short), 0)
+            for short in ("cli_req_begin", "cli_req_end", "cli_tick", "cli_once")}
+
+
+def case_record(mark, target, workdir):
+    t.need_babeltrace2()
+    # strings with a glob, integers, &&: req1, req10..req19 (ids < 100); the
+    # other markers lack `name` (or `id`) and are not recorded
+    trace, r = t.record(mark, target, workdir, "glob", "exit", "0",
+                        extra=("--filter", 'id < 100 && name == "req1*"'))
+    check(r.returncode == 0, "exit status %d: %s" % (r.returncode, r.stderr))
+    got = counts_of(mark, trace)
+    check(got == {"cli_req_begin": 11, "cli_req_end": 0, "cli_tick": 0, "cli_once": 0},
+          "--filter 'id < 100 && name == \"req1*\"' recorded %r" % got)
+    v = run([mark, "view", trace])
+    ids = sorted(int(x.split("id=")[1].split()[0]) for x in v.stdout.splitlines() if "id=" in x)
+    check(ids == [1] + list(range(10, 20)), "recorded ids %r" % ids)
+
+    # two markers with the field `id`
+    trace, r = t.record(mark, target, workdir, "or", "exit", "0",
+                        extra=("--filter", "id == 7 || id == 1500"))
+    got = counts_of(mark, trace)
+    check(got == {"cli_req_begin": 2, "cli_req_end": 2, "cli_tick": 0, "cli_once": 0},
+          "--filter 'id == 7 || id == 1500' recorded %r" % got)
+
+    # bitwise & and a double, with -e; and || across fields that no marker has
+    # together records nothing: each marker lacks one of them
+    for name, expr, want in (
+            ("bits", "tick & 0x3ff == 0x3e7", {"cli_tick": 2}),
+            ("double", "flags & 0xf == 0xf && ratio < 0.5", {"cli_once": 1}),
+            ("split", "tick == 3 || flags != 0", {})):
+        trace, r = t.record(mark, target, workdir, name, "exit", "0", extra=("-e", "cli_*", "--filter", expr))
+        check(r.returncode == 0, "--filter '%s': exit %d %s" % (expr, r.returncode, r.stderr))
+        got = counts_of(mark, trace)
+        full = dict({"cli_req_begin": 0, "cli_req_end": 0, "cli_tick": 0, "cli_once": 0}, **want)
+        check(got == full, "--filter '%s' recorded %r, want %r" % (expr, got, full))
+
+    # MARK_FILTER in the environment, without `mark record`
+    trace = t.fresh(workdir, "env")
+    r = run([target, "exit", "0"], env=dict(os.environ, MARK_TRACE=trace, MARK_ENABLE="*",
+                                            MARK_FILTER="tick >= 990"))
+    check(r.returncode == 0, "MARK_FILTER run: %d %s" % (r.returncode, r.stderr))
+    got = counts_of(mark, trace)
+    check(got["cli_tick"] == 20 and got["cli_req_begin"] == 0, "MARK_FILTER='tick >= 990' recorded %r" % got)
+
+
+def case_refuse(mark, target, workdir):
+    ready = os.path.join(workdir, "ran")
+    if os.path.exists(ready):
+        os.unlink(ready)
+    trace = t.fresh(workdir, "bad")
+    r = run([mark, "record", "-o", trace, "--filter", "id = 3", "--", target, "wait", ready])
+    check(r.returncode == 2, "bad --filter: exit %d, want 2 (usage error)" % r.returncode)
+    check("column 4" in r.stderr and "use ==" in r.stderr, "bad --filter message: %r" % r.stderr)
+    check(not os.path.exists(ready), "the program ran despite the bad filter")
+    # a bad MARK_FILTER: the program runs untraced and is told why
+    trace = t.fresh(workdir, "badenv")
+    r = run([target, "exit", "0"], env=dict(os.environ, MARK_TRACE=trace, MARK_ENABLE="*",
+                                            MARK_FILTER="(id == 3"))
+    check(r.returncode == 0, "bad MARK_FILTER changed the program's exit: %d" % r.returncode)
+    check("MARK_FILTER" in r.stderr and "column 9" in r.stderr and "tracing is off" in r.stderr,
+          "bad MARK_FILTER message: %r" % r.stderr)
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+if __name__ == "__main__":
+    case, mark, target, workdir = sys.argv[1:5]
+    os.makedirs(workdir, exist_ok=True)
+    CASES[case](mark, target, workdir)
+    if t.failures:
+        print("FAILED: %d check(s)" % len(t.failures), file=sys.stderr)
+        sys.exit(1)
+    print("ok")
