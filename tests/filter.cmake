@@ -13,3 +13,6 @@ if(TARGET mark_cli)
     set_tests_properties(filter_cli_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+# A filter replaced while threads fire; exact counts after.
+mark_test(test_filter_live SOURCES filter/test_filter_live.c)
+set_tests_properties(test_filter_live PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})

@@ -79,6 +79,14 @@ int mark_tracer_stop_directory(const char *directory);
 int mark_tracer_snapshot(const char *directory);
 int mark_tracer_snapshot_into(const char *directory, unsigned flags);
 void mark_tracer_get_stats(struct mark_trace_stats *stats);
+/*
+ * Replace the running session's filter while the program runs (the agent's
+ * `mark enable PID GLOB --filter`): events fired after the call returns
+ * are judged by `expr` (NULL or "": no filter).  A bad expression changes
+ * nothing: -EINVAL, mark_last_error() giving its column.  -ENOENT if no
+ * session runs.
+ */
+int mark_tracer_set_filter(const char *expr);
 
 /*
  * Crash recovery.  When a traced process dies without stopping its session

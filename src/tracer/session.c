@@ -705,6 +705,19 @@ int mark_tracer_stop_directory(const char *directory)
 	return rc;
 }
 
+int mark_tracer_set_filter(const char *expr)
+{
+	mark_error_clear();
+	pthread_mutex_lock(&control_mutex);
+	/* Under control_mutex: a session stop (which clears the filter) and
+	 * another replacement are serialised with us. */
+	int rc = tracer_current ? tracer_filter_set(expr, "tracer: filter")
+				: mark_error(ENOENT, "mark: tracer: no tracing session is running; start one "
+						     "before setting its filter");
+	pthread_mutex_unlock(&control_mutex);
+	return rc;
+}
+
 void mark_tracer_get_stats(struct mark_trace_stats *out)
 {
 	memset(out, 0, sizeof(*out));
