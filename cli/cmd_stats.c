@@ -11,6 +11,7 @@
 #include "liveline.h"
 #include "trace_reader.h"
 #include "trace_time.h"
+#include "filter/filter.h"
 #include "trace_value.h"
 
 #include <getopt.h>
@@ -35,6 +36,9 @@ static const char stats_usage[] =
 	"The header line gives the totals, including events the tracer lost.\n"
 	"\n"
 	"Options:\n"
+	"  -f, --filter EXPR\n"
+	"               count only events whose fields pass EXPR (the language of\n"
+	"               `mark record --filter`); the totals count those events only\n"
 	"  --progress   show the reading progress on stderr (by default only when\n"
 	"               stderr is a terminal)\n"
 	"  -h, --help   this help\n"
@@ -71,6 +75,7 @@ struct stats_state {
 	int have_time;
 	uint64_t streams;
 	int oom;
+	const struct mark_filter *filter;   /* --filter, or NULL */
 };
 
 static uint64_t hash_name(const char *s)
@@ -103,6 +108,8 @@ static struct marker_stats *find_marker(struct stats_state *st, const char *name
 static int stats_event(const struct trace_event *ev, void *arg)
 {
 	struct stats_state *st = arg;
+	if (st->filter && !trace_event_filter_pass(ev, st->filter))
+		return 0;
 	/* The row of a name pointer, remembered: a reader hands the same
 	 * pointer (the class name) for every event of a class while it runs,
 	 * so the hash and compare run once per class, not per event. */
@@ -221,19 +228,25 @@ static int stats_run(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "progress", no_argument, NULL, 'P' },
+		{ "filter", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 	bool progress = false;
+	const char *filter_text = NULL;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hf:", opts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(stats_usage, stdout);
 			return 0;
 		}
 		if (c == 'P') {
 			progress = true;
+			continue;
+		}
+		if (c == 'f') {
+			filter_text = optarg;   /* parsed once the options are read */
 			continue;
 		}
 		cli_error("stats: %s: unknown option; see `mark stats --help`", argv[optind - 1]);
@@ -245,9 +258,15 @@ static int stats_run(int argc, char **argv)
 		return 2;
 	}
 	const char *dir = argv[optind];
+	struct mark_filter *filter = NULL;
+	if (filter_text && !(filter = cli_filter_parse("stats", filter_text)))
+		return 2;
 	struct stats_state *st = calloc(1, sizeof(*st));
-	if (!st)
+	if (!st) {
+		mark_filter_free(filter);
 		return cli_error("stats: out of memory");
+	}
+	st->filter = filter;
 	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(progress, false),
 					.event = stats_event, .discarded = stats_discarded };
 	int r = trace_read(dir, &ops, st);
@@ -321,6 +340,7 @@ static int stats_run(int argc, char **argv)
 	}
 	free(st->all);
 	free(st);
+	mark_filter_free(filter);
 	return status;
 }
 

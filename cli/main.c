@@ -49,17 +49,22 @@ int cli_glob_check(const char *cmd, const char *option, const char *glob)
 	return 2;
 }
 
-int cli_filter_check(const char *cmd, const char *expr)
+struct mark_filter *cli_filter_parse(const char *cmd, const char *expr)
 {
 	char why[256];
 	struct mark_filter *f = mark_filter_parse(expr, why, sizeof(why));
-	if (f) {
-		mark_filter_free(f);
-		return 0;
+	if (!f) {
+		/* cli_error() escapes control bytes of the expression it shows. */
+		cli_error("%s: bad --filter \"%s\": %s", cmd, expr, why);
 	}
-	/* cli_error() escapes control bytes of the expression it shows. */
-	cli_error("%s: bad --filter \"%s\": %s", cmd, expr, why);
-	return 2;
+	return f;
+}
+
+int cli_filter_check(const char *cmd, const char *expr)
+{
+	struct mark_filter *f = cli_filter_parse(cmd, expr);
+	mark_filter_free(f);
+	return f ? 0 : 2;
 }
 
 bool cli_parse_dir_only(int argc, char **argv, const char *usage, const char **dir, int *status)

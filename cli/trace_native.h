@@ -28,6 +28,10 @@ void trace_native_payload_append(struct strbuf *sb, const struct trace_native_ev
 				 enum trace_value_style style);
 size_t trace_native_payload_count(const struct trace_native_event *ev);
 bool trace_native_has_field(const struct trace_native_event *ev, const char *name);
+/* The value of field `name` for a --filter (src/filter); false if the event has none. */
+struct mark_filter_value;
+bool trace_native_field_value(const struct trace_native_event *ev, const char *name,
+			      struct mark_filter_value *out);
 const char **trace_native_class_names(const struct trace_native_event *ev, size_t *count);
 
 #endif

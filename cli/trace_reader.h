@@ -48,6 +48,13 @@ size_t trace_event_payload_count(const struct trace_event *ev);
 /* Whether the event has an argument called `name`. */
 bool trace_event_has_field(const struct trace_event *ev, const char *name);
 /*
+ * Does the event pass the --filter `f` (src/filter: the probe's language,
+ * fields by their trace names)?  An event without a field f names does
+ * not, as in the probe.
+ */
+struct mark_filter;
+bool trace_event_filter_pass(const struct trace_event *ev, const struct mark_filter *f);
+/*
  * The name of every event class (marker) the event's trace declares, in one
  * malloc'd array of borrowed names (valid while trace_read runs); NULL when
  * out of memory.

@@ -86,6 +86,33 @@ def case_refuse(mark, target, workdir):
           "bad MARK_FILTER message: %r" % r.stderr)
 
 
+def case_read(mark, target, workdir):
+    """view/stats --filter: the same language on a recorded (unfiltered) trace,
+    through mark's native reader and through libbabeltrace2 (MARK_READER=bt2)."""
+    t.need_babeltrace2()
+    trace, r = t.record(mark, target, workdir, "all", "exit", "0")
+    check(r.returncode == 0, "record: %d %s" % (r.returncode, r.stderr))
+    for reader in ("native", "bt2"):
+        env = dict(os.environ, MARK_READER=reader) if reader == "bt2" else dict(os.environ)
+        env.pop("MARK_READER", None) if reader == "native" else None
+        v = run([mark, "view", "--filter", 'id < 100 && name == "req1*"', trace], env=env)
+        check(v.returncode == 0, "%s: view --filter: %d %s" % (reader, v.returncode, v.stderr))
+        ids = sorted(int(x.split("id=")[1].split()[0]) for x in v.stdout.splitlines() if "id=" in x)
+        check(ids == [1] + list(range(10, 20)), "%s: view --filter shows ids %r" % (reader, ids))
+        v = run([mark, "view", "--filter", "flags & 0xf == 0xf && ratio == 0.25", trace], env=env)
+        lines = [l for l in v.stdout.splitlines() if l.strip()]
+        check(len(lines) == 1 and "cli_once" in lines[0], "%s: view --filter on %%x/%%f: %r" % (reader, lines))
+        st = run([mark, "stats", "--filter", "tick >= 990", trace], env=env)
+        check(st.returncode == 0, "%s: stats --filter: %d %s" % (reader, st.returncode, st.stderr))
+        rows = {l.split()[0]: int(l.split()[1]) for l in st.stdout.splitlines()[3:] if l.strip()}
+        got = rows.get(t.marker_key(rows, "cli_tick"))
+        check(got == 20 and t.marker_key(rows, "cli_req_begin") is None,
+              "%s: stats --filter 'tick >= 990': %r" % (reader, rows))
+    for cmd in ("view", "stats"):
+        b = run([mark, cmd, "--filter", "tick >", trace])
+        check(b.returncode == 2 and "column 7" in b.stderr, "%s bad --filter: %d %r" % (cmd, b.returncode, b.stderr))
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 if __name__ == "__main__":
