@@ -16,3 +16,9 @@ endif()
 # A filter replaced while threads fire; exact counts after.
 mark_test(test_filter_live SOURCES filter/test_filter_live.c)
 set_tests_properties(test_filter_live PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+# 15 s of afl++ on the filter parser/evaluator (`make fuzz`: 300 s); built by
+# run_filter.sh with its own sanitizers, so skipped in sanitizer builds.
+add_test(NAME filter_fuzz_short
+  COMMAND /bin/bash -c "if [ -n \"$MARK_TEST_SANITIZER\" ]; then echo 'SKIP: the fuzz run is part of the default build; this is a sanitizer build'; exit 77; fi; exec /bin/bash \"$0\" 15 \"$1\""
+          ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_filter.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-filter)
+set_tests_properties(filter_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
