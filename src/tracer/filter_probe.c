@@ -92,15 +92,21 @@ bool tracer_filter_rejects(struct tracer_filter *tf, const struct mark_marker *m
 		if (id <= MARK_TF_MAX_ID)
 			__atomic_store_n(&tf->bind[id], b, __ATOMIC_RELAXED);
 	}
-	if (b & BIND_MISSING)
+	if (b & BIND_MISSING) {
+		MARK_TSAN_RELEASE(tf);   /* see tracer_filter_set() */
 		return true;
+	}
 	struct mark_filter_value vals[MARK_FILTER_MAX_FIELDS];
 	const unsigned nf = mark_filter_nfields(f);
 	for (unsigned k = 0; k < nf; k++) {
 		const unsigned slot = (unsigned)(b >> (k * BIND_SLOT_BITS)) & ((1u << BIND_SLOT_BITS) - 1);
 		slot_value(&m->args[slot], args[slot], &vals[k]);
 	}
-	return !mark_filter_eval(f, vals);
+	const bool reject = !mark_filter_eval(f, vals);
+	/* TSan does not see the grace period that orders these reads before
+	 * tracer_filter_set() frees the filter: say so (nothing otherwise). */
+	MARK_TSAN_RELEASE(tf);
+	return reject;
 }
 
 int tracer_filter_set(const char *text, const char *what)
@@ -124,12 +130,12 @@ int tracer_filter_set(const char *text, const char *what)
 	/* Release: the filter and its zeroed bind words are visible to a probe
 	 * that loads the pointer (acquire). */
 	struct tracer_filter *old = __atomic_exchange_n(&tracer_filter, tf, __ATOMIC_ACQ_REL);
-	MARK_TSAN_RELEASE(&tracer_filter);
 	if (old) {
 		/* Probes that may still read `old` run inside a read-side critical
-		 * section begun before the exchange: wait for them all. */
+		 * section begun before the exchange: wait for them all.  (For
+		 * TSan: pairs with the probe's release on `old` after its use.) */
 		urcu_bp_synchronize_rcu();
-		MARK_TSAN_ACQUIRE(&tracer_filter);
+		MARK_TSAN_ACQUIRE(old);
 		mark_filter_free(old->filter);
 		free(old);
 	}
