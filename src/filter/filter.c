@@ -478,6 +478,33 @@ const char *mark_filter_field(const struct mark_filter *f, unsigned k)
 	return k < f->nfields ? f->fields[k] : NULL;
 }
 
+bool mark_filter_simple(const struct mark_filter *f, int *op, uint64_t *value)
+{
+	if (f->nops != 3 || f->nfields != 1)
+		return false;
+	const struct op *a = &f->ops[0], *b = &f->ops[1], *c = &f->ops[2];
+	bool turned = a->kind == OP_CONST;
+	const struct op *k = turned ? a : b;
+	if ((turned ? b : a)->kind != OP_FIELD || k->kind != OP_CONST)
+		return false;
+	if (k->v.type == MARK_FILTER_INT ? k->v.i < 0 : k->v.type != MARK_FILTER_UINT)
+		return false;
+	int o;
+	switch ((enum op_kind)c->kind) {
+	case OP_LT: o = -2; break;
+	case OP_LE: o = -1; break;
+	case OP_EQ: o = 0; break;
+	case OP_GE: o = 1; break;
+	case OP_GT: o = 2; break;
+	case OP_NE: o = 3; break;
+	default: return false;
+	}
+	/* "5 < x" is "x > 5" */
+	*op = turned && o != 0 && o != 3 ? -o : o;
+	*value = k->v.u;   /* >= 0: the same bits as i */
+	return true;
+}
+
 /* ---- evaluation ---- */
 
 bool mark_filter_glob(const char *p, const char *s, size_t len)

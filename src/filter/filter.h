@@ -69,6 +69,12 @@ const char *mark_filter_field(const struct mark_filter *f, unsigned k);
  * not have the kind of field the filter expects).
  */
 bool mark_filter_eval(const struct mark_filter *f, const struct mark_filter_value *vals);
+/*
+ * The one-comparison shape the probe special-cases: "FIELD OP INTEGER"
+ * (or "INTEGER OP FIELD", turned around) with an integer >= 0.  True with
+ * *op one of -2 (<), -1 (<=), 0 (==), 1 (>=), 2 (>), 3 (!=).
+ */
+bool mark_filter_simple(const struct mark_filter *f, int *op, uint64_t *value);
 /* `*` glob of the filter language: does s[0..len) match pattern p (NUL-
  * terminated; backslash escapes the next character)? */
 bool mark_filter_glob(const char *p, const char *s, size_t len);

@@ -97,6 +97,32 @@ bool tracer_filter_rejects(struct tracer_filter *tf, const struct mark_marker *m
 		return true;
 	}
 	struct mark_filter_value vals[MARK_FILTER_MAX_FIELDS];
+	if (tf->simple) {
+		/* One comparison of an integer field with N >= 0 (the common
+		 * "status == 500"): no program to run. */
+		const unsigned slot = (unsigned)b & ((1u << BIND_SLOT_BITS) - 1);
+		slot_value(&m->args[slot], args[slot], &vals[0]);
+		int c;
+		if (vals[0].type == MARK_FILTER_INT)
+			c = vals[0].i < 0 ? -1 : (uint64_t)vals[0].i < tf->simple_value ? -1
+						 : (uint64_t)vals[0].i > tf->simple_value;
+		else if (vals[0].type == MARK_FILTER_UINT)
+			c = vals[0].u < tf->simple_value ? -1 : vals[0].u > tf->simple_value;
+		else
+			goto general;   /* a double or a string field */
+		bool pass;
+		switch (tf->simple_op) {
+		case -2: pass = c < 0; break;
+		case -1: pass = c <= 0; break;
+		case 0: pass = c == 0; break;
+		case 1: pass = c >= 0; break;
+		case 2: pass = c > 0; break;
+		default: pass = c != 0; break;
+		}
+		MARK_TSAN_RELEASE(tf);
+		return !pass;
+	}
+general:;
 	const unsigned nf = mark_filter_nfields(f);
 	for (unsigned k = 0; k < nf; k++) {
 		const unsigned slot = (unsigned)(b >> (k * BIND_SLOT_BITS)) & ((1u << BIND_SLOT_BITS) - 1);
@@ -126,6 +152,7 @@ int tracer_filter_set(const char *text, const char *what)
 			return mark_error(ENOMEM, "mark: %s: out of memory", what);
 		}
 		tf->filter = f;
+		tf->simple = mark_filter_simple(f, &tf->simple_op, &tf->simple_value);
 	}
 	/* Release: the filter and its zeroed bind words are visible to a probe
 	 * that loads the pointer (acquire). */

@@ -311,6 +311,10 @@ struct mark_filter;
  */
 struct tracer_filter {
 	struct mark_filter *filter;
+	/* "FIELD OP N" (mark_filter_simple): judged without the evaluator. */
+	bool simple;
+	int simple_op;
+	uint64_t simple_value;
 	uint64_t bind[MARK_TF_MAX_ID + 1];
 };
 extern struct tracer_filter *tracer_filter;

@@ -52,7 +52,14 @@ def case_record(mark, target, workdir):
     for name, expr, want in (
             ("bits", "tick & 0x3ff == 0x3e7", {"cli_tick": 2}),
             ("double", "flags & 0xf == 0xf && ratio < 0.5", {"cli_once": 1}),
-            ("split", "tick == 3 || flags != 0", {})):
+            ("split", "tick == 3 || flags != 0", {}),
+            # one comparison with N >= 0: the probe's shortcut, both ways round
+            ("turned", "5 > tick", {"cli_tick": 10}),
+            ("turned_le", "990 <= tick", {"cli_tick": 20}),
+            ("ne", "tick != 3", {"cli_tick": 1998}),
+            ("lt", "tick < 2", {"cli_tick": 4}),
+            ("neg", "tick > -1", {"cli_tick": 2000}),   # not the shortcut: N < 0
+            ("dbl", "ratio >= 0", {"cli_once": 1})):    # the shortcut's field is a double
         trace, r = t.record(mark, target, workdir, name, "exit", "0", extra=("-e", "cli_*", "--filter", expr))
         check(r.returncode == 0, "--filter '%s': exit %d %s" % (expr, r.returncode, r.stderr))
         got = counts_of(mark, trace)
