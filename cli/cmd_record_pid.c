@@ -66,6 +66,8 @@ const char cli_record_pid_usage[] =
 	"                         `mark snapshot`) or block\n"
 	"  -b, --buffer SIZE      bytes per thread buffer: 4096, 64k, 16M, 1G\n"
 	"  -d, --duration SECONDS stop after SECONDS (decimals allowed)\n"
+	"  -f, --filter EXPR      record only events whose fields pass EXPR (as in\n"
+	"                         `mark record --filter`; judged in the process)\n"
 	"  -q, --quiet            no live line and no summary\n"
 	"  -h, --help             this help\n"
 	"\n"
@@ -253,19 +255,20 @@ int cli_record_pid(int argc, char **argv)
 		{ "buffer", required_argument, NULL, 'b' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "filter", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *globs[MARK_PROTO_MAX_GLOBS + 1];
 	size_t nglobs = 0;
-	const char *output = NULL, *pid_text = NULL;
+	const char *output = NULL, *pid_text = NULL, *filter = NULL;
 	uint64_t mode = MARK_TRACE_DISCARD, bufsize = 0;
 	double duration = 0;
 	bool quiet = false;
 	int ch;
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "p:e:o:m:b:d:qh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:e:o:m:b:d:f:qh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'p': pid_text = optarg; break;
 		case 'e':
@@ -298,6 +301,12 @@ int cli_record_pid(int argc, char **argv)
 			break;
 		}
 		case 'q': quiet = true; break;
+		case 'f':
+			/* Refused here with its column, before the process is contacted. */
+			if (cli_filter_check("record", optarg) != 0)
+				return 2;
+			filter = optarg;
+			break;
 		case 'h': fputs(cli_record_pid_usage, stdout); return 0;
 		default:
 			cli_error("record: %s: unknown option or missing argument; see `mark record --help`",
@@ -357,6 +366,8 @@ int cli_record_pid(int argc, char **argv)
 	mark_proto_add_u64(&req, MARK_TAG_MODE, mode);
 	if (bufsize)
 		mark_proto_add_u64(&req, MARK_TAG_BUFSIZE, bufsize);
+	if (filter)
+		mark_proto_add_str(&req, MARK_TAG_FILTER, filter);   /* <= 1024 bytes: parsed */
 	for (size_t i = 0; i < nglobs; i++)
 		mark_proto_add_str(&req, MARK_TAG_GLOB, globs[i]);
 	mark_proto_end(&req);

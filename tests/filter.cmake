@@ -22,3 +22,11 @@ add_test(NAME filter_fuzz_short
   COMMAND /bin/bash -c "if [ -n \"$MARK_TEST_SANITIZER\" ]; then echo 'SKIP: the fuzz run is part of the default build; this is a sanitizer build'; exit 77; fi; exec /bin/bash \"$0\" 15 \"$1\""
           ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_filter.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-filter)
 set_tests_properties(filter_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+# --filter through the control agent (record --pid, enable --filter).
+if(TARGET mark_cli)
+  add_test(NAME agent_cli_filter
+    COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_control.sh filter
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:agent_target>
+            ${CMAKE_CURRENT_BINARY_DIR}/agent-work/filter)
+  set_tests_properties(agent_cli_filter PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()

@@ -656,6 +656,14 @@ static void do_list(const struct mark_request *req, struct mark_proto_buf *out)
 static void do_arm(const struct mark_request *req, bool arm, struct mark_proto_buf *out)
 {
 	uint64_t matched[MARK_PROTO_MAX_GLOBS], changed[MARK_PROTO_MAX_GLOBS];
+	/* The filter first: a bad one (or no recording to filter) arms nothing. */
+	if (req->filter) {
+		int r = mark_tracer_set_filter(req->filter);
+		if (r < 0) {
+			mark_proto_error(out, r, "%s", mark_last_error());
+			return;
+		}
+	}
 	for (size_t i = 0; i < req->nglobs; i++) {
 		struct list_ctx ctx = { 0 };
 		mark_list(req->globs[i], list_one, &ctx);
@@ -709,6 +717,7 @@ static void do_trace_start(int ci, const struct mark_request *req, struct mark_p
 		.mode = (enum mark_trace_mode)req->mode,
 		.buffer_size = (size_t)req->bufsize,
 		.globs = req->globs,
+		.filter = req->filter,
 	};
 	int r = mark_tracer_start(&cfg);
 	if (r < 0) {

@@ -43,9 +43,9 @@ enum mark_proto_type {
 	MARK_MSG_INFO = 1,          /* -> INFO_REPLY (PID CMDLINE MARKERS SITES ARMED
 				       TRACING [OWNER_PID DIR])                  */
 	MARK_MSG_LIST = 2,          /* [GLOB] -> MARKER* LIST_END                  */
-	MARK_MSG_ARM = 3,           /* GLOB+ -> OK (GLOB MATCHED CHANGED)+         */
+	MARK_MSG_ARM = 3,           /* GLOB+ [FILTER] -> OK (GLOB MATCHED CHANGED)+ */
 	MARK_MSG_DISARM = 4,        /* GLOB+ -> OK (GLOB MATCHED CHANGED)+         */
-	MARK_MSG_TRACE_START = 5,   /* DIR MODE [BUFSIZE] GLOB+ -> OK              */
+	MARK_MSG_TRACE_START = 5,   /* DIR MODE [BUFSIZE] [FILTER] GLOB+ -> OK     */
 	MARK_MSG_TRACE_STOP = 6,    /* [DIR] -> STATS                              */
 	MARK_MSG_TRACE_STATS = 7,   /* -> STATS                                    */
 	MARK_MSG_SNAPSHOT = 8,      /* DIR -> OK                                   */
@@ -88,7 +88,8 @@ enum mark_proto_tag {
 	MARK_TAG_OBJECT = 27,       /* str: executable or library of the first site */
 	MARK_TAG_MORE_SITES = 28,   /* u64: sites beyond the first */
 	MARK_TAG_FORCE = 29,        /* u64: 1 = snapshot into a non-empty directory (replace mark's files) */
-	MARK_TAG_MAX_ = 29,
+	MARK_TAG_FILTER = 30,       /* str: --filter expression (src/filter), at most MARK_FILTER_MAX_TEXT bytes */
+	MARK_TAG_MAX_ = 30,
 };
 
 /* The tracing state reported by INFO. */
@@ -203,6 +204,7 @@ struct mark_request {
 	uint64_t mode;
 	uint64_t bufsize;
 	bool force;                 /* SNAPSHOT: MARK_TAG_FORCE was 1 */
+	const char *filter;         /* ARM, TRACE_START: MARK_TAG_FILTER, or NULL */
 };
 
 /*
