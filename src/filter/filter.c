@@ -386,28 +386,28 @@ static enum shape parse_cmp(struct parser *ps)
 	return SH_ANY;
 }
 
-static enum shape parse_and(struct parser *ps)
+/* A left-associative chain "sub { tok sub }" emitting `op` after each pair. */
+static enum shape parse_chain(struct parser *ps, enum shape (*sub)(struct parser *), enum tok tok,
+			      enum op_kind op)
 {
-	enum shape s = parse_cmp(ps);
-	while (!ps->failed && ps->tok == T_AND) {
+	enum shape s = sub(ps);
+	while (!ps->failed && ps->tok == tok) {
 		next(ps);
-		parse_cmp(ps);
-		emit(ps, OP_AND, 0);
+		sub(ps);
+		emit(ps, op, 0);
 		s = SH_ANY;
 	}
 	return s;
 }
 
+static enum shape parse_and(struct parser *ps)
+{
+	return parse_chain(ps, parse_cmp, T_AND, OP_AND);
+}
+
 static enum shape parse_or(struct parser *ps)
 {
-	enum shape s = parse_and(ps);
-	while (!ps->failed && ps->tok == T_OR) {
-		next(ps);
-		parse_and(ps);
-		emit(ps, OP_OR, 0);
-		s = SH_ANY;
-	}
-	return s;
+	return parse_chain(ps, parse_and, T_OR, OP_OR);
 }
 
 
