@@ -364,6 +364,19 @@ def table3(p):
         else:
             p.goals.append(("One recorded \"%d %p\" event ≤ 2× a bare timestamp read",
                             res.skips.get(("t3", "tracer"), "not measured: tracer row missing"), None))
+    # --filter (issue 13): a rejected event against rdtsc, an accepted one against `tracer`
+    fr = res.med("t3", "tracer_filter_reject", "event")
+    fa = res.med("t3", "tracer_filter_accept", "event")
+    if ts:
+        if fr is not None:
+            p.goals.append(("Event rejected by a one-comparison --filter ≤ 1.5× a bare timestamp read",
+                            f"{fmt_num(fr)} vs rdtsc {fmt_num(ts)} cycles = {fr / ts:.2f}×", fr <= 1.5 * ts))
+        else:
+            p.goals.append(("Event rejected by a one-comparison --filter ≤ 1.5× a bare timestamp read",
+                            res.skips.get(("t3", "tracer_filter_reject"), "not measured: row missing"), None))
+    if fa is not None and tr is not None:
+        p.add(f"An event accepted by a one-comparison --filter: {fmt_num(fa)} cycles, "
+              f"{fmt_num(fa - tr)} more than unfiltered.\n")
     lt = res.med("t3", "lttng", "event")
     if tr is not None and lt is not None:
         p.goals.append(("Recorded event ≥ 5× cheaper than LTTng-UST", f"LTTng {fmt_num(lt)} / mark {fmt_num(tr)} = {lt / tr:.1f}×",
