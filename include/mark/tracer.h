@@ -40,9 +40,6 @@ struct mark_trace_config {
 	size_t buffer_size;           /* bytes per buffer; 0 = default            */
 	const char *const *globs;     /* markers to arm and record; NULL-terminated;
 					 NULL = every marker                       */
-	const char *filter;           /* record only events passing this expression
-					 (status == 500 && tid != 0);
-					 NULL or "" = all (docs/tracer.md, Filters) */
 };
 
 struct mark_trace_stats {
@@ -54,6 +51,15 @@ struct mark_trace_stats {
 
 /* Start a session: arm the globs, connect the tracer probe, start the consumer. */
 int mark_tracer_start(const struct mark_trace_config *config);
+/*
+ * The same, recording only the events whose fields pass `filter` (the
+ * `mark record --filter` language, docs/commands.md "Filters"; NULL or ""
+ * = all).  A bad expression starts nothing: -EINVAL, mark_last_error()
+ * giving its column.  (A function of its own rather than a field of
+ * struct mark_trace_config, so that programs initialising that struct
+ * positionally keep compiling with -Wextra.)
+ */
+int mark_tracer_start_filter(const struct mark_trace_config *config, const char *filter);
 /* Stop: disarm what the session armed, disconnect, flush every buffer, finish
  * the trace; the sessions of processes forked meanwhile stop too. */
 int mark_tracer_stop(void);

@@ -717,9 +717,8 @@ static void do_trace_start(int ci, const struct mark_request *req, struct mark_p
 		.mode = (enum mark_trace_mode)req->mode,
 		.buffer_size = (size_t)req->bufsize,
 		.globs = req->globs,
-		.filter = req->filter,
 	};
-	int r = mark_tracer_start(&cfg);
+	int r = mark_tracer_start_filter(&cfg, req->filter);
 	if (r < 0) {
 		mark_proto_error(out, r, "starting the recording into %s failed: %s", req->dir, mark_last_error());
 		return;

@@ -520,7 +520,8 @@ static int open_session_dirs(struct tracer_session *s, const char *given)
 	return 0;
 }
 
-static int session_start_locked(const struct mark_trace_config *cfg)
+/* `filter`: the --filter expression, or NULL (see mark_tracer_start_filter). */
+static int session_start_locked(const struct mark_trace_config *cfg, const char *filter)
 {
 	if (!cfg || !cfg->directory || !*cfg->directory)
 		return mark_error(EINVAL, "mark: tracer: no trace directory given");
@@ -537,11 +538,11 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 				  tracer_current->dir);
 	/* Refuse a bad filter before anything is created. */
 	bool filter_parsed = false;
-	if (cfg->filter && *cfg->filter) {
+	if (filter && *filter) {
 		char err[256];
-		struct mark_filter *f = mark_filter_parse(cfg->filter, err, sizeof(err));
+		struct mark_filter *f = mark_filter_parse(filter, err, sizeof(err));
 		if (!f)
-			return mark_error(EINVAL, "mark: tracer: filter \"%s\": %s", cfg->filter, err);
+			return mark_error(EINVAL, "mark: tracer: filter \"%s\": %s", filter, err);
 		mark_filter_free(f);
 		filter_parsed = true;
 	}
@@ -614,7 +615,7 @@ static int session_start_locked(const struct mark_trace_config *cfg)
 	/* The filter first: no event of this session is recorded unfiltered.
 	 * (A bad expression was refused above, before anything was created.) */
 	if (filter_parsed) {
-		rc = tracer_filter_set(cfg->filter, "tracer: filter");
+		rc = tracer_filter_set(filter, "tracer: filter");
 		if (rc < 0) {
 			session_unmap(s, true);
 			clean_trace_dir(s->dir_fd, 0);
@@ -649,7 +650,16 @@ int mark_tracer_start(const struct mark_trace_config *config)
 {
 	mark_error_clear();
 	pthread_mutex_lock(&control_mutex);
-	int rc = session_start_locked(config);
+	int rc = session_start_locked(config, NULL);
+	pthread_mutex_unlock(&control_mutex);
+	return rc;
+}
+
+int mark_tracer_start_filter(const struct mark_trace_config *config, const char *filter)
+{
+	mark_error_clear();
+	pthread_mutex_lock(&control_mutex);
+	int rc = session_start_locked(config, filter);
 	pthread_mutex_unlock(&control_mutex);
 	return rc;
 }
@@ -1063,10 +1073,9 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		.mode = mode,
 		.buffer_size = buffer,
 		.globs = (const char *const *)globs,
-		.filter = filter,
 	};
 	pthread_mutex_lock(&control_mutex);
-	int rc = session_start_locked(&cfg);
+	int rc = session_start_locked(&cfg, filter);
 	if (rc == 0)
 		tracer_current->from_env = true;
 	pthread_mutex_unlock(&control_mutex);
