@@ -847,8 +847,11 @@ static int open_streams(struct tn_reader *r, struct tn_trace *t)
 	close(dfd);
 	if (rc != 0)
 		return rc;
-	/* Two files of one stream: babeltrace2 merges them; leave that to it. */
-	qsort(r->streams + first, r->nstreams - first, sizeof(*r->streams), cmp_stream);
+	/* Two files of one stream: babeltrace2 merges them; leave that to it.
+	 * (A trace without streams, e.g. every event rejected by --filter, has
+	 * r->streams still NULL: qsort() must not see it, even for 0 items.) */
+	if (r->nstreams > first)
+		qsort(r->streams + first, r->nstreams - first, sizeof(*r->streams), cmp_stream);
 	for (size_t i = first + 1; i < r->nstreams; i++)
 		if (r->streams[i]->instance_id == r->streams[i - 1]->instance_id)
 			return TRACE_NATIVE_NOT_MINE;
