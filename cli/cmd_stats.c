@@ -295,7 +295,8 @@ static int stats_run(int argc, char **argv)
 		if (st->untimed)
 			printf("(%" PRIu64 " events have no timestamp: they count, but not in rates or intervals)\n",
 			       st->untimed);
-		qsort(st->all, st->nall, sizeof(*st->all), cmp_marker);
+		if (st->nall)   /* no events (all rejected by --filter): st->all is NULL */
+			qsort(st->all, st->nall, sizeof(*st->all), cmp_marker);
 		size_t width = 6;
 		for (size_t i = 0; i < st->nall; i++)
 			if (strlen(cli_text(st->all[i]->name)) > width)
