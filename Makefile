@@ -79,6 +79,7 @@ fuzz: deps-test
 	./tests/fuzz/run.sh 300
 	./tests/fuzz/run_recover.sh 300
 	./tests/fuzz/run_reader.sh 300
+	./tests/fuzz/run_filter.sh 300
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-clang

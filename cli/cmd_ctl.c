@@ -157,6 +157,11 @@ static const char enable_usage[] =
 	"process exits or it is reverted with the opposite command.  A GLOB that\n"
 	"matches no marker changes nothing and is reported as an error.\n"
 	"\n"
+	"`mark enable PID GLOB... --filter EXPR` also replaces the filter of the\n"
+	"process's running recording (`mark record --pid`; the language of\n"
+	"`mark record --filter`; --filter '' removes it).  The filter applies to\n"
+	"every marker the recording records.\n"
+	"\n"
 	"Only the user the process runs as, or root, may control it.\n"
 	"\n"
 	"Exit status: 0 if every GLOB matched, 1 on any error, 2 on bad usage.\n";
@@ -168,6 +173,28 @@ static int arm_command(int argc, char **argv, bool arm)
 		fputs(enable_usage, stdout);
 		return 0;
 	}
+	/* `enable PID GLOB... --filter EXPR` (or -f EXPR, anywhere after PID):
+	 * taken out of the argument list, which then holds PID and the globs. */
+	const char *filter = NULL;
+	char *args[argc + 1];
+	int nargs = 0;
+	for (int i = 0; i < argc; i++) {
+		if (i >= 2 && (strcmp(argv[i], "--filter") == 0 || strcmp(argv[i], "-f") == 0)) {
+			if (!arm || i + 1 >= argc) {
+				cli_error("%s: %s", verb, arm ? "--filter needs an expression" :
+							  "--filter belongs to `mark enable`");
+				return 2;
+			}
+			filter = argv[++i];
+			if (*filter && cli_filter_check(verb, filter) != 0)   /* "": remove it */
+				return 2;
+			continue;
+		}
+		args[nargs++] = argv[i];
+	}
+	args[nargs] = NULL;
+	argc = nargs;
+	argv = args;
 	if (argc < 3) {
 		cli_error("%s: give a PID and at least one GLOB (see `mark %s --help`)", verb, verb);
 		return 2;
@@ -198,6 +225,8 @@ static int arm_command(int argc, char **argv, bool arm)
 	mark_proto_begin(&req, arm ? MARK_MSG_ARM : MARK_MSG_DISARM);
 	for (int i = 2; i < argc; i++)
 		mark_proto_add_str(&req, MARK_TAG_GLOB, argv[i]);
+	if (filter)
+		mark_proto_add_str(&req, MARK_TAG_FILTER, filter);   /* <= 1024 bytes: parsed */
 	mark_proto_end(&req);
 	int r = ctl_request(&c, &req, CTL_TIMEOUT_MS);
 	mark_proto_buf_free(&req);

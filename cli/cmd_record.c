@@ -81,6 +81,14 @@ static const char record_usage[] =
 	"  -d, --duration SECONDS\n"
 	"                      stop recording after SECONDS (decimals allowed); CMD\n"
 	"                      keeps running and `mark` waits for it as without -d\n"
+	"  -f, --filter EXPR   record only events whose fields pass EXPR, checked in\n"
+	"                      the program before anything is written, e.g.\n"
+	"                        --filter 'status == 500 && path == \"/api/*\"'\n"
+	"                      fields as `mark view` names them; == != < <= > >=,\n"
+	"                      && || !, ( ), bitwise &; strings compare with ==/!=\n"
+	"                      and * globs.  An event of a marker without a field\n"
+	"                      EXPR names is not recorded.  (MARK_FILTER in CMD's\n"
+	"                      environment)\n"
 	"  -q, --quiet         no live line and no summary (errors are still printed)\n"
 	"  -h, --help          this help\n"
 	"\n"
@@ -342,7 +350,7 @@ static bool make_output_dir(const char *requested, struct out_dir *o)
 static int env_is_ours(const char *entry)
 {
 	static const char *const names[] = { "MARK_ENABLE=", "MARK_TRACE=", "MARK_MODE=", "MARK_BUFFER=",
-					     "MARK_MAX_SIZE=", "MARK_ROTATE=" };
+					     "MARK_MAX_SIZE=", "MARK_ROTATE=", "MARK_FILTER=" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strncmp(entry, names[i], strlen(names[i])) == 0)
 			return 1;
@@ -355,12 +363,12 @@ static int env_is_ours(const char *entry)
  * ones after are ours (free them with free_child_environment()).
  */
 static char **child_environment(const char *enable, const char *dir, const char *mode, const char *buffer,
-				const char *max_size, const char *rotate, size_t *inherited)
+				const char *max_size, const char *rotate, const char *filter, size_t *inherited)
 {
 	size_t n = 0;
 	for (char **e = environ; *e; e++)
 		n++;
-	char **env = calloc(n + 7, sizeof(*env));
+	char **env = calloc(n + 8, sizeof(*env));
 	if (!env)
 		return NULL;
 	size_t k = 0;
@@ -373,7 +381,8 @@ static char **child_environment(const char *enable, const char *dir, const char 
 		 (!mode || asprintf(&env[k++], "MARK_MODE=%s", mode) >= 0) &&
 		 (!buffer || asprintf(&env[k++], "MARK_BUFFER=%s", buffer) >= 0) &&
 		 (!max_size || asprintf(&env[k++], "MARK_MAX_SIZE=%s", max_size) >= 0) &&
-		 (!rotate || asprintf(&env[k++], "MARK_ROTATE=%s", rotate) >= 0);
+		 (!rotate || asprintf(&env[k++], "MARK_ROTATE=%s", rotate) >= 0) &&
+		 (!filter || asprintf(&env[k++], "MARK_FILTER=%s", filter) >= 0);
 	if (!ok) {
 		/* asprintf leaves its pointer undefined on failure: clear it before freeing. */
 		env[k - 1] = NULL;
@@ -581,7 +590,8 @@ extern int cli_record_pid(int argc, char **argv) __attribute__((weak));
 static int wants_pid(int argc, char **argv)
 {
 	static const char *const with_value[] = { "-e", "-o", "-m", "-b", "-d", "--enable", "--output",
-						  "--mode", "--buffer", "--duration", "--max-size", "--rotate", NULL };
+						  "--mode", "--buffer", "--duration", "--max-size", "--rotate", "-f",
+						  "--filter", NULL };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0 || a[0] != '-' || a[1] == '\0')
@@ -617,10 +627,12 @@ static int record_run(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "max-size", required_argument, NULL, 'M' },
 		{ "rotate", required_argument, NULL, 'R' },
+		{ "filter", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *output = NULL, *mode = NULL, *buffer = NULL, *max_size = NULL, *rotate = NULL;
+	const char *filter = NULL;
 	double duration = 0;
 	int quiet = 0;
 	size_t enable_len = 0;
@@ -629,7 +641,7 @@ static int record_run(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	/* "+": stop at the first non-option, so CMD's own options are left alone. */
-	while ((c = getopt_long(argc, argv, "+e:o:m:b:d:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:o:m:b:d:f:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'e': {
 			if (!*optarg || strchr(optarg, ',')) {
@@ -660,6 +672,14 @@ static int record_run(int argc, char **argv)
 		case 'M': max_size = optarg; break;
 		case 'R': rotate = optarg; break;
 		case 'q': quiet = 1; break;
+		case 'f':
+			/* Refused here, before CMD runs, with the column of the error. */
+			if (cli_filter_check("record", optarg) != 0) {
+				free(enable);
+				return 2;
+			}
+			filter = optarg;
+			break;
 		case 'd': {
 			char *end;
 			duration = strtod(optarg, &end);
@@ -701,7 +721,8 @@ static int record_run(int argc, char **argv)
 	}
 	const char *dir = out.path;
 	size_t inherited = 0;
-	char **env = child_environment(enable ? enable : "*", dir, mode, buffer, max_size, rotate, &inherited);
+	char **env = child_environment(enable ? enable : "*", dir, mode, buffer, max_size, rotate, filter,
+				       &inherited);
 	if (!env) {
 		free(enable);
 		out_dir_remove_empty(&out);

@@ -73,6 +73,8 @@ const char cli_record_pid_usage[] =
 	"      --detach           return at once; the process records with no controller\n"
 	"                         until `mark stop PID` or its exit (which flushes the\n"
 	"                         trace; a killed process is recovered with `mark recover`)\n"
+	"  -f, --filter EXPR      record only events whose fields pass EXPR (as in\n"
+	"                         `mark record --filter`; judged in the process)\n"
 	"  -q, --quiet            no live line and no summary\n"
 	"  -h, --help             this help\n"
 	"\n"
@@ -263,19 +265,21 @@ int cli_record_pid(int argc, char **argv)
 		{ "rotate", required_argument, NULL, 'R' },
 		{ "detach", no_argument, NULL, 'D' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "filter", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *globs[MARK_PROTO_MAX_GLOBS + 1];
 	size_t nglobs = 0;
 	const char *output = NULL, *pid_text = NULL, *max_size_text = NULL, *rotate_text = NULL;
+	const char *filter = NULL;
 	uint64_t mode = MARK_TRACE_DISCARD, bufsize = 0;
 	double duration = 0;
 	bool quiet = false, detach = false;
 	int ch;
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "p:e:o:m:b:d:qh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:e:o:m:b:d:f:qh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'p': pid_text = optarg; break;
 		case 'e':
@@ -319,6 +323,12 @@ int cli_record_pid(int argc, char **argv)
 			break;
 		case 'D': detach = true; break;
 		case 'q': quiet = true; break;
+		case 'f':
+			/* Refused here with its column, before the process is contacted. */
+			if (cli_filter_check("record", optarg) != 0)
+				return 2;
+			filter = optarg;
+			break;
 		case 'h': fputs(cli_record_pid_usage, stdout); return 0;
 		default:
 			cli_error("record: %s: unknown option or missing argument; see `mark record --help`",
@@ -400,6 +410,8 @@ int cli_record_pid(int argc, char **argv)
 		mark_proto_add_u64(&req, MARK_TAG_ROTATE_MS, rotate_ms);
 	if (detach)
 		mark_proto_add_u64(&req, MARK_TAG_DETACH, 1);
+	if (filter)
+		mark_proto_add_str(&req, MARK_TAG_FILTER, filter);   /* <= 1024 bytes: parsed */
 	for (size_t i = 0; i < nglobs; i++)
 		mark_proto_add_str(&req, MARK_TAG_GLOB, globs[i]);
 	mark_proto_end(&req);

@@ -15,6 +15,7 @@
 #include "pairs.h"
 #include "trace_reader.h"
 #include "trace_time.h"
+#include "filter/filter.h"
 #include "trace_value.h"
 #include "tracer/trace_format.h"
 #include "util/safe_dir.h"
@@ -59,6 +60,9 @@ static const char stats_usage[] =
 	"  --by FIELD   one line per value of the begin's argument FIELD (per lock\n"
 	"               name, say); at most 4096 values per pair, the rest as (other)\n"
 	"  --histogram  a log2 histogram of each pair's durations, as bpftrace's hist()\n"
+	"  -f, --filter EXPR\n"
+	"               count only events whose fields pass EXPR (the language of\n"
+	"               `mark record --filter`); the totals count those events only\n"
 	"  --progress   show the reading progress on stderr (by default only when\n"
 	"               stderr is a terminal)\n"
 	"  -h, --help   this help\n"
@@ -97,6 +101,7 @@ struct stats_state {
 	struct pairs *pairs;
 	struct histo *rows;           /* the durations of each pairs row        */
 	size_t rowcap;
+	const struct mark_filter *filter;   /* --filter, or NULL */
 };
 
 static uint64_t hash_name(const char *s)
@@ -129,6 +134,8 @@ static struct marker_stats *find_marker(struct stats_state *st, const char *name
 static int stats_event(const struct trace_event *ev, void *arg)
 {
 	struct stats_state *st = arg;
+	if (st->filter && !trace_event_filter_pass(ev, st->filter))
+		return 0;
 	/* The row of a name pointer, remembered: a reader hands the same
 	 * pointer (the class name) for every event of a class while it runs,
 	 * so the hash and compare run once per class, not per event. */
@@ -430,18 +437,20 @@ static int stats_run(int argc, char **argv)
 		{ "pair", required_argument, NULL, 'p' },
 		{ "by", required_argument, NULL, 'b' },
 		{ "histogram", no_argument, NULL, 'H' },
+		{ "filter", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 	bool progress = false, histogram = false;
 	const char *by = NULL;
+	const char *filter_text = NULL;
 	const char **pair_args = calloc((size_t)argc + 1, sizeof(*pair_args));
 	size_t npair_args = 0;
 	if (!pair_args)
 		return cli_error("stats: out of memory");
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+hf:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
 			fputs(stats_usage, stdout);
@@ -450,6 +459,7 @@ static int stats_run(int argc, char **argv)
 		case 'P': progress = true; break;
 		case 'H': histogram = true; break;
 		case 'p': pair_args[npair_args++] = optarg; break;
+		case 'f': filter_text = optarg; break;   /* parsed once the options are read */
 		case 'b':
 			if (!*optarg) {
 				cli_error("stats: --by takes the name of a marker argument (as `mark view` shows it)");
@@ -472,11 +482,18 @@ static int stats_run(int argc, char **argv)
 		return 2;
 	}
 	const char *dir = argv[optind];
+	struct mark_filter *filter = NULL;
+	if (filter_text && !(filter = cli_filter_parse("stats", filter_text))) {
+		free(pair_args);
+		return 2;
+	}
 	struct stats_state *st = calloc(1, sizeof(*st));
 	if (!st) {
 		free(pair_args);
+		mark_filter_free(filter);
 		return cli_error("stats: out of memory");
 	}
+	st->filter = filter;
 	char why[512];
 	struct pairs_config pc = { .pairs = pair_args, .npairs = npair_args, .by = by };
 	struct pairs_ops pops = { .span = stats_span };
@@ -484,6 +501,7 @@ static int stats_run(int argc, char **argv)
 	free(pair_args);
 	if (!st->pairs) {
 		free(st);
+		mark_filter_free(filter);
 		cli_error("stats: %s", why);
 		return strncmp(why, "out of memory", 13) != 0 ? 2 : 1;
 	}
@@ -526,7 +544,8 @@ static int stats_run(int argc, char **argv)
 		if (st->untimed)
 			printf("(%" PRIu64 " events have no timestamp: they count, but not in rates or intervals)\n",
 			       st->untimed);
-		qsort(st->all, st->nall, sizeof(*st->all), cmp_marker);
+		if (st->nall)   /* no events (all rejected by --filter): st->all is NULL */
+			qsort(st->all, st->nall, sizeof(*st->all), cmp_marker);
 		size_t width = 6;
 		for (size_t i = 0; i < st->nall; i++)
 			if (strlen(cli_text(st->all[i]->name)) > width)
@@ -559,6 +578,7 @@ static int stats_run(int argc, char **argv)
 	pairs_free(st->pairs);
 	free(st->all);
 	free(st);
+	mark_filter_free(filter);
 	return status;
 }
 

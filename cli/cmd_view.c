@@ -4,6 +4,7 @@
 #include "trace_reader.h"
 #include "trace_value.h"
 #include "trace_time.h"
+#include "filter/filter.h"
 
 #include <getopt.h>
 #include <stdint.h>
@@ -25,6 +26,9 @@ static const char view_usage[] =
 	"\n"
 	"Options:\n"
 	"  -e, --enable GLOB  only markers matching GLOB (repeatable; * ? [...] globs)\n"
+	"  -f, --filter EXPR  only events whose fields pass EXPR (the language of\n"
+	"                     `mark record --filter`: id < 100 && name == \"req1*\");\n"
+	"                     an event without a field EXPR names is not shown\n"
 	"  -r, --relative     times in seconds since the first event instead of clock time\n"
 	"  -u, --utc          clock times in UTC instead of the local time zone\n"
 	"      --progress     show the reading progress on stderr (by default only when\n"
@@ -49,6 +53,7 @@ struct view_state {
 	struct name_slot escaped[VIEW_NAME_SLOTS];
 	char **globs;
 	int nglobs;
+	const struct mark_filter *filter;   /* --filter, or NULL */
 	int relative, utc;
 	int64_t first_ns;
 	int have_first;
@@ -146,6 +151,8 @@ static int view_event(const struct trace_event *ev, void *arg)
 			note_name(v, ev->name);
 		return 0;
 	}
+	if (v->filter && !trace_event_filter_pass(ev, v->filter))
+		return 0;
 	v->shown++;
 	struct strbuf *sb = &v->line;
 	strbuf_add_lit(sb, "[");
@@ -212,6 +219,7 @@ static int view_run(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "enable", required_argument, NULL, 'e' },
 		{ "relative", no_argument, NULL, 'r' },
+		{ "filter", required_argument, NULL, 'f' },
 		{ "utc", no_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "progress", no_argument, NULL, 'P' },
@@ -219,18 +227,20 @@ static int view_run(int argc, char **argv)
 	};
 	struct view_state v = { .globs = NULL };
 	bool progress = false;
+	const char *filter_text = NULL;
 	char *globs[argc > 0 ? argc : 1];
 	v.globs = globs;
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+e:ruh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:f:ruh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
 			if (cli_glob_check("view", "-e", optarg) != 0)
 				return 2;
 			globs[v.nglobs++] = optarg;
 			break;
+		case 'f': filter_text = optarg; break;   /* parsed once the options are read */
 		case 'r': v.relative = 1; break;
 		case 'u': v.utc = 1; break;
 		case 'h': fputs(view_usage, stdout); return 0;
@@ -246,6 +256,10 @@ static int view_run(int argc, char **argv)
 			  optind >= argc ? "give the trace directory" : "give exactly one trace directory");
 		return 2;
 	}
+	struct mark_filter *filter = NULL;
+	if (filter_text && !(filter = cli_filter_parse("view", filter_text)))
+		return 2;
+	v.filter = filter;
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(progress, true),
@@ -254,6 +268,7 @@ static int view_run(int argc, char **argv)
 	flush_lines(&v);
 	fflush(stdout);
 	strbuf_release(&v.line);
+	mark_filter_free(filter);
 	int status = r == 0 || r == 2 ? 0 : 1;
 	if (r == 0 && v.nglobs > 0 && v.shown == 0) {
 		/* Say so, with the names the trace does have (quoted; names

@@ -34,6 +34,13 @@ bool cli_parse_dir_only(int argc, char **argv, const char *usage, const char **d
  * why ("mark: view: bad -e \"req[\": ...") and returns 2 (bad usage). */
 int cli_glob_check(const char *cmd, const char *option, const char *glob);
 
+/* 0 if expr is a valid --filter expression (src/filter); else prints why
+ * ("mark: record: bad --filter \"id = 3\": column 4: ...") and returns 2. */
+int cli_filter_check(const char *cmd, const char *expr);
+/* The parsed expression (mark_filter_free() it), or NULL after printing why. */
+struct mark_filter;
+struct mark_filter *cli_filter_parse(const char *cmd, const char *expr);
+
 /* Does glob match the marker shown as `name` ("name" or "provider:name")?
  * The core's rules (src/core/glob.c): without ':' it also matches the name
  * without provider, and "__" also matches "-". */

@@ -3,6 +3,7 @@
 #include "command.h"
 #include "text.h"
 #include "core/internal.h"
+#include "filter/filter.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -46,6 +47,24 @@ int cli_glob_check(const char *cmd, const char *option, const char *glob)
 	shown[n] = '\0';
 	cli_error("%s: bad %s \"%s\": %s", cmd, option, shown, why);
 	return 2;
+}
+
+struct mark_filter *cli_filter_parse(const char *cmd, const char *expr)
+{
+	char why[256];
+	struct mark_filter *f = mark_filter_parse(expr, why, sizeof(why));
+	if (!f) {
+		/* cli_error() escapes control bytes of the expression it shows. */
+		cli_error("%s: bad --filter \"%s\": %s", cmd, expr, why);
+	}
+	return f;
+}
+
+int cli_filter_check(const char *cmd, const char *expr)
+{
+	struct mark_filter *f = cli_filter_parse(cmd, expr);
+	mark_filter_free(f);
+	return f ? 0 : 2;
 }
 
 bool cli_parse_dir_only(int argc, char **argv, const char *usage, const char **dir, int *status)

@@ -38,6 +38,7 @@
  */
 #define _GNU_SOURCE
 #include "trace_native.h"
+#include "filter/filter.h"
 
 #include "text.h"
 #include "tracer/trace_format.h"
@@ -848,8 +849,11 @@ static int open_streams(struct tn_reader *r, struct tn_trace *t)
 	close(dfd);
 	if (rc != 0)
 		return rc;
-	/* Two files of one stream: babeltrace2 merges them; leave that to it. */
-	qsort(r->streams + first, r->nstreams - first, sizeof(*r->streams), cmp_stream);
+	/* Two files of one stream: babeltrace2 merges them; leave that to it.
+	 * (A trace without streams, e.g. every event rejected by --filter, has
+	 * r->streams still NULL: qsort() must not see it, even for 0 items.) */
+	if (r->nstreams > first)
+		qsort(r->streams + first, r->nstreams - first, sizeof(*r->streams), cmp_stream);
 	for (size_t i = first + 1; i < r->nstreams; i++)
 		if (r->streams[i]->instance_id == r->streams[i - 1]->instance_id)
 			return TRACE_NATIVE_NOT_MINE;
@@ -1068,6 +1072,51 @@ bool trace_native_has_field(const struct trace_native_event *ev, const char *nam
 	for (unsigned i = 0; i < ev->cls->nfields; i++)
 		if (strcmp(ev->cls->fields[i].name, name) == 0)
 			return true;
+	return false;
+}
+
+bool trace_native_field_value(const struct trace_native_event *ev, const char *name,
+			      struct mark_filter_value *out)
+{
+	const struct tn_class *k = ev->cls;
+	/* The walk of trace_native_payload_append(): offsets as next_message()
+	 * checked them, every field inside the event. */
+	const uint8_t *base = ev->payload - 16, *p = ev->payload;
+	for (unsigned i = 0; i < k->nfields; i++) {
+		const struct tn_field *f = &k->fields[i];
+		const bool want = strcmp(f->name, name) == 0;
+		if (f->kind == TN_STRING) {
+			const char *text = (const char *)p + 1;
+			size_t len = strlen(text);
+			if (want) {
+				out->type = MARK_FILTER_STRING;
+				out->str.s = text;
+				out->str.len = len;
+				return true;
+			}
+			p += 1 + len + 1;
+			continue;
+		}
+		p = base + (((uint64_t)(p - base) + 7) & ~(uint64_t)7);
+		uint64_t v = 0;
+		memcpy(&v, p, f->bytes);
+		p += f->bytes;
+		if (!want)
+			continue;
+		if (f->kind == TN_REAL) {
+			out->type = MARK_FILTER_DOUBLE;
+			memcpy(&out->d, &v, sizeof(out->d));
+		} else if (f->kind == TN_SINT) {
+			if (f->bytes < 8 && (v >> (f->bytes * 8 - 1)) & 1)
+				v |= ~UINT64_C(0) << (f->bytes * 8);
+			out->type = MARK_FILTER_INT;
+			out->i = (int64_t)v;
+		} else {
+			out->type = MARK_FILTER_UINT;
+			out->u = v;
+		}
+		return true;
+	}
 	return false;
 }
 

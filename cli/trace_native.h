@@ -31,6 +31,10 @@ bool trace_native_has_field(const struct trace_native_event *ev, const char *nam
 bool trace_native_field_key(struct strbuf *sb, const struct trace_native_event *ev, const char *name);
 bool trace_native_field_append(struct strbuf *sb, const struct trace_native_event *ev, const char *name,
 			       enum trace_value_style style);
+/* The value of field `name` for a --filter (src/filter); false if the event has none. */
+struct mark_filter_value;
+bool trace_native_field_value(const struct trace_native_event *ev, const char *name,
+			      struct mark_filter_value *out);
 const char **trace_native_class_names(const struct trace_native_event *ev, size_t *count);
 
 #endif

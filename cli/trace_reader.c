@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE /* secure_getenv */
 #include "trace_reader.h"
+#include "filter/filter.h"
 
 #include "command.h"
 #include "text.h"
@@ -627,6 +628,52 @@ bool trace_event_field_key(struct strbuf *sb, const struct trace_event *ev, cons
 		return trace_native_field_key(sb, ev->native, name);
 	strbuf_add_lit(sb, "T");   /* text: never equal to the native reader's tagged bytes */
 	return trace_event_field_append(sb, ev, name, TRACE_VALUE_TEXT);
+}
+
+/* A babeltrace2 field as a filter value; false for kinds a filter cannot compare. */
+static bool bt_filter_value(const bt_field *f, struct mark_filter_value *out)
+{
+	bt_field_class_type t = bt_field_get_class_type(f);
+	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT))
+		return bt_filter_value(bt_field_variant_borrow_selected_option_field_const(f), out);
+	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)) {
+		out->type = MARK_FILTER_INT;
+		out->i = bt_field_integer_signed_get_value(f);
+	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER)) {
+		out->type = MARK_FILTER_UINT;
+		out->u = bt_field_integer_unsigned_get_value(f);
+	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_REAL)) {
+		out->type = MARK_FILTER_DOUBLE;
+		out->d = bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SINGLE_PRECISION_REAL)
+				 ? bt_field_real_single_precision_get_value(f)
+				 : bt_field_real_double_precision_get_value(f);
+	} else if (t == BT_FIELD_CLASS_TYPE_STRING) {
+		out->type = MARK_FILTER_STRING;
+		out->str.s = bt_field_string_get_value(f);
+		out->str.len = bt_field_string_get_length(f);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+bool trace_event_filter_pass(const struct trace_event *ev, const struct mark_filter *f)
+{
+	struct mark_filter_value vals[MARK_FILTER_MAX_FIELDS];
+	for (unsigned k = 0; k < mark_filter_nfields(f); k++) {
+		const char *name = mark_filter_field(f, k);
+		if (ev->native) {
+			if (!trace_native_field_value(ev->native, name, &vals[k]))
+				return false;
+			continue;
+		}
+		if (!ev->payload || bt_field_get_class_type(ev->payload) != BT_FIELD_CLASS_TYPE_STRUCTURE)
+			return false;
+		const bt_field *m = bt_field_structure_borrow_member_field_by_name_const(ev->payload, name);
+		if (!m || !bt_filter_value(m, &vals[k]))
+			return false;   /* as in the probe: no such field, not shown */
+	}
+	return mark_filter_eval(f, vals);
 }
 
 const char **trace_event_class_names(const struct trace_event *ev, size_t *count)

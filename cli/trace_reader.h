@@ -61,6 +61,13 @@ bool trace_event_field_append(struct strbuf *sb, const struct trace_event *ev, c
  */
 bool trace_event_field_key(struct strbuf *sb, const struct trace_event *ev, const char *name);
 /*
+ * Does the event pass the --filter `f` (src/filter: the probe's language,
+ * fields by their trace names)?  An event without a field f names does
+ * not, as in the probe.
+ */
+struct mark_filter;
+bool trace_event_filter_pass(const struct trace_event *ev, const struct mark_filter *f);
+/*
  * The name of every event class (marker) the event's trace declares, in one
  * malloc'd array of borrowed names (valid while trace_read runs); NULL when
  * out of memory.

@@ -12,6 +12,10 @@
  *   va_parse         varargs probe registered with fmt NULL that parses the format
  *   fast             mark's compile-time-layout probe, reading both slots
  *   tracer           the built-in tracer recording the event (overwrite mode ring buffer)
+ *   tracer_filter_reject  the tracer with --filter "value == 2": the event
+ *                    (value 1) is judged and dropped (goal: <= 1.5x rdtsc)
+ *   tracer_filter_accept  the tracer with --filter "value == 1": judged and
+ *                    recorded (its extra cost over `tracer`)
  *   uprobe_tracefs   kernel uprobe on the site's NOP, recorded by ftrace (uprobe_events)
  *   uprobe_bpftrace  bpftrace uprobe on site_once's entry, empty action
  *
@@ -288,6 +292,22 @@ static void measure_tracer(void)
 	uint64_t n = loops_site();
 	measure_site("tracer", n);
 	tracer_end("tracer", n * (uint64_t)opts.reps);
+	/* The filter rows: one comparison on the site's first argument
+	 * (`value`, as the trace names it), rejecting and accepting. */
+	static const struct { const char *row, *expr; } rows[] = {
+		{ "tracer_filter_reject", "value == 2" },
+		{ "tracer_filter_accept", "value == 1" },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if (tracer_begin("subsys_mark1") < 0 || mark_tracer_set_filter(rows[i].expr) < 0) {
+			bench_skip("t3", rows[i].row, "cannot start the tracer with --filter \"%s\": %s",
+				   rows[i].expr, mark_last_error());
+			mark_tracer_stop();
+			continue;
+		}
+		measure_site(rows[i].row, n);
+		tracer_end(rows[i].row, i == 0 ? 0 : n * (uint64_t)opts.reps);
+	}
 #else
 	bench_skip("t3", "tracer", "not measured: src/tracer/ had no tracer sources when bench/ was configured");
 #endif

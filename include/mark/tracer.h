@@ -51,6 +51,15 @@ struct mark_trace_stats {
 
 /* Start a session: arm the globs, connect the tracer probe, start the consumer. */
 int mark_tracer_start(const struct mark_trace_config *config);
+/*
+ * The same, recording only the events whose fields pass `filter` (the
+ * `mark record --filter` language, docs/commands.md "Filters"; NULL or ""
+ * = all).  A bad expression starts nothing: -EINVAL, mark_last_error()
+ * giving its column.  (A function of its own rather than a field of
+ * struct mark_trace_config, so that programs initialising that struct
+ * positionally keep compiling with -Wextra.)
+ */
+int mark_tracer_start_filter(const struct mark_trace_config *config, const char *filter);
 /* Stop: disarm what the session armed, disconnect, flush every buffer, finish
  * the trace; the sessions of processes forked meanwhile stop too. */
 int mark_tracer_stop(void);
@@ -76,6 +85,14 @@ int mark_tracer_stop_directory(const char *directory);
 int mark_tracer_snapshot(const char *directory);
 int mark_tracer_snapshot_into(const char *directory, unsigned flags);
 void mark_tracer_get_stats(struct mark_trace_stats *stats);
+/*
+ * Replace the running session's filter while the program runs (the agent's
+ * `mark enable PID GLOB --filter`): events fired after the call returns
+ * are judged by `expr` (NULL or "": no filter).  A bad expression changes
+ * nothing: -EINVAL, mark_last_error() giving its column.  -ENOENT if no
+ * session runs.
+ */
+int mark_tracer_set_filter(const char *expr);
 
 /*
  * Crash recovery.  When a traced process dies without stopping its session

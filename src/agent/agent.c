@@ -704,6 +704,14 @@ static void do_list(const struct mark_request *req, struct mark_proto_buf *out)
 static void do_arm(const struct mark_request *req, bool arm, struct mark_proto_buf *out)
 {
 	uint64_t matched[MARK_PROTO_MAX_GLOBS], changed[MARK_PROTO_MAX_GLOBS];
+	/* The filter first: a bad one (or no recording to filter) arms nothing. */
+	if (req->filter) {
+		int r = mark_tracer_set_filter(req->filter);
+		if (r < 0) {
+			mark_proto_error(out, r, "%s", mark_last_error());
+			return;
+		}
+	}
 	for (size_t i = 0; i < req->nglobs; i++) {
 		struct list_ctx ctx = { 0 };
 		mark_list(req->globs[i], list_one, &ctx);
@@ -764,7 +772,7 @@ static void do_trace_start(int ci, const struct mark_request *req, struct mark_p
 		.globs = req->globs,
 	};
 	const struct tracer_chunk_limits limits = { req->max_size, req->rotate_size, req->rotate_ms };
-	int r = tracer_start_chunked(&cfg, &limits);
+	int r = tracer_start_chunked(&cfg, &limits, req->filter);
 	if (r < 0) {
 		mark_proto_error(out, r, "starting the recording into %s failed: %s", req->dir, mark_last_error());
 		return;

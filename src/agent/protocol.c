@@ -10,6 +10,7 @@
  */
 #define _GNU_SOURCE
 #include "protocol.h"
+#include "filter/filter.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -80,6 +81,8 @@ static const struct schema_row schema[] = {
 	/* requests */
 	{ MARK_MSG_LIST, MARK_TAG_GLOB, V_STR, 0, 1 },
 	{ MARK_MSG_ARM, MARK_TAG_GLOB, V_STR, 1, MARK_PROTO_MAX_GLOBS },
+	/* ARM FILTER: `mark enable PID GLOB --filter EXPR` replaces the session's filter */
+	{ MARK_MSG_ARM, MARK_TAG_FILTER, V_STR, 0, 1 },
 	{ MARK_MSG_DISARM, MARK_TAG_GLOB, V_STR, 1, MARK_PROTO_MAX_GLOBS },
 	{ MARK_MSG_TRACE_START, MARK_TAG_DIR, V_STR, 1, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_MODE, V_U64, 1, 1 },
@@ -89,6 +92,7 @@ static const struct schema_row schema[] = {
 	{ MARK_MSG_TRACE_START, MARK_TAG_ROTATE_SIZE, V_U64, 0, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_ROTATE_MS, V_U64, 0, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_DETACH, V_U64, 0, 1 },
+	{ MARK_MSG_TRACE_START, MARK_TAG_FILTER, V_STR, 0, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_GLOB, V_STR, 1, MARK_PROTO_MAX_GLOBS },
 	/* TRACE_STOP DIR: stop a session no controller owns if it writes into DIR (`mark record -d`) */
 	{ MARK_MSG_TRACE_STOP, MARK_TAG_DIR, V_STR, 0, 1 },
@@ -490,6 +494,14 @@ int mark_proto_decode_request(const struct mark_proto_msg *msg, struct mark_requ
 				return fail(EINVAL, err, errlen, "%s: detach must be 0 or 1",
 					    mark_proto_type_name(msg->type));
 			req->detach = mark_proto_field_u64(f) == 1;
+			break;
+		case MARK_TAG_FILTER:
+			/* Bounded here; parsed (and refused with its column) by the
+			 * tracer, which owns the language. */
+			if (strlen(s) > MARK_FILTER_MAX_TEXT)
+				return fail(EINVAL, err, errlen, "%s: filter longer than %d bytes",
+					    mark_proto_type_name(msg->type), MARK_FILTER_MAX_TEXT);
+			req->filter = s;
 			break;
 		case MARK_TAG_FORCE:
 			if (mark_proto_field_u64(f) > 1)

@@ -43,9 +43,10 @@ enum mark_proto_type {
 	MARK_MSG_INFO = 1,          /* -> INFO_REPLY (PID CMDLINE MARKERS SITES ARMED
 				       TRACING [OWNER_PID DIR])                  */
 	MARK_MSG_LIST = 2,          /* [GLOB] -> MARKER* LIST_END                  */
-	MARK_MSG_ARM = 3,           /* GLOB+ -> OK (GLOB MATCHED CHANGED)+         */
+	MARK_MSG_ARM = 3,           /* GLOB+ [FILTER] -> OK (GLOB MATCHED CHANGED)+ */
 	MARK_MSG_DISARM = 4,        /* GLOB+ -> OK (GLOB MATCHED CHANGED)+         */
-	MARK_MSG_TRACE_START = 5,   /* DIR MODE [BUFSIZE] [MAX_SIZE] [ROTATE_*] GLOB+ -> OK */
+	MARK_MSG_TRACE_START = 5,   /* DIR MODE [BUFSIZE] [MAX_SIZE] [ROTATE_*] [DETACH]
+				       [FILTER] GLOB+ -> OK                      */
 	MARK_MSG_TRACE_STOP = 6,    /* [DIR] -> STATS                              */
 	MARK_MSG_TRACE_STATS = 7,   /* -> STATS                                    */
 	MARK_MSG_SNAPSHOT = 8,      /* DIR -> OK                                   */
@@ -92,7 +93,8 @@ enum mark_proto_tag {
 	MARK_TAG_ROTATE_SIZE = 31,  /* u64: TRACE_START: cut a chunk after these many bytes */
 	MARK_TAG_ROTATE_MS = 32,    /* u64: TRACE_START: cut a chunk after these many ms */
 	MARK_TAG_DETACH = 33,       /* u64: TRACE_START: 1 = no controller owns the recording */
-	MARK_TAG_MAX_ = 33,
+	MARK_TAG_FILTER = 34,       /* str: --filter expression (src/filter), at most MARK_FILTER_MAX_TEXT bytes */
+	MARK_TAG_MAX_ = 34,
 };
 
 /* The tracing state reported by INFO. */
@@ -210,6 +212,7 @@ struct mark_request {
 	bool force;                 /* SNAPSHOT: MARK_TAG_FORCE was 1 */
 	uint64_t max_size, rotate_size, rotate_ms;   /* TRACE_START chunks; 0 = off */
 	bool detach;                /* TRACE_START: MARK_TAG_DETACH was 1 */
+	const char *filter;         /* ARM, TRACE_START: MARK_TAG_FILTER, or NULL */
 };
 
 /*

@@ -58,7 +58,7 @@ static const char *const tsdl_keywords[] = {
 	"_Imaginary", NULL,
 };
 
-#define FIELD_NAME_MAX 128
+#define FIELD_NAME_MAX TRACER_FIELD_NAME_MAX
 
 static bool name_taken(char (*names)[FIELD_NAME_MAX], unsigned count, const char *name)
 {
@@ -83,7 +83,7 @@ static void unique_name(char (*names)[FIELD_NAME_MAX], unsigned count, const cha
  * names, so names never start with one; keywords get a "_v" suffix;
  * duplicates get "_2", "_3", ...
  */
-static void field_names(const struct mark_arg *args, unsigned n, char (*names)[FIELD_NAME_MAX])
+void tracer_field_names(const struct mark_arg *args, unsigned n, char (*names)[FIELD_NAME_MAX])
 {
 	for (unsigned i = 0; i < n; i++) {
 		char base[96], want[FIELD_NAME_MAX];
@@ -284,7 +284,7 @@ int tracer_metadata_write(int dirfd, const char *dir, const struct tracer_sessio
 		fprintf(f, ";\n\tid = %u;\n\tstream_id = 0;\n\tfields := struct {\n", m->id);
 		char names[2 * MARK_MAX_MARKER_ARGS][FIELD_NAME_MAX];
 		unsigned nargs = m->nargs <= MARK_MAX_MARKER_ARGS ? m->nargs : MARK_MAX_MARKER_ARGS;
-		field_names(m->args, nargs, names);
+		tracer_field_names(m->args, nargs, names);
 		for (unsigned a = 0; a < nargs; a++)
 			put_field(f, &m->args[a], names[a], names[nargs + a]);
 		fprintf(f, "\t};\n};\n\n");

@@ -808,6 +808,12 @@ static void __attribute__((noinline, cold)) probe_slow(unsigned depth, const str
 void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
 {
 	(void)priv;
+	/* --filter: judged before anything else, so a rejected event costs one
+	 * load and the program.  Acquire pairs with tracer_filter_set()'s
+	 * exchange; mark__fire's read-side section keeps the filter alive. */
+	struct tracer_filter *const tf = __atomic_load_n(&tracer_filter, __ATOMIC_ACQUIRE);
+	if (unlikely(tf != NULL) && tracer_filter_rejects(tf, m, args))
+		return;
 	/* Relaxed: a generation the thread has not cached sends it to the slow
 	 * path, which acquires the session. */
 	const uint64_t generation = __atomic_load_n(&tracer_current_generation, __ATOMIC_RELAXED);

@@ -13,6 +13,8 @@
 #define _GNU_SOURCE
 #define _LGPL_SOURCE
 #include "tracer_internal.h"
+
+#include "filter/filter.h"
 #include "util/safe_dir.h"
 
 #include <dirent.h>
@@ -468,6 +470,7 @@ static void session_disconnect(struct tracer_session *s)
 	}
 	tracer_set_current(NULL);
 	urcu_bp_synchronize_rcu();
+	tracer_filter_set(NULL, "tracer: filter");   /* no probe runs for s any more */
 	tracer_consumer_stop(s);
 }
 
@@ -521,7 +524,10 @@ static int open_session_dirs(struct tracer_session *s, const char *given)
 	return 0;
 }
 
-static int session_start_locked(const struct mark_trace_config *cfg, const struct tracer_chunk_limits *limits)
+/* `limits`: chunks (NULL: none); `filter`: the --filter expression, or NULL
+ * (see mark_tracer_start_filter). */
+static int session_start_locked(const struct mark_trace_config *cfg, const struct tracer_chunk_limits *limits,
+				const char *filter)
 {
 	if (!cfg || !cfg->directory || !*cfg->directory)
 		return mark_error(EINVAL, "mark: tracer: no trace directory given");
@@ -536,6 +542,16 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 	if (tracer_current)
 		return mark_error(EBUSY, "mark: tracer: a session is already tracing into %s; stop it first",
 				  tracer_current->dir);
+	/* Refuse a bad filter before anything is created. */
+	bool filter_parsed = false;
+	if (filter && *filter) {
+		char err[256];
+		struct mark_filter *f = mark_filter_parse(filter, err, sizeof(err));
+		if (!f)
+			return mark_error(EINVAL, "mark: tracer: filter \"%s\": %s", filter, err);
+		mark_filter_free(f);
+		filter_parsed = true;
+	}
 	pthread_once(&atfork_once, register_atfork);
 	tracer_probe_init();
 	tracer_cpu_init();
@@ -607,6 +623,17 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 		free_session(s);
 		return mark_error(-rc, "mark: tracer: cannot start the consumer thread: %s", strerror(-rc));
 	}
+	/* The filter first: no event of this session is recorded unfiltered.
+	 * (A bad expression was refused above, before anything was created.) */
+	if (filter_parsed) {
+		rc = tracer_filter_set(filter, "tracer: filter");
+		if (rc < 0) {
+			session_unmap(s, true);
+			tracer_clean_trace_dir(s->dir_fd, 0);
+			free_session(s);
+			return rc;
+		}
+	}
 	/* Release: everything above is visible to a probe that sees s. */
 	tracer_set_current(s);
 	for (size_t i = 0; i < s->nglobs; i++) {
@@ -632,14 +659,20 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 
 int mark_tracer_start(const struct mark_trace_config *config)
 {
-	return tracer_start_chunked(config, NULL);
+	return tracer_start_chunked(config, NULL, NULL);
 }
 
-int tracer_start_chunked(const struct mark_trace_config *config, const struct tracer_chunk_limits *limits)
+int mark_tracer_start_filter(const struct mark_trace_config *config, const char *filter)
+{
+	return tracer_start_chunked(config, NULL, filter);
+}
+
+int tracer_start_chunked(const struct mark_trace_config *config, const struct tracer_chunk_limits *limits,
+			 const char *filter)
 {
 	mark_error_clear();
 	pthread_mutex_lock(&control_mutex);
-	int rc = session_start_locked(config, limits);
+	int rc = session_start_locked(config, limits, filter);
 	pthread_mutex_unlock(&control_mutex);
 	return rc;
 }
@@ -691,6 +724,19 @@ int mark_tracer_stop_directory(const char *directory)
 				s->base_dir ? s->base_dir : "?", directory ? directory : "?");
 	else
 		rc = session_stop_locked(true);
+	pthread_mutex_unlock(&control_mutex);
+	return rc;
+}
+
+int mark_tracer_set_filter(const char *expr)
+{
+	mark_error_clear();
+	pthread_mutex_lock(&control_mutex);
+	/* Under control_mutex: a session stop (which clears the filter) and
+	 * another replacement are serialised with us. */
+	int rc = tracer_current ? tracer_filter_set(expr, "tracer: filter")
+				: mark_error(ENOENT, "mark: tracer: no tracing session is running; start one "
+						     "before setting its filter");
 	pthread_mutex_unlock(&control_mutex);
 	return rc;
 }
@@ -1014,6 +1060,7 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	const char *buffer_s = secure_getenv("MARK_BUFFER");
 	const char *max_s = secure_getenv("MARK_MAX_SIZE");
 	const char *rotate_s = secure_getenv("MARK_ROTATE");
+	const char *filter = secure_getenv("MARK_FILTER");
 	if (!dir && !enable)
 		return;
 	size_t max_size = 0;
@@ -1067,6 +1114,17 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		free_globs(globs);
 		return;
 	}
+	if (filter && *filter) {
+		char err[256];
+		struct mark_filter *f = mark_filter_parse(filter, err, sizeof(err));
+		if (!f) {
+			fprintf(stderr, "mark: MARK_FILTER=%s is not valid: %s (see `mark record --help` "
+				"for the filter language); tracing is off\n", filter, err);
+			free_globs(globs);
+			return;
+		}
+		mark_filter_free(f);
+	}
 	struct mark_trace_config cfg = {
 		.directory = dir,
 		.mode = mode,
@@ -1075,7 +1133,7 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	};
 	const struct tracer_chunk_limits limits = { max_size, rotate_size, rotate_ms };
 	pthread_mutex_lock(&control_mutex);
-	int rc = session_start_locked(&cfg, &limits);
+	int rc = session_start_locked(&cfg, &limits, filter);
 	if (rc == 0)
 		tracer_current->from_env = true;
 	pthread_mutex_unlock(&control_mutex);

@@ -31,8 +31,10 @@ struct tracer_chunk_limits {
 	uint64_t rotate_ms;
 };
 
-/* mark_tracer_start() with chunk limits (NULL: none). */
+/* mark_tracer_start() with chunk limits (NULL: none) and a --filter
+ * expression (NULL: none). */
 __attribute__((visibility("hidden"))) int tracer_start_chunked(const struct mark_trace_config *config,
-							      const struct tracer_chunk_limits *limits);
+							      const struct tracer_chunk_limits *limits,
+							      const char *filter);
 
 #endif

@@ -331,4 +331,42 @@ MARK_HIDDEN int tracer_write_full(int fd, const void *buf, size_t len);
 MARK_HIDDEN int tracer_dir_fd(struct tracer_session *s);
 MARK_HIDDEN int tracer_base_fd(struct tracer_session *s);
 
+/* ---- field names (metadata.c) and filters (filter_probe.c) ---- */
+#define TRACER_FIELD_NAME_MAX 128
+/*
+ * The CTF field names of a marker's n arguments, names[0..n), and of the
+ * length byte of each %s argument, names[n + i] (names has room for 2n):
+ * the names the trace shows, and so the names a --filter expression uses.
+ */
+MARK_HIDDEN void tracer_field_names(const struct mark_arg *args, unsigned n,
+				    char (*names)[TRACER_FIELD_NAME_MAX]);
+
+struct mark_filter;
+/*
+ * The session's filter (`--filter`, MARK_FILTER, `mark enable --filter`)
+ * with, per marker id, how its fields bind to the marker's argument slots
+ * (see filter_probe.c).  Published by tracer_filter_set() with a release
+ * store; the probe loads it (acquire) inside the read-side critical
+ * section mark__fire holds, and a replaced filter is freed only after a
+ * grace period.  NULL: every event is recorded.
+ */
+struct tracer_filter {
+	struct mark_filter *filter;
+	/* "FIELD OP N" (mark_filter_simple): judged without the evaluator. */
+	bool simple;
+	int simple_op;
+	uint64_t simple_value;
+	uint64_t bind[MARK_TF_MAX_ID + 1];
+};
+extern struct tracer_filter *tracer_filter;
+/* Parse `text` (NULL or "": no filter) and make it the filter, replacing
+ * (and, after a grace period, freeing) the previous one.  Not from a
+ * probe; callers serialise (control_mutex).  0, or -EINVAL/-ENOMEM with
+ * mark_last_error() saying "<what>: column N: ...". */
+MARK_HIDDEN int tracer_filter_set(const char *text, const char *what);
+/* Should the event not be recorded?  The probe's side; no lock, no
+ * allocation. */
+MARK_HIDDEN bool tracer_filter_rejects(struct tracer_filter *tf, const struct mark_marker *m,
+				       const uint64_t *args);
+
 #endif

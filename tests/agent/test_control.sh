@@ -249,6 +249,45 @@ record_fork_stop)
 	alive "$child" || fail "the child died"
 	stop_target
 	;;
+filter)
+	# --filter through the agent: `mark record --pid --filter`, and
+	# `mark enable PID GLOB --filter` replacing the recording's filter.
+	start_target
+	need_tracer
+	run badf "$MARK" record --pid "$TPID" -e agent_tick --filter 'i =' -o "$WORK/tbad" -d 0.2
+	expect_rc 2 "a bad --filter"
+	expect_in badf.err "column 3: '=' is not an operator"
+	[ ! -e "$WORK/tbad" ] || fail "a bad --filter created the trace directory"
+	run nosess "$MARK" enable "$TPID" agent_tick --filter 'i == 1'
+	expect_rc 1 "enable --filter without a recording"
+	expect_in nosess.err "no tracing session is running"
+	run rec "$MARK" record --pid "$TPID" -e agent_tick --filter 'i & 1 == 1' -o "$WORK/trace" --duration 1
+	expect_rc 0 "mark record --pid --filter"
+	"$MARK" view "$WORK/trace" >"$WORK/view.out" || fail "mark view failed"
+	odd=$(grep -c 'agent_tick: i=[0-9]*[13579]$' "$WORK/view.out")
+	all=$(grep -c 'agent_tick: ' "$WORK/view.out")
+	[ "$all" -gt 0 ] && [ "$odd" = "$all" ] || fail "--filter 'i & 1 == 1': $odd odd of $all events"
+	echo "record --pid --filter: $all events, all odd"
+	# Live replacement: every event after the first even one is even.  (How
+	# many events fall on each side depends on scheduling: not checked.)
+	"$MARK" record --pid "$TPID" -e agent_tick --filter 'i & 1 == 1' -o "$WORK/trace2" -q -d 2 \
+		>"$WORK/rec2.out" 2>"$WORK/rec2.err" &
+	RPID=$!
+	PIDS+=("$RPID")
+	ok=
+	for _ in $(seq 600); do   # until the recording runs (a condition; 60 s bound)
+		"$MARK" enable "$TPID" agent_tick --filter 'i & 1 == 0' >"$WORK/en.out" 2>"$WORK/en.err" && { ok=1; break; }
+		sleep 0.1
+	done
+	[ -n "$ok" ] || fail "enable --filter never succeeded: $(cat "$WORK/en.err")"
+	expect_in en.out "agent_tick: 0 sites armed (1 marker matched)"
+	wait "$RPID" || fail "mark record --pid ended with status $?: $(cat "$WORK/rec2.err")"
+	"$MARK" view "$WORK/trace2" | grep -o 'i=[0-9]*' | sed 's/i=//' >"$WORK/seq.out"
+	awk 'BEGIN { even = 0 } { if ($1 % 2 == 0) even = 1; else if (even) { print "odd " $1 " after an even one"; exit 1 } }' \
+		"$WORK/seq.out" || fail "an event of the replaced filter was recorded after the new one took effect"
+	echo "enable --filter: $(grep -c '[02468]$' "$WORK/seq.out") even after $(grep -c '[13579]$' "$WORK/seq.out") odd"
+	stop_target
+	;;
 record_exit)
 	start_target --exit-after 1500
 	need_tracer

@@ -458,6 +458,14 @@ def marker_key(counts, short):
 EXPECTED = {"cli_req_begin": 2000, "cli_req_end": 2000, "cli_tick": 2000, "cli_once": 1}
 
 
+def stats_marker_counts(out):
+    """{marker: count} from `mark stats` output: the marker table runs from its
+    header (line 3) to the blank line before the pairs table."""
+    table = out.splitlines()[3:]
+    table = table[:table.index("")] if "" in table else table
+    return {l.split()[0]: int(l.split()[1]) for l in table}
+
+
 def check_trace(mark, trace, expected):
     """The trace holds exactly `expected` events per marker: by mark stats and by babeltrace2."""
     bt = run(["babeltrace2", trace])
@@ -466,10 +474,7 @@ def check_trace(mark, trace, expected):
           "babeltrace2 sees %d events, want %d" % (len(bt.stdout.splitlines()), sum(expected.values())))
     st = run([mark, "stats", trace])
     check(st.returncode == 0, "mark stats failed: %s" % st.stderr)
-    # the marker table: from its header (line 3) to the blank line before the pairs table
-    table = st.stdout.splitlines()[3:]
-    table = table[:table.index("")] if "" in table else table
-    rows = {l.split()[0]: int(l.split()[1]) for l in table}
+    rows = stats_marker_counts(st.stdout)
     for short, n in expected.items():
         k = marker_key(rows, short)
         check(k is not None and rows[k] == n, "mark stats %s = %r, want %d" % (short, rows.get(k), n))

@@ -1,0 +1,170 @@
+/*
+ * Filters in the probe: an event whose fields do not pass the session's
+ * filter is dropped before anything is written (issue 13 section 1).
+ *
+ * The expression is parsed once (src/filter); what is per marker is only
+ * which argument slot holds each field the expression names.  That
+ * binding is computed the first time a marker fires under a filter and
+ * cached by marker id in one word: bit 63 "computed", bit 62 "a field is
+ * missing" (the marker has no such field: its events are never recorded),
+ * and 6 bits per field holding the slot.  Racing threads compute the same
+ * word and store it with relaxed atomics (the marker's layout is
+ * immutable), as the probe's shape cache does.
+ */
+#include "tracer_internal.h"
+
+#include "filter/filter.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <urcu-bp.h>
+
+#define BIND_DONE (1ull << 63)
+#define BIND_MISSING (1ull << 62)
+#define BIND_SLOT_BITS 6
+
+struct tracer_filter *tracer_filter;
+
+static uint64_t __attribute__((noinline, cold)) bind_marker(const struct mark_filter *f,
+							     const struct mark_marker *m)
+{
+	/* 2n names of up to 128 bytes: 4 KiB of stack, once per marker. */
+	char names[2 * MARK_MAX_MARKER_ARGS][TRACER_FIELD_NAME_MAX];
+	const unsigned n = m->nargs <= MARK_MAX_MARKER_ARGS ? m->nargs : MARK_MAX_MARKER_ARGS;
+	tracer_field_names(m->args, n, names);
+	uint64_t b = BIND_DONE;
+	for (unsigned k = 0; k < mark_filter_nfields(f); k++) {
+		const char *want = mark_filter_field(f, k);
+		unsigned slot = 0;
+		while (slot < n && strcmp(names[slot], want) != 0)
+			slot++;
+		if (slot == n)
+			return BIND_DONE | BIND_MISSING;
+		b |= (uint64_t)slot << (k * BIND_SLOT_BITS);
+	}
+	return b;
+}
+
+/* The value of argument slot `slot` as the trace would show it. */
+static void slot_value(const struct mark_arg *a, uint64_t raw, struct mark_filter_value *v)
+{
+	unsigned size = a->size == 0 || a->size > 8 ? 8 : a->size;
+	switch (a->type) {
+	case MARK_ARG_SIGNED: {
+		const unsigned shift = 64 - 8 * size;
+		v->type = MARK_FILTER_INT;
+		v->i = (int64_t)(raw << shift) >> shift;   /* sign-extend the low `size` bytes */
+		break;
+	}
+	case MARK_ARG_DOUBLE:
+		v->type = MARK_FILTER_DOUBLE;
+		memcpy(&v->d, &raw, sizeof(v->d));
+		break;
+	case MARK_ARG_STRING: {
+		/* The program's own pointer, as record_with_strings() reads it. */
+		const char *p = (const char *)(uintptr_t)raw;
+		if (!p)
+			p = "(null)";
+		v->type = MARK_FILTER_STRING;
+		v->str.s = p;
+		v->str.len = strnlen(p, MARK_TF_STRING_MAX);
+		break;
+	}
+	case MARK_ARG_POINTER:
+		v->type = MARK_FILTER_UINT;
+		v->u = raw;
+		break;
+	default:   /* unsigned, hex, char: the low `size` bytes */
+		v->type = MARK_FILTER_UINT;
+		v->u = size == 8 ? raw : raw & ((1ull << (8 * size)) - 1);
+		break;
+	}
+}
+
+bool tracer_filter_rejects(struct tracer_filter *tf, const struct mark_marker *m, const uint64_t *args)
+{
+	const struct mark_filter *f = tf->filter;
+	const unsigned id = m->id;
+	uint64_t b = id <= MARK_TF_MAX_ID ? __atomic_load_n(&tf->bind[id], __ATOMIC_RELAXED) : 0;
+	if (!b) {
+		b = bind_marker(f, m);
+		if (id <= MARK_TF_MAX_ID)
+			__atomic_store_n(&tf->bind[id], b, __ATOMIC_RELAXED);
+	}
+	if (b & BIND_MISSING) {
+		MARK_TSAN_RELEASE(tf);   /* see tracer_filter_set() */
+		return true;
+	}
+	struct mark_filter_value vals[MARK_FILTER_MAX_FIELDS];
+	if (tf->simple) {
+		/* One comparison of an integer field with N >= 0 (the common
+		 * "status == 500"): no program to run. */
+		const unsigned slot = (unsigned)b & ((1u << BIND_SLOT_BITS) - 1);
+		slot_value(&m->args[slot], args[slot], &vals[0]);
+		int c;
+		if (vals[0].type == MARK_FILTER_INT)
+			c = vals[0].i < 0 ? -1 : (uint64_t)vals[0].i < tf->simple_value ? -1
+						 : (uint64_t)vals[0].i > tf->simple_value;
+		else if (vals[0].type == MARK_FILTER_UINT)
+			c = vals[0].u < tf->simple_value ? -1 : vals[0].u > tf->simple_value;
+		else
+			goto general;   /* a double or a string field */
+		bool pass;
+		switch (tf->simple_op) {
+		case -2: pass = c < 0; break;
+		case -1: pass = c <= 0; break;
+		case 0: pass = c == 0; break;
+		case 1: pass = c >= 0; break;
+		case 2: pass = c > 0; break;
+		default: pass = c != 0; break;
+		}
+		MARK_TSAN_RELEASE(tf);
+		return !pass;
+	}
+general:;
+	const unsigned nf = mark_filter_nfields(f);
+	for (unsigned k = 0; k < nf; k++) {
+		const unsigned slot = (unsigned)(b >> (k * BIND_SLOT_BITS)) & ((1u << BIND_SLOT_BITS) - 1);
+		slot_value(&m->args[slot], args[slot], &vals[k]);
+	}
+	const bool reject = !mark_filter_eval(f, vals);
+	/* TSan does not see the grace period that orders these reads before
+	 * tracer_filter_set() frees the filter: say so (nothing otherwise). */
+	MARK_TSAN_RELEASE(tf);
+	return reject;
+}
+
+int tracer_filter_set(const char *text, const char *what)
+{
+	struct tracer_filter *tf = NULL;
+	if (text && *text) {
+		char err[256];
+		struct mark_filter *f = mark_filter_parse(text, err, sizeof(err));
+		if (!f)
+			return mark_error(strcmp(err, "out of memory") == 0 ? ENOMEM : EINVAL,
+					  "mark: %s \"%s\": %s", what, text, err);
+		/* calloc: the bind words start "not computed" (0); 512 KiB of
+		 * address space, of which only the pages of fired ids are touched. */
+		tf = calloc(1, sizeof(*tf));
+		if (!tf) {
+			mark_filter_free(f);
+			return mark_error(ENOMEM, "mark: %s: out of memory", what);
+		}
+		tf->filter = f;
+		tf->simple = mark_filter_simple(f, &tf->simple_op, &tf->simple_value);
+	}
+	/* Release: the filter and its zeroed bind words are visible to a probe
+	 * that loads the pointer (acquire). */
+	struct tracer_filter *old = __atomic_exchange_n(&tracer_filter, tf, __ATOMIC_ACQ_REL);
+	if (old) {
+		/* Probes that may still read `old` run inside a read-side critical
+		 * section begun before the exchange: wait for them all.  (For
+		 * TSan: pairs with the probe's release on `old` after its use.) */
+		urcu_bp_synchronize_rcu();
+		MARK_TSAN_ACQUIRE(old);
+		mark_filter_free(old->filter);
+		free(old);
+	}
+	return 0;
+}

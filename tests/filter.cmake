@@ -1,0 +1,32 @@
+# Filters (src/filter, issue 13 section 1): the language itself, then
+# filters in the probe, on read, and installed live.
+mark_test(test_filter_parse SOURCES filter/test_filter_parse.c)
+target_include_directories(test_filter_parse PRIVATE ${CMAKE_SOURCE_DIR}/src)
+target_link_libraries(test_filter_parse PRIVATE mark_static)
+# record --filter, MARK_FILTER, refusal before the program runs (needs the CLI).
+if(TARGET mark_cli)
+  foreach(case record refuse read)
+    add_test(NAME filter_cli_${case}
+      COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/filter/test_filter_cli.py ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
+              ${CMAKE_CURRENT_BINARY_DIR}/filter-work/${case})
+    set_tests_properties(filter_cli_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
+# A filter replaced while threads fire; exact counts after.
+mark_test(test_filter_live SOURCES filter/test_filter_live.c)
+set_tests_properties(test_filter_live PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+# 15 s of afl++ on the filter parser/evaluator (`make fuzz`: 300 s); built by
+# run_filter.sh with its own sanitizers, so skipped in sanitizer builds.
+add_test(NAME filter_fuzz_short
+  COMMAND /bin/bash -c "if [ -n \"$MARK_TEST_SANITIZER\" ]; then echo 'SKIP: the fuzz run is part of the default build; this is a sanitizer build'; exit 77; fi; exec /bin/bash \"$0\" 15 \"$1\""
+          ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_filter.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-filter)
+set_tests_properties(filter_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+# --filter through the control agent (record --pid, enable --filter).
+if(TARGET mark_cli)
+  add_test(NAME agent_cli_filter
+    COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_control.sh filter
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:agent_target>
+            ${CMAKE_CURRENT_BINARY_DIR}/agent-work/filter)
+  set_tests_properties(agent_cli_filter PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()

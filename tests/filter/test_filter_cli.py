@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""Filters end to end: `mark record --filter`, MARK_FILTER, and refusal of a
+bad expression before the program runs.
+
+    test_filter_cli.py CASE MARK_BINARY RECORD_TARGET WORKDIR
+
+RECORD_TARGET is tests/cli/record_target.c: 2 threads x 1000 of
+cli_req_begin "%d %p %s" (id, ptr, name = "req<id>"), cli_req_end "%d" (id),
+cli_tick "%u" (tick = 0..999 per thread), and one cli_once "%x %f".
+Exit 0 = pass, 1 = fail, 77 = skip.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+import test_cli as t  # noqa: E402  (shared helpers: run, record, check_trace, ...)
+
+check, run = t.check, t.run
+
+
+def counts_of(mark, trace):
+    st = run([mark, "stats", trace])
+    check(st.returncode == 0, "mark stats failed: %s" % st.stderr)
+    rows = t.stats_marker_counts(st.stdout)
+    return {short: rows.get(t.marker_key(rows, short), 0)
+            for short in ("cli_req_begin", "cli_req_end", "cli_tick", "cli_once")}
+
+
+def case_record(mark, target, workdir):
+    t.need_babeltrace2()
+    # strings with a glob, integers, &&: req1, req10..req19 (ids < 100); the
+    # other markers lack `name` (or `id`) and are not recorded
+    trace, r = t.record(mark, target, workdir, "glob", "exit", "0",
+                        extra=("--filter", 'id < 100 && name == "req1*"'))
+    check(r.returncode == 0, "exit status %d: %s" % (r.returncode, r.stderr))
+    got = counts_of(mark, trace)
+    check(got == {"cli_req_begin": 11, "cli_req_end": 0, "cli_tick": 0, "cli_once": 0},
+          "--filter 'id < 100 && name == \"req1*\"' recorded %r" % got)
+    v = run([mark, "view", trace])
+    ids = sorted(int(x.split("id=")[1].split()[0]) for x in v.stdout.splitlines() if "id=" in x)
+    check(ids == [1] + list(range(10, 20)), "recorded ids %r" % ids)
+
+    # two markers with the field `id`
+    trace, r = t.record(mark, target, workdir, "or", "exit", "0",
+                        extra=("--filter", "id == 7 || id == 1500"))
+    got = counts_of(mark, trace)
+    check(got == {"cli_req_begin": 2, "cli_req_end": 2, "cli_tick": 0, "cli_once": 0},
+          "--filter 'id == 7 || id == 1500' recorded %r" % got)
+
+    # bitwise & and a double, with -e; and || across fields that no marker has
+    # together records nothing: each marker lacks one of them
+    for name, expr, want in (
+            ("bits", "tick & 0x3ff == 0x3e7", {"cli_tick": 2}),
+            ("double", "flags & 0xf == 0xf && ratio < 0.5", {"cli_once": 1}),
+            ("split", "tick == 3 || flags != 0", {}),
+            # one comparison with N >= 0: the probe's shortcut, both ways round
+            ("turned", "5 > tick", {"cli_tick": 10}),
+            ("turned_le", "990 <= tick", {"cli_tick": 20}),
+            ("ne", "tick != 3", {"cli_tick": 1998}),
+            ("lt", "tick < 2", {"cli_tick": 4}),
+            ("neg", "tick > -1", {"cli_tick": 2000}),   # not the shortcut: N < 0
+            ("dbl", "ratio >= 0", {"cli_once": 1})):    # the shortcut's field is a double
+        trace, r = t.record(mark, target, workdir, name, "exit", "0", extra=("-e", "cli_*", "--filter", expr))
+        check(r.returncode == 0, "--filter '%s': exit %d %s" % (expr, r.returncode, r.stderr))
+        got = counts_of(mark, trace)
+        full = dict({"cli_req_begin": 0, "cli_req_end": 0, "cli_tick": 0, "cli_once": 0}, **want)
+        check(got == full, "--filter '%s' recorded %r, want %r" % (expr, got, full))
+
+    # MARK_FILTER in the environment, without `mark record`
+    trace = t.fresh(workdir, "env")
+    r = run([target, "exit", "0"], env=dict(os.environ, MARK_TRACE=trace, MARK_ENABLE="*",
+                                            MARK_FILTER="tick >= 990"))
+    check(r.returncode == 0, "MARK_FILTER run: %d %s" % (r.returncode, r.stderr))
+    got = counts_of(mark, trace)
+    check(got["cli_tick"] == 20 and got["cli_req_begin"] == 0, "MARK_FILTER='tick >= 990' recorded %r" % got)
+
+
+def case_refuse(mark, target, workdir):
+    ready = os.path.join(workdir, "ran")
+    if os.path.exists(ready):
+        os.unlink(ready)
+    trace = t.fresh(workdir, "bad")
+    r = run([mark, "record", "-o", trace, "--filter", "id = 3", "--", target, "wait", ready])
+    check(r.returncode == 2, "bad --filter: exit %d, want 2 (usage error)" % r.returncode)
+    check("column 4" in r.stderr and "use ==" in r.stderr, "bad --filter message: %r" % r.stderr)
+    check(not os.path.exists(ready), "the program ran despite the bad filter")
+    # a bad MARK_FILTER: the program runs untraced and is told why
+    trace = t.fresh(workdir, "badenv")
+    r = run([target, "exit", "0"], env=dict(os.environ, MARK_TRACE=trace, MARK_ENABLE="*",
+                                            MARK_FILTER="(id == 3"))
+    check(r.returncode == 0, "bad MARK_FILTER changed the program's exit: %d" % r.returncode)
+    check("MARK_FILTER" in r.stderr and "column 9" in r.stderr and "tracing is off" in r.stderr,
+          "bad MARK_FILTER message: %r" % r.stderr)
+
+
+def case_read(mark, target, workdir):
+    """view/stats --filter: the same language on a recorded (unfiltered) trace,
+    through mark's native reader and through libbabeltrace2 (MARK_READER=bt2)."""
+    t.need_babeltrace2()
+    trace, r = t.record(mark, target, workdir, "all", "exit", "0")
+    check(r.returncode == 0, "record: %d %s" % (r.returncode, r.stderr))
+    for reader in ("native", "bt2"):
+        env = dict(os.environ, MARK_READER=reader) if reader == "bt2" else dict(os.environ)
+        env.pop("MARK_READER", None) if reader == "native" else None
+        v = run([mark, "view", "--filter", 'id < 100 && name == "req1*"', trace], env=env)
+        check(v.returncode == 0, "%s: view --filter: %d %s" % (reader, v.returncode, v.stderr))
+        ids = sorted(int(x.split("id=")[1].split()[0]) for x in v.stdout.splitlines() if "id=" in x)
+        check(ids == [1] + list(range(10, 20)), "%s: view --filter shows ids %r" % (reader, ids))
+        v = run([mark, "view", "--filter", "flags & 0xf == 0xf && ratio == 0.25", trace], env=env)
+        lines = [l for l in v.stdout.splitlines() if l.strip()]
+        check(len(lines) == 1 and "cli_once" in lines[0], "%s: view --filter on %%x/%%f: %r" % (reader, lines))
+        st = run([mark, "stats", "--filter", "tick >= 990", trace], env=env)
+        check(st.returncode == 0, "%s: stats --filter: %d %s" % (reader, st.returncode, st.stderr))
+        rows = t.stats_marker_counts(st.stdout)
+        got = rows.get(t.marker_key(rows, "cli_tick"))
+        check(got == 20 and t.marker_key(rows, "cli_req_begin") is None,
+              "%s: stats --filter 'tick >= 990': %r" % (reader, rows))
+    for cmd in ("view", "stats"):
+        b = run([mark, cmd, "--filter", "tick >", trace])
+        check(b.returncode == 2 and "column 7" in b.stderr, "%s bad --filter: %d %r" % (cmd, b.returncode, b.stderr))
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+if __name__ == "__main__":
+    case, mark, target, workdir = sys.argv[1:5]
+    os.makedirs(workdir, exist_ok=True)
+    CASES[case](mark, target, workdir)
+    if t.failures:
+        print("FAILED: %d check(s)" % len(t.failures), file=sys.stderr)
+        sys.exit(1)
+    print("ok")
