@@ -10,6 +10,7 @@
 #   view           mark view > /dev/null
 #   view_filter    mark view -e rb_req_* > /dev/null
 #   export         mark export -o - > /dev/null (Chrome JSON)
+# then stats_bench.py: stats_pairs (stats --histogram), stats_by (--by path).
 # and prints result lines for bench/report.py: events/s, MB/s, seconds and
 # peak RSS of each (reader_bench.py measures them with wait4's rusage).
 # Environment: MARK_BENCH_READER_MB, MARK_BENCH_READER_DIR (where the trace
@@ -48,5 +49,7 @@ rm -rf "$DIR"
 	{ echo "S reader all not measured: mark record failed"; exit 0; }
 /usr/bin/python3 "$HERE/reader_bench.py" "$MARK" "$DIR" "$REPS"
 status=$?
+# mark stats with its begin/end pairing, --by and --histogram (stats_pairs, stats_by)
+/usr/bin/python3 "$HERE/stats_bench.py" "$MARK" "$DIR" "$REPS" || status=1
 [ "${MARK_BENCH_READER_KEEP:-0}" = 1 ] || rm -rf "$DIR"
 exit $status

@@ -11,7 +11,7 @@ lines, medians in the I lines):
     stats_pairs       mark stats --histogram TRACE
     stats_by          mark stats --by path --histogram TRACE (4 rows per pair)
     bt2_counter_s     babeltrace2 -c sink.utils.counter TRACE (the ratio's base)
-Run it after run.sh made the trace: MARK_BENCH_READER_KEEP=1 keeps it.
+run.sh runs it on its trace after reader_bench.py.
 """
 import os
 import re
@@ -42,18 +42,20 @@ def main():
         if name.startswith("bt2") and subprocess.run(["which", "babeltrace2"], capture_output=True).returncode:
             print("S reader %s not measured: babeltrace2 is not installed" % name)
             continue
-        secs, rss = [], []
+        secs, rss, cpus = [], [], []
         for _ in range(reps):
-            dt, peak, rc = timed(args)
+            dt, peak, rc, cpu = timed(args)
             if rc != 0:
                 break
             secs.append(dt)
             rss.append(peak)
+            cpus.append(cpu)
         if len(secs) < reps:
             print("S reader %s not measured: %s failed" % (name, args[0]))
             continue
         print("R reader %s events_per_s Mev/s %s" % (name, " ".join("%.3f" % (events / s / 1e6) for s in secs)))
         print("R reader %s seconds s %s" % (name, " ".join("%.3f" % s for s in secs)))
+        print("R reader %s events_per_cpu_s Mev/s %s" % (name, " ".join("%.3f" % (events / c / 1e6) for c in cpus if c > 0)))
         print("R reader %s peak_rss MiB %s" % (name, " ".join("%.1f" % r for r in rss)))
         med[name] = statistics.median(secs)
     for name in ("stats_pairs", "stats_by"):

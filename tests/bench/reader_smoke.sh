@@ -25,6 +25,9 @@ want_rows="cat:MB_per_s cat:peak_rss"
 for r in stats view view_filter export; do
 	want_rows="$want_rows $r:events_per_s $r:events_per_cpu_s $r:MB_per_s $r:seconds $r:peak_rss"
 done
+for r in stats_pairs stats_by; do   # stats_bench.py: the begin/end pairing
+	want_rows="$want_rows $r:events_per_s $r:events_per_cpu_s $r:seconds $r:peak_rss"
+done
 if command -v babeltrace2 >/dev/null; then
 	want_rows="$want_rows bt2_counter:events_per_s bt2_counter:events_per_cpu_s"
 fi
