@@ -130,7 +130,7 @@ run t3 lttng lttng_row
 # same cost rows without glibc's rseq registration.
 SDIR=$OUT/streaming
 mkdir -p "$SDIR"
-run t3s all "$B/bench_streaming" "${OPTS[@]}" --only cost,first,block --arg "$SDIR"
+run t3s all "$B/bench_streaming" "${OPTS[@]}" --only cost,first,drop,block --arg "$SDIR"
 run t3s norseq env GLIBC_TUNABLES=glibc.pthread.rseq=0 "$B/bench_streaming" "${OPTS[@]}" --only norseq --arg "$SDIR"
 
 # LTTng-UST in the matching modes: its default (discard) channel with
