@@ -1,4 +1,13 @@
-# Shared by the afl++ fuzz scripts (run_recover.sh, run_reader.sh); sourced.
+# Shared by the afl++ fuzz scripts (run_recover.sh, run_reader.sh,
+# run_filter.sh); sourced.
+
+# afl_require: exit 77 (ctest's skip) with the reason when afl++ is missing.
+afl_require() {
+	if ! command -v afl-clang-fast >/dev/null 2>&1 || ! command -v afl-fuzz >/dev/null 2>&1; then
+		echo "SKIP: afl++ (afl-clang-fast, afl-fuzz) is not installed (Debian: afl++)"
+		exit 77
+	fi
+}
 
 # libmark_sources REPO: every libmark source, as CMakeLists.txt builds the
 # library (every src/ directory but arch/, plus this machine's arch/), into

@@ -18,10 +18,7 @@ repo=$(cd "$here/../.." && pwd)
 work=${2:-${MARK_FUZZ_DIR:-$repo/build-fuzz-filter}}
 mkdir -p "$work"
 
-if ! command -v afl-clang-fast >/dev/null 2>&1 || ! command -v afl-fuzz >/dev/null 2>&1; then
-	echo "SKIP: afl++ (afl-clang-fast, afl-fuzz) is not installed (Debian: afl++)"
-	exit 77
-fi
+afl_require
 
 bin=$work/fuzz_filter
 if afl_stale "$bin" "$repo/src/filter" "$here/fuzz_filter.c" "$0"; then

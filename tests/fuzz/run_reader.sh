@@ -28,10 +28,7 @@ for pc in liburcu-bp babeltrace2; do
 		exit 77
 	fi
 done
-if ! command -v afl-clang-fast >/dev/null 2>&1 || ! command -v afl-fuzz >/dev/null 2>&1; then
-	echo "SKIP: afl++ (afl-clang-fast, afl-fuzz) is not installed (Debian: afl++)"
-	exit 77
-fi
+afl_require
 
 # The reader and what it calls: the escaping (text.c) and the value text
 # (trace_value.c, which also holds the babeltrace2 path: linked, not run).

@@ -26,10 +26,7 @@ if ! pkg-config --exists liburcu-bp; then
 	echo "SKIP: liburcu-bp is missing (Debian: liburcu-dev)"
 	exit 77
 fi
-if ! command -v afl-clang-fast >/dev/null 2>&1 || ! command -v afl-fuzz >/dev/null 2>&1; then
-	echo "SKIP: afl++ (afl-clang-fast, afl-fuzz) is not installed (Debian: afl++)"
-	exit 77
-fi
+afl_require
 
 # All of libmark, as CMakeLists.txt builds it (every src/ directory but
 # arch/, plus this machine's arch/), and the CLI's .mark-stats reader with
