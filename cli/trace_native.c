@@ -1075,51 +1075,6 @@ bool trace_native_has_field(const struct trace_native_event *ev, const char *nam
 	return false;
 }
 
-bool trace_native_field_value(const struct trace_native_event *ev, const char *name,
-			      struct mark_filter_value *out)
-{
-	const struct tn_class *k = ev->cls;
-	/* The walk of trace_native_payload_append(): offsets as next_message()
-	 * checked them, every field inside the event. */
-	const uint8_t *base = ev->payload - 16, *p = ev->payload;
-	for (unsigned i = 0; i < k->nfields; i++) {
-		const struct tn_field *f = &k->fields[i];
-		const bool want = strcmp(f->name, name) == 0;
-		if (f->kind == TN_STRING) {
-			const char *text = (const char *)p + 1;
-			size_t len = strlen(text);
-			if (want) {
-				out->type = MARK_FILTER_STRING;
-				out->str.s = text;
-				out->str.len = len;
-				return true;
-			}
-			p += 1 + len + 1;
-			continue;
-		}
-		p = base + (((uint64_t)(p - base) + 7) & ~(uint64_t)7);
-		uint64_t v = 0;
-		memcpy(&v, p, f->bytes);
-		p += f->bytes;
-		if (!want)
-			continue;
-		if (f->kind == TN_REAL) {
-			out->type = MARK_FILTER_DOUBLE;
-			memcpy(&out->d, &v, sizeof(out->d));
-		} else if (f->kind == TN_SINT) {
-			if (f->bytes < 8 && (v >> (f->bytes * 8 - 1)) & 1)
-				v |= ~UINT64_C(0) << (f->bytes * 8);
-			out->type = MARK_FILTER_INT;
-			out->i = (int64_t)v;
-		} else {
-			out->type = MARK_FILTER_UINT;
-			out->u = v;
-		}
-		return true;
-	}
-	return false;
-}
-
 const char **trace_native_class_names(const struct trace_native_event *ev, size_t *count)
 {
 	size_t n = 0;
@@ -1133,6 +1088,24 @@ const char **trace_native_class_names(const struct trace_native_event *ev, size_
 		if (ev->trace->classes[id])
 			names[(*count)++] = ev->trace->classes[id]->name;
 	return names;
+}
+
+/* p rounded up to the next 8-byte boundary from the event's start, base:
+ * where an integer or double field starts. */
+static inline const uint8_t *align8(const uint8_t *base, const uint8_t *p)
+{
+	return base + (((uint64_t)(p - base) + 7) & ~(uint64_t)7);
+}
+
+/* The integer or double field f whose bytes start at p (aligned), as 64
+ * bits: a signed integer sign-extended, a double's bits as they are. */
+static uint64_t number_at(const struct tn_field *f, const uint8_t *p)
+{
+	uint64_t v = 0;
+	memcpy(&v, p, f->bytes);
+	if (f->kind == TN_SINT && f->bytes < 8 && (v >> (f->bytes * 8 - 1)) & 1)
+		v |= ~UINT64_C(0) << (f->bytes * 8);
+	return v;
 }
 
 /*
@@ -1149,9 +1122,8 @@ static const uint8_t *append_field_value(struct strbuf *sb, const struct tn_fiel
 		trace_value_append_string(sb, text, style);
 		return p + 1 + strlen(text) + 1;
 	}
-	p = base + (((uint64_t)(p - base) + 7) & ~(uint64_t)7);
-	uint64_t v = 0;
-	memcpy(&v, p, f->bytes);
+	p = align8(base, p);
+	const uint64_t v = number_at(f, p);
 	switch (f->kind) {
 	case TN_REAL: {
 		double d;
@@ -1163,8 +1135,6 @@ static const uint8_t *append_field_value(struct strbuf *sb, const struct tn_fiel
 		trace_value_append_char(sb, (unsigned char)v, style);
 		break;
 	case TN_SINT:
-		if (f->bytes < 8 && (v >> (f->bytes * 8 - 1)) & 1)
-			v |= ~UINT64_C(0) << (f->bytes * 8);
 		trace_value_append_integer(sb, v, true, f->base, style);
 		break;
 	default:
@@ -1179,47 +1149,80 @@ static const uint8_t *skip_field(const struct tn_field *f, const uint8_t *base, 
 {
 	if (f->kind == TN_STRING)
 		return p + 1 + strlen((const char *)p + 1) + 1;
-	return base + (((uint64_t)(p - base) + 7) & ~(uint64_t)7) + f->bytes;
+	return align8(base, p) + f->bytes;
 }
 
-bool trace_native_field_append(struct strbuf *sb, const struct trace_native_event *ev, const char *name,
-			       enum trace_value_style style)
-{
-	const struct tn_class *k = ev->cls;
-	const uint8_t *base = ev->payload - 16, *p = ev->payload;
-	for (unsigned i = 0; i < k->nfields; i++) {
-		if (strcmp(k->fields[i].name, name) == 0) {
-			append_field_value(sb, &k->fields[i], base, p, style);
-			return true;
-		}
-		p = skip_field(&k->fields[i], base, p);
-	}
-	return false;
-}
-
-bool trace_native_field_key(struct strbuf *sb, const struct trace_native_event *ev, const char *name)
+/*
+ * The event's field called `name`, or NULL; *at is where its value starts
+ * (a string's length byte, a number's first byte, aligned).  The walk of
+ * trace_native_payload_append(): offsets as next_message() checked them.
+ */
+static const struct tn_field *find_field(const struct trace_native_event *ev, const char *name, const uint8_t **at)
 {
 	const struct tn_class *k = ev->cls;
 	const uint8_t *base = ev->payload - 16, *p = ev->payload;
 	for (unsigned i = 0; i < k->nfields; i++) {
 		const struct tn_field *f = &k->fields[i];
-		if (strcmp(f->name, name) != 0) {
-			p = skip_field(f, base, p);
-			continue;
+		if (strcmp(f->name, name) == 0) {
+			*at = f->kind == TN_STRING ? p : align8(base, p);
+			return f;
 		}
-		/* the kind first, so a string never equals a number's bytes */
-		char tag = (char)('a' + f->kind);
-		strbuf_add(sb, &tag, 1);
-		if (f->kind == TN_STRING) {
-			const char *text = (const char *)p + 1;
-			strbuf_add(sb, text, strlen(text));
-		} else {
-			p = base + (((uint64_t)(p - base) + 7) & ~(uint64_t)7);
-			strbuf_add(sb, (const char *)p, f->bytes);
-		}
+		p = skip_field(f, base, p);
+	}
+	return NULL;
+}
+
+bool trace_native_field_append(struct strbuf *sb, const struct trace_native_event *ev, const char *name,
+			       enum trace_value_style style)
+{
+	const uint8_t *at;
+	const struct tn_field *f = find_field(ev, name, &at);
+	if (f)
+		append_field_value(sb, f, ev->payload - 16, at, style);
+	return f != NULL;
+}
+
+bool trace_native_field_key(struct strbuf *sb, const struct trace_native_event *ev, const char *name)
+{
+	const uint8_t *at;
+	const struct tn_field *f = find_field(ev, name, &at);
+	if (!f)
+		return false;
+	/* the kind first, so a string never equals a number's bytes */
+	char tag = (char)('a' + f->kind);
+	strbuf_add(sb, &tag, 1);
+	if (f->kind == TN_STRING)
+		strbuf_add(sb, (const char *)at + 1, strlen((const char *)at + 1));
+	else
+		strbuf_add(sb, (const char *)at, f->bytes);
+	return true;
+}
+
+bool trace_native_field_value(const struct trace_native_event *ev, const char *name,
+			      struct mark_filter_value *out)
+{
+	const uint8_t *at;
+	const struct tn_field *f = find_field(ev, name, &at);
+	if (!f)
+		return false;
+	if (f->kind == TN_STRING) {
+		out->type = MARK_FILTER_STRING;
+		out->str.s = (const char *)at + 1;
+		out->str.len = strlen(out->str.s);
 		return true;
 	}
-	return false;
+	const uint64_t v = number_at(f, at);
+	if (f->kind == TN_REAL) {
+		out->type = MARK_FILTER_DOUBLE;
+		memcpy(&out->d, &v, sizeof(out->d));
+	} else if (f->kind == TN_SINT) {
+		out->type = MARK_FILTER_INT;
+		out->i = (int64_t)v;
+	} else {
+		out->type = MARK_FILTER_UINT;
+		out->u = v;
+	}
+	return true;
 }
 
 void trace_native_payload_append(struct strbuf *sb, const struct trace_native_event *ev,
