@@ -6,10 +6,12 @@ BUILD  ?= build
 JOBS   ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-# Debian packages the build, tests and benchmarks use.
+# Debian packages the build, tests and benchmarks use.  The export tests also
+# decode with the formats' official schemas from PyPI: tests/pydeps/requirements.txt,
+# installed by deps-test into .pydeps/ with pip (they skip, saying why, without it).
 DEB_BUILD = build-essential cmake ninja-build pkg-config liburcu-dev libbabeltrace2-dev clang libclang-rt-14-dev
 DEB_TEST  = babeltrace2 python3-bt2 systemtap-sdt-dev bpftrace gdb binutils \
-            linux-perf afl++ systemtap
+            linux-perf afl++ systemtap python3-pip
 DEB_BENCH = liblttng-ust-dev lttng-tools python3-matplotlib dpkg-dev libevent-dev patch debian-archive-keyring
 
 .PHONY: all build deps deps-test deps-bench install test test-quick test-asan test-tsan test-clang \
@@ -29,6 +31,7 @@ deps:
 	$(call apt_install,$(DEB_BUILD))
 deps-test: deps
 	$(call apt_install,$(DEB_TEST))
+	@./tests/pydeps/install.sh $(CURDIR)/.pydeps
 deps-bench: deps-test
 	$(call apt_install,$(DEB_BENCH))
 

@@ -15,6 +15,7 @@ What it resolves:
   pkg_check_modules(...)   the .pc file's package
   find_program(VAR name)   the program's package
   import X in tests/ and bench/ Python, outside the standard library
+    (except, in tests/, the PyPI modules of tests/pydeps/requirements.txt)
 A module or program that is not installed cannot be resolved; a REQUIRED one
 is a failure (the build needs it), an optional one is reported as unchecked.
 """
@@ -58,6 +59,16 @@ def pc_file(module):
     if r.returncode != 0:
         return None
     return os.path.join(r.stdout.strip(), module + ".pc")
+
+
+def pypi_modules():
+    """Top-level modules that tests/pydeps/requirements.txt installs from PyPI
+    (its "# provides:" line); the tests import them through pydeps.require()."""
+    path = os.path.join(src, "tests", "pydeps", "requirements.txt")
+    if not os.path.exists(path):
+        return set()
+    m = re.search(r"^# provides:(.*)$", open(path).read(), re.M)
+    return set(m.group(1).split()) if m else set()
 
 
 def needed_by(path):
@@ -104,6 +115,7 @@ def requirements():
             path = next((shutil.which(n) for n in names if shutil.which(n)), None)
             yield rel, "program", "/".join(names), required, path
     stdlib = set(sys.stdlib_module_names)
+    pypi = pypi_modules()
     for py in glob.glob(os.path.join(src, "tests", "**", "*.py"), recursive=True) + \
             glob.glob(os.path.join(src, "bench", "**", "*.py"), recursive=True):
         rel = os.path.relpath(py, src)
@@ -117,6 +129,8 @@ def requirements():
         for mod in sorted(mods):
             if mod in stdlib or mod in local or mod == "__future__":
                 continue
+            if mod in pypi and rel.split(os.sep)[0] == "tests":
+                continue    # pip installs it (tests/pydeps), not apt
             spec = importlib.util.find_spec(mod)
             origin = spec.origin if spec and spec.origin not in (None, "built-in") else None
             if spec and origin is None and spec.submodule_search_locations:
