@@ -1,5 +1,6 @@
 /* Text the `mark` command prints: see text.h. */
 #include "text.h"
+#include "util/printable.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -164,42 +165,6 @@ void strbuf_release(struct strbuf *sb)
 	*sb = (struct strbuf){ 0 };
 }
 
-/*
- * Length of the UTF-8 sequence at p if it is valid (shortest form, no
- * surrogate, at most U+10FFFF) and printable on a terminal: not a C1
- * control (U+0080-U+009F, which 8-bit terminals act on: U+009B is CSI) nor
- * a bidirectional embedding/override/isolate (U+202A-U+202E,
- * U+2066-U+2069), which reorder what follows them on screen.  0 otherwise.
- */
-static size_t utf8_printable(const unsigned char *p)
-{
-	size_t n;
-	uint32_t c;
-	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-		n = 2;
-		c = p[0] & 0x1fu;
-	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-		n = 3;
-		c = p[0] & 0x0fu;
-	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-		n = 4;
-		c = p[0] & 0x07u;
-	} else {
-		return 0;
-	}
-	/* The NUL terminator is not a continuation byte: no read past it. */
-	for (size_t k = 1; k < n; k++) {
-		if ((p[k] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (p[k] & 0x3fu);
-	}
-	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	if (c <= 0x9f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))
-		return 0;
-	return n;
-}
-
 enum text_style { STYLE_JSON, STYLE_C, STYLE_TERMINAL };
 
 /*
@@ -248,7 +213,7 @@ static void add_escaped(struct strbuf *sb, const char *text, enum text_style sty
 		size_t n;
 		if (*p >= 0x20 && *p < 0x7f)
 			strbuf_add(sb, (const char *)p, 1);
-		else if (*p >= 0x80 && (n = utf8_printable(p)) > 0) {
+		else if (*p >= 0x80 && (n = mark_utf8_printable(p)) > 0) {
 			strbuf_add(sb, (const char *)p, n);
 			p += n - 1;
 		} else

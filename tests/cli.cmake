@@ -22,7 +22,7 @@ if(TARGET mark_cli)
             $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_dup_format> ${CMAKE_CURRENT_BINARY_DIR}/cli-work/warn_once)
   set_tests_properties(cli_warn_once PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
   # The shortest-double text (cli/trace_value.c) against the algorithm it replaced.
-  add_executable(cli_double_text cli/double_text.c ${CMAKE_SOURCE_DIR}/cli/text.c)
+  add_executable(cli_double_text cli/double_text.c ${CMAKE_SOURCE_DIR}/cli/text.c ${CMAKE_SOURCE_DIR}/src/util/printable.c)
   target_include_directories(cli_double_text PRIVATE ${CMAKE_SOURCE_DIR}/cli ${CMAKE_SOURCE_DIR}/src)
   target_link_libraries(cli_double_text PRIVATE PkgConfig::BABELTRACE2 m)
   add_test(NAME cli_double_text COMMAND cli_double_text 100000)

@@ -193,7 +193,7 @@ static void agent_log(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "mark: agent (pid %d): %s\n", (int)getpid(), line);
+	mark_warn("mark: agent (pid %d): %s\n", (int)getpid(), line);
 }
 
 /* Record what `fd` refers to; false if it cannot be inspected. */

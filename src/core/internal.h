@@ -68,6 +68,13 @@ static inline unsigned mark_name_hash(const char *s)
 /* Record the message returned by mark_last_error() on this thread; returns -err. */
 MARK_HIDDEN int mark_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 MARK_HIDDEN void mark_error_clear(void);
+/*
+ * One line on stderr, printf-style.  Like mark_error()'s text, the line is
+ * escaped (src/util/printable.h) except for its final newline: libmark's
+ * messages repeat environment values, paths and globs chosen by whoever
+ * started the program, and a terminal must not act on them.
+ */
+MARK_HIDDEN void mark_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A module's hook, called (no lock held) after each object with markers
  * registers, and at once if one already has.  0, or -ENOSPC. */
 MARK_HIDDEN int mark_core_on_object_registered(void (*hook)(void));

@@ -57,7 +57,7 @@ void mark_probes_rebuild_locked(struct mark_marker *m, void ***retired, size_t *
 	if (count) {
 		array = malloc(sizeof(*array) + count * sizeof(array->probes[0]));
 		if (!array) {
-			fprintf(stderr, "mark: out of memory connecting probes to %s; its probes are unchanged\n",
+			mark_warn("mark: out of memory connecting probes to %s; its probes are unchanged\n",
 				m->name);
 			return;
 		}

@@ -276,12 +276,12 @@ static bool marker_take_format_locked(struct mark_marker *m, const struct mark__
 	char err[256];
 	int n = mark_format_parse(desc->format, types, sizes, MARK_MAX_MARKER_ARGS, err, sizeof(err));
 	if (n < 0) {
-		fprintf(stderr, "mark: marker %s at %s:%u: %s; the site is never armed\n", m->name,
+		mark_warn("mark: marker %s at %s:%u: %s; the site is never armed\n", m->name,
 			desc->file, desc->line, err);
 		return false;
 	}
 	if ((unsigned)n != desc->nargs) {
-		fprintf(stderr,
+		mark_warn(
 			"mark: marker %s at %s:%u: format \"%s\" has %d conversions but %u arguments "
 			"were passed; the site is never armed\n",
 			m->name, desc->file, desc->line, desc->format, n, desc->nargs);
@@ -624,7 +624,7 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 	struct mark_marker **new_markers = calloc(ndescs + 1, sizeof(*new_markers));
 	if (!descs || !obj || !sites || !new_markers) {
 		pthread_mutex_unlock(&registry_mutex);
-		fprintf(stderr, "mark: out of memory registering the markers of %s\n", path);
+		mark_warn("mark: out of memory registering the markers of %s\n", path);
 		free(descs);
 		free(obj);
 		free(sites);
@@ -642,14 +642,14 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 	for (size_t i = 0; i < ndescs; i++) {
 		struct mark__site *d = descs[i];
 		if (d->abi != MARK__ABI) {
-			fprintf(stderr, "mark: %s: a marker descriptor has ABI %u, this libmark expects %u; "
+			mark_warn("mark: %s: a marker descriptor has ABI %u, this libmark expects %u; "
 					"rebuild it against the installed <mark/mark.h>\n", path, d->abi, MARK__ABI);
 			continue;
 		}
 		bool created;
 		struct mark_marker *m = marker_get_locked(d, &created);
 		if (!m) {
-			fprintf(stderr, "mark: out of memory registering marker %s of %s\n", d->name, path);
+			mark_warn("mark: out of memory registering marker %s of %s\n", d->name, path);
 			continue;
 		}
 		if (created)
@@ -680,7 +680,7 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 			s->target = e->target ? (uint8_t *)((const char *)&e->target + e->target) : NULL;
 			uint8_t pk = d->kind == MARK_KIND_JUMP ? MARK_PATCH_JUMP : MARK_PATCH_IMMEDIATE;
 			if (!mark_arch_site_valid(s->code, pk)) {
-				fprintf(stderr, "mark: %s: the code of marker %s at %s:%u is not the expected "
+				mark_warn("mark: %s: the code of marker %s at %s:%u is not the expected "
 						"instruction; the site is ignored\n", path, d->name, d->file, d->line);
 				continue;
 			}
@@ -705,7 +705,7 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 				for (size_t k = 0; k < n && !said; k++)
 					said = sites[k].desc == d && sites[k].conflict;
 				if (!said)
-					fprintf(stderr, "mark: marker %s: the site at %s:%u has format \"%s\", but the "
+					mark_warn("mark: marker %s: the site at %s:%u has format \"%s\", but the "
 						"marker was first defined with \"%s\" at %s:%u; that site is never armed\n",
 						m->name, d->file, d->line, d->format, m->format, m->first_file,
 						m->first_line);
@@ -732,7 +732,7 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 		for (size_t i = 0; i < n; i++)
 			ptrs[i] = &sites[i];
 		if (apply_locked(ptrs, n) < 0)
-			fprintf(stderr, "%s\n", mark_last_error());
+			mark_warn("%s\n", mark_last_error());
 		free(ptrs);
 	}
 	void (*hooks[MAX_OBJECT_HOOKS])(void);

@@ -254,7 +254,7 @@ static int update_arming_locked(struct mark__eh_list *l, unsigned count)
 		if (mark_eventhandler_arm_locked(l->marker, false) >= 0)
 			l->armed = false;
 		else
-			fprintf(stderr, "mark: eventhandler list %s: could not disarm its invoke sites: %s\n",
+			mark_warn("mark: eventhandler list %s: could not disarm its invoke sites: %s\n",
 				l->name, mark_last_error());
 	}
 	return 0;
@@ -331,7 +331,7 @@ int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
 	if (wait && urcu_bp_read_ongoing()) {
 		/* Waiting for the grace period from inside an invocation would wait
 		 * for ourselves forever.  Do what the caller can safely get. */
-		fprintf(stderr, "mark: EVENTHANDLER_DEREGISTER(%s) called from inside an event handler "
+		mark_warn("mark: EVENTHANDLER_DEREGISTER(%s) called from inside an event handler "
 				"would wait for itself; deregistering without waiting. Use "
 				"EVENTHANDLER_DEREGISTER_NOWAIT inside handlers.\n", name);
 		wait = 0;
@@ -417,7 +417,7 @@ static __attribute__((noinline, cold)) void check_handlers_loaded(const struct m
 		bool loaded = dladdr((const void *)h->pub.func, &info) && info.dli_fbase == h->object_base &&
 			      (!h->object_path || (info.dli_fname && strcmp(info.dli_fname, h->object_path) == 0));
 		if (!loaded) {
-			fprintf(stderr,
+			mark_warn(
 				"mark: eventhandler list %s: handler %p (arg %p) was registered from %s, which "
 				"has been unloaded (dlclose) while the handler was still registered; calling it "
 				"would jump into unmapped memory.  Deregister handlers before dlclose (e.g. in a "

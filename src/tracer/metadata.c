@@ -328,7 +328,7 @@ int tracer_metadata_write(int dirfd, const char *dir, const struct tracer_sessio
 			unlinkat(dirfd, tmp, 0);
 	}
 	if (rc != 0) {
-		fprintf(stderr, "mark: tracer cannot write %s (%s)\n", path, strerror(-rc));
+		mark_warn("mark: tracer cannot write %s (%s)\n", path, strerror(-rc));
 	} else if (described) {
 		*described = (unsigned)n;
 	}

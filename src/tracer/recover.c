@@ -95,7 +95,7 @@ static int recover_fail(struct recover_ctx *ctx, int err, const char *fmt, ...)
 		ctx->err = err;
 		mark_error(err, "%s", msg);
 	} else {
-		fprintf(stderr, "%s\n", msg);
+		mark_warn("%s\n", msg);
 	}
 	return -err;
 }
@@ -408,7 +408,7 @@ out:
 	if (rc == 0)
 		unlinkat(d->fd, name, 0);
 	else if (wrote && write_full_at(fd, &hdr, sizeof(hdr), 0) != 0)
-		fprintf(stderr, "mark: recover: could not update %s/%s; a second recovery starts again at its last "
+		mark_warn("mark: recover: could not update %s/%s; a second recovery starts again at its last "
 			"complete packet\n", d->path, name);
 	close(fd);
 	free(data);

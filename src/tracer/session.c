@@ -259,7 +259,7 @@ static int keep_unfinished_trace(struct tracer_session *s)
 	snprintf(path, sizeof(path), "%s/%s", s->base_dir, aside);
 	/* Its pid is ours, so recovery does not take it for a live writer. */
 	if (tracer_trace_recover_at(kept, path) < 0)
-		fprintf(stderr, "mark: tracer (pid %d): the trace of this process before its exec, kept "
+		mark_warn("mark: tracer (pid %d): the trace of this process before its exec, kept "
 			"in %s, could not be completed: %s; run `mark record` recovery on it later\n",
 			(int)s->pid, path, mark_last_error());
 	close(kept);
@@ -430,7 +430,7 @@ static void atfork_child(void)
 				__atomic_store_n(&s->consumer_lazy, 1, __ATOMIC_RELAXED);
 				tracer_set_current(s);
 			} else {
-				fprintf(stderr, "mark: tracer cannot set up the trace of forked child %d in %s (%s); "
+				mark_warn("mark: tracer cannot set up the trace of forked child %d in %s (%s); "
 					"the child is not traced\n", (int)getpid(), dir, why);
 				if (s->stats)
 					munmap(s->stats, s->stats_map_size);
@@ -1066,26 +1066,26 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	size_t max_size = 0;
 	uint64_t rotate_size = 0, rotate_ms = 0;
 	if (max_s && *max_s && (mark_size_parse(max_s, &max_size) < 0 || max_size < (1u << 20))) {
-		fprintf(stderr, "mark: MARK_MAX_SIZE=%s is not valid (a size of at least 1M, e.g. 20M, 1G); "
+		mark_warn("mark: MARK_MAX_SIZE=%s is not valid (a size of at least 1M, e.g. 20M, 1G); "
 			"tracing is off\n", max_s);
 		return;
 	}
 	if (rotate_s && *rotate_s && mark_rotate_parse(rotate_s, &rotate_size, &rotate_ms) < 0) {
-		fprintf(stderr, "mark: MARK_ROTATE=%s is not valid (a size such as 64M, or a duration such as "
+		mark_warn("mark: MARK_ROTATE=%s is not valid (a size such as 64M, or a duration such as "
 			"500ms, 30s, 10min, 1h); tracing is off\n", rotate_s);
 		return;
 	}
 	enum mark_trace_mode mode = MARK_TRACE_DISCARD;
 	size_t buffer = 0;
 	if (mode_s && *mode_s && mark_trace_mode_parse(mode_s, &mode) < 0) {
-		fprintf(stderr, "mark: MARK_MODE=%s is not valid (use discard, overwrite or block); "
+		mark_warn("mark: MARK_MODE=%s is not valid (use discard, overwrite or block); "
 			"tracing is off\n", mode_s);
 		return;
 	}
 	if (buffer_s && *buffer_s) {
 		if (mark_size_parse(buffer_s, &buffer) < 0 || buffer < TRACER_MIN_BUFFER ||
 		    buffer > TRACER_MAX_BUFFER) {
-			fprintf(stderr, "mark: MARK_BUFFER=%s is not valid (a size from 4k to 4G, e.g. 64k, "
+			mark_warn("mark: MARK_BUFFER=%s is not valid (a size from 4k to 4G, e.g. 64k, "
 				"16M); tracing is off\n", buffer_s);
 			return;
 		}
@@ -1095,7 +1095,7 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	if (enable) {
 		globs = split_globs(enable, &nglobs);
 		if (!globs || nglobs == 0) {
-			fprintf(stderr, "mark: MARK_ENABLE=%s names no markers (use comma-separated globs, "
+			mark_warn("mark: MARK_ENABLE=%s names no markers (use comma-separated globs, "
 				"e.g. net_*,disk_io); tracing is off\n", enable);
 			free_globs(globs);
 			return;
@@ -1103,13 +1103,13 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	}
 	if (!dir || !*dir) {
 		if (dir) {
-			fprintf(stderr, "mark: MARK_TRACE is empty (set it to a trace directory); tracing "
+			mark_warn("mark: MARK_TRACE is empty (set it to a trace directory); tracing "
 				"is off\n");
 		} else {
 			/* MARK_ENABLE alone: arm the markers for external tools (USDT users). */
 			for (size_t i = 0; i < nglobs; i++)
 				if (mark_arm(globs[i]) < 0)
-					fprintf(stderr, "%s\n", mark_last_error());
+					mark_warn("%s\n", mark_last_error());
 		}
 		free_globs(globs);
 		return;
@@ -1118,7 +1118,7 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		char err[256];
 		struct mark_filter *f = mark_filter_parse(filter, err, sizeof(err));
 		if (!f) {
-			fprintf(stderr, "mark: MARK_FILTER=%s is not valid: %s (see `mark record --help` "
+			mark_warn("mark: MARK_FILTER=%s is not valid: %s (see `mark record --help` "
 				"for the filter language); tracing is off\n", filter, err);
 			free_globs(globs);
 			return;
@@ -1138,7 +1138,7 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		tracer_current->from_env = true;
 	pthread_mutex_unlock(&control_mutex);
 	if (rc < 0)
-		fprintf(stderr, "%s; tracing is off\n", mark_last_error());
+		mark_warn("%s; tracing is off\n", mark_last_error());
 	free_globs(globs);
 }
 

@@ -490,6 +490,31 @@ def s_badenv():
         check(len(lines) == 1 and lines[0].startswith("mark: ") and word in lines[0],
               "%s: expected one stderr line naming %s, got %r" % (env, word, r.stderr))
         check(not os.path.exists(d) or not os.listdir(d), "%s: a trace was written" % env)
+    # A value chosen by whoever sets the environment is printed escaped:
+    # ESC and BEL (window title), CSI as one byte, a bidi override, invalid
+    # UTF-8 ("\udcXX" is the raw byte XX on the way to execve).
+    hostile = "\x1b]0;owned\x07\x1b[2J\udc9b31m\u202e\udcff"
+    cases = [
+        ({"MARK_TRACE": d, "MARK_MODE": hostile}, "MARK_MODE"),
+        ({"MARK_TRACE": d, "MARK_BUFFER": "1" + hostile}, "MARK_BUFFER"),
+        ({"MARK_TRACE": d, "MARK_MAX_SIZE": hostile}, "MARK_MAX_SIZE"),
+        ({"MARK_TRACE": d, "MARK_ROTATE": hostile}, "MARK_ROTATE"),
+        ({"MARK_TRACE": d, "MARK_FILTER": "x == " + hostile}, "MARK_FILTER"),
+        ({"MARK_TRACE": d, "MARK_ENABLE": "[" + hostile}, "mark_arm"),
+        ({"MARK_TRACE": "/proc/self/nope/" + hostile}, "/proc/self/nope/"),
+    ]
+    for env, word in cases:
+        e = dict(os.environ)
+        e.update(env)
+        r = subprocess.run([PROG, "none"], env=e, capture_output=True, timeout=100)
+        check(r.returncode == 0 and r.stdout == b"untraced run ok\n", "%r: program did not run: %s" % (env, r))
+        line = r.stderr.rstrip(b"\n")
+        raw = [b for b in line if b < 0x20 or b == 0x7f or b >= 0x80]
+        check(line.startswith(b"mark: ") and word.encode() in line and b"\n" not in line,
+              "%r: expected one stderr line naming %s, got %r" % (env, word, r.stderr))
+        # Either the value is quoted escaped, or not quoted at all.
+        check(not raw and (b"\\x1b]0;owned\\x07" in line or b"owned" not in line),
+              "%r: the value was printed unescaped: %r" % (env, r.stderr))
 
 
 def s_api():

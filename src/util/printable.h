@@ -1,0 +1,41 @@
+/*
+ * Which bytes may reach a terminal as they are.  Shared by libmark (its
+ * messages on stderr and behind mark_last_error(), which repeat values of
+ * the environment, directory names and globs that whoever starts the
+ * program chose) and the `mark` command (cli/text.c, which escapes what a
+ * target or a trace says).  Not installed.
+ *
+ * A terminal acts on control characters: ESC sequences retitle the window,
+ * rewrite what was printed or, on some terminals, answer back into the
+ * input; 8-bit terminals take the C1 byte 0x9b as CSI; bidirectional
+ * overrides reorder what follows them on screen.  So none is printed raw.
+ *
+ * No heap, no stdio, no locale: safe in a constructor, a fork child or a
+ * signal handler.
+ */
+#ifndef MARK_UTIL_PRINTABLE_H
+#define MARK_UTIL_PRINTABLE_H
+
+#include <stddef.h>
+
+#define MARK_HIDDEN_PRINTABLE __attribute__((visibility("hidden")))
+
+/*
+ * Length of the UTF-8 sequence at p if it is valid (shortest form, no
+ * surrogate, at most U+10FFFF) and printable on a terminal: not a C1
+ * control (U+0080-U+009F) nor a bidirectional embedding, override or
+ * isolate (U+202A-U+202E, U+2066-U+2069).  0 otherwise, and for ASCII.
+ * Reads no further than a NUL byte.
+ */
+MARK_HIDDEN_PRINTABLE size_t mark_utf8_printable(const unsigned char *p);
+
+/*
+ * Copy NUL-terminated `text` into out[size] as terminal text: printable
+ * ASCII and printable UTF-8 as they are, newline, tab and CR as \n \t \r,
+ * every other byte as \xXX.  Always NUL-terminates (size > 0); text that
+ * does not fit is cut at a character boundary and ends in "...".  Returns
+ * strlen(out).
+ */
+MARK_HIDDEN_PRINTABLE size_t mark_printable_copy(char *out, size_t size, const char *text);
+
+#endif
