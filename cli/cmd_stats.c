@@ -213,15 +213,56 @@ static void stats_span(const struct pair_span *span, void *arg)
 
 /*
  * Events in chunks the tracer deleted under --max-size: the sum of the
- * DIR/pid-P/.mark-chunks files (src/tracer/chunks.c) below fd, at most 8
- * levels deep.  A chunk being deleted when the process died
- * (deleting_chunk K) and still visible as pid-P.chunk-K beside pid-P is
- * still part of the trace: its events are taken back out.  The files are
- * untrusted input: opened relative to the directory, never through a
- * link, only regular files, at most 255 bytes read, and a malformed file
- * counts nothing.
+ * DIR/pid-P/.mark-chunks files (src/tracer/chunks.c) in fd itself (`mark
+ * stats DIR/pid-P`) and below it, at most 8 levels deep: events, the
+ * losses those chunks' packets reported (format 2), and chunks.  A chunk
+ * being deleted when the process died (deleting_chunk K) and still visible
+ * as pid-P.chunk-K beside pid-P is still part of the trace: its counts are
+ * taken back out.  The files are untrusted input: opened relative to the
+ * directory, never through a link, only regular files, at most 255 bytes
+ * read, and a malformed file counts nothing.
  */
-static void sum_rotated(int fd, int depth, uint64_t *events, uint64_t *chunks)
+struct rotated {
+	uint64_t events, lost, chunks;
+};
+
+/* Adds DIR/NAME/.mark-chunks (sub: DIR/NAME, parent: DIR) to *sum. */
+static void add_rotated(int parent, int sub, const char *name, struct rotated *sum)
+{
+	int cf = openat(sub, MARK_TF_CHUNKS, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (cf < 0)
+		return;
+	struct stat st;
+	char buf[256];
+	ssize_t n = fstat(cf, &st) == 0 && S_ISREG(st.st_mode) ? pread(cf, buf, sizeof(buf) - 1, 0) : -1;
+	close(cf);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	unsigned long long e = 0, c = 0, de_events = 0, l = 0, de_lost = 0;
+	unsigned version = 0;
+	long k = -1;
+	int got = sscanf(buf, "mark-chunks %u\nrotated_events %llu\nrotated_chunks %llu\ndeleting_chunk "
+			      "%ld\ndeleting_events %llu\nrotated_lost %llu\ndeleting_lost %llu",
+			 &version, &e, &c, &k, &de_events, &l, &de_lost);
+	if (!((version == 1 && got >= 5) || (version == 2 && got == 7)) || de_events > e || de_lost > l || c == 0)
+		return;
+	char pending[512];
+	if (k >= 0 && parent >= 0 &&
+	    (size_t)snprintf(pending, sizeof(pending), "%s%s%ld", name, MARK_TF_CHUNK_INFIX, k) < sizeof(pending) &&
+	    fstatat(parent, pending, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+		e -= de_events;
+		l -= de_lost;
+		c--;
+	}
+	if (sum->events + e >= sum->events && sum->lost + l >= sum->lost) {
+		sum->events += e;
+		sum->lost += l;
+		sum->chunks += c;
+	}
+}
+
+static void sum_rotated(int fd, int depth, struct rotated *sum)
 {
 	if (depth >= 8)
 		return;
@@ -235,34 +276,8 @@ static void sum_rotated(int fd, int depth, uint64_t *events, uint64_t *chunks)
 		int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0)
 			continue;
-		int cf = openat(sub, MARK_TF_CHUNKS, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-		struct stat st;
-		if (cf >= 0) {
-			char buf[256];
-			ssize_t n = fstat(cf, &st) == 0 && S_ISREG(st.st_mode) ? pread(cf, buf, sizeof(buf) - 1, 0) : -1;
-			close(cf);
-			unsigned long long e = 0, c = 0, de_events = 0;
-			long k = -1;
-			if (n > 0) {
-				buf[n] = '\0';
-				if (sscanf(buf, "mark-chunks 1\nrotated_events %llu\nrotated_chunks %llu\ndeleting_chunk "
-						"%ld\ndeleting_events %llu", &e, &c, &k, &de_events) == 4 &&
-				    de_events <= e && c > 0) {
-					char pending[512];
-					if (k >= 0 && (size_t)snprintf(pending, sizeof(pending), "%s%s%ld", de->d_name,
-								       MARK_TF_CHUNK_INFIX, k) < sizeof(pending) &&
-					    fstatat(fd, pending, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-						e -= de_events;
-						c--;
-					}
-					if (*events + e >= *events) {
-						*events += e;
-						*chunks += c;
-					}
-				}
-			}
-		}
-		sum_rotated(sub, depth + 1, events, chunks);
+		add_rotated(fd, sub, de->d_name, sum);
+		sum_rotated(sub, depth + 1, sum);
 		close(sub);
 	}
 	closedir(d);
@@ -529,15 +544,21 @@ static int stats_run(int argc, char **argv)
 		 * report goes to a file or a pipe, where no one may read it. */
 		if (live_warn_incomplete(stdout, dir, true) && !isatty(STDOUT_FILENO))
 			live_warn_incomplete(stderr, dir, false);
-		uint64_t rotated = 0, rotated_chunks = 0;
+		struct rotated rotated = { 0, 0, 0 };
 		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd >= 0) {
-			sum_rotated(dfd, 0, &rotated, &rotated_chunks);
+			/* DIR itself may be one process's pid-P (the chunks
+			 * beside it are not part of DIR, nor counted as such). */
+			add_rotated(-1, dfd, "", &rotated);
+			sum_rotated(dfd, 0, &rotated);
 			close(dfd);
 		}
-		if (rotated_chunks)
+		if (rotated.chunks)
 			printf("(and %" PRIu64 " events rotated away: the tracer deleted %" PRIu64 " oldest chunk(s) "
-			       "to keep the trace within --max-size)\n", rotated, rotated_chunks);
+			       "to keep the trace within --max-size)\n", rotated.events, rotated.chunks);
+		if (rotated.lost)
+			printf("(and %" PRIu64 " events lost in the deleted chunks, beside the %" PRIu64 " lost above)\n",
+			       rotated.lost, st->lost);
 		if (st->lost_unknown)
 			printf("(and events may have been lost %" PRIu64 " more time(s): babeltrace2 gives no count "
 			       "for a stream's first packet; `mark view` shows where)\n", st->lost_unknown);

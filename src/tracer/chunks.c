@@ -76,19 +76,21 @@ static void chunk_warn(struct tracer_session *s, const char *what, int err)
 	if (s->chunk_error_reported)
 		return;
 	s->chunk_error_reported = true;
-	fprintf(stderr, "mark: tracer: %s in %s: %s; the trace goes on in %s (check the directory's "
+	mark_warn("mark: tracer: %s in %s: %s; the trace goes on in %s (check the directory's "
 		"space and permissions)\n", what, s->base_dir, strerror(err), s->dir);
 }
 
 /*
  * DIR/pid-P/.mark-chunks: fixed-width text rewritten in place, so a reader
- * never sees a shorter file than before.  `deleting_chunk K` /
- * `deleting_events E` name a chunk whose events are already counted in
- * rotated_events but whose directory may still be visible (a SIGKILL in
- * delete_chunk): a reader that still finds DIR/pid-P.chunk-K takes E back
- * out, so the counts add up exactly whenever the process dies.
+ * never sees a shorter file than before.  rotated_lost counts the events
+ * that the deleted chunks' packets reported lost (discard mode): they left
+ * with those packets.  `deleting_chunk K` / `deleting_events E` /
+ * `deleting_lost L` name a chunk whose counts are already in rotated_* but
+ * whose directory may still be visible (a SIGKILL in delete_chunk): a
+ * reader that still finds DIR/pid-P.chunk-K takes E and L back out, so the
+ * counts add up exactly whenever the process dies.
  */
-static void write_rotated(struct tracer_session *s, long deleting, uint64_t deleting_events)
+static void write_rotated(struct tracer_session *s, long deleting, const struct tracer_chunk *c)
 {
 	if (s->rotated_fd < 0) {
 		int dfd = tracer_dir_fd(s);
@@ -101,11 +103,13 @@ static void write_rotated(struct tracer_session *s, long deleting, uint64_t dele
 			return;
 		}
 	}
-	char text[192];
+	char text[256];
 	int n = snprintf(text, sizeof(text),
-			 "mark-chunks 1\nrotated_events %20" PRIu64 "\nrotated_chunks %20" PRIu64
-			 "\ndeleting_chunk %20ld\ndeleting_events %20" PRIu64 "\n",
-			 s->rotated_events, s->rotated_chunks, deleting, deleting_events);
+			 "mark-chunks 2\nrotated_events %20" PRIu64 "\nrotated_chunks %20" PRIu64
+			 "\ndeleting_chunk %20ld\ndeleting_events %20" PRIu64 "\nrotated_lost %20" PRIu64
+			 "\ndeleting_lost %20" PRIu64 "\n",
+			 s->rotated_events, s->rotated_chunks, deleting, c ? c->events : 0, s->rotated_lost,
+			 c ? c->lost : 0);
 	if (pwrite(s->rotated_fd, text, (size_t)n, 0) != n)
 		chunk_warn(s, "cannot write " MARK_TF_CHUNKS, errno ? errno : EIO);
 }
@@ -129,20 +133,21 @@ static void delete_chunk(struct tracer_session *s)
 	/* Counted even if it cannot be removed: its events are no longer part
 	 * of the bounded trace the user asked for. */
 	s->rotated_events += c.events;
+	s->rotated_lost += c.lost;
 	s->rotated_chunks++;
-	write_rotated(s, (long)c.k, c.events);
+	write_rotated(s, (long)c.k, &c);
 	int bfd = tracer_base_fd(s);
 	int cfd = bfd < 0 ? -1 : mark_dir_open_at(bfd, name, 0, 0, NULL);
 	struct stat st;
 	if (cfd >= 0 && fstat(cfd, &st) == 0 && (uint64_t)st.st_dev == c.dev && (uint64_t)st.st_ino == c.ino &&
 	    renameat2(bfd, name, bfd, hidden, RENAME_NOREPLACE) == 0) {
-		write_rotated(s, -1, 0);
+		write_rotated(s, -1, NULL);
 		tracer_clean_trace_dir(cfd, 8);   /* depth 8: files only, no sub-directories */
 		if (unlinkat(bfd, hidden, AT_REMOVEDIR) != 0)
 			chunk_warn(s, "cannot remove an old chunk (something else was put in it?)", errno);
 	} else {
 		/* Renamed or replaced since we made it: not ours to delete. */
-		write_rotated(s, -1, 0);
+		write_rotated(s, -1, NULL);
 		chunk_warn(s, "an old chunk directory was replaced or cannot be moved; it is left alone",
 			   cfd < 0 ? -cfd : errno ? errno : EEXIST);
 	}
@@ -185,6 +190,8 @@ static int cut_chunk(struct tracer_session *s)
 	pthread_mutex_lock(&tracer_fork_guard);
 	int rc = tracer_metadata_write(cfd, name, s, s->trace_uuid, &described);
 	pthread_mutex_unlock(&tracer_fork_guard);
+	if (rc == 0)
+		s->clock_frozen = true;   /* this chunk's clock is every later chunk's */
 	if (rc < 0 || fstat(cfd, &st) != 0) {
 		tracer_clean_trace_dir(cfd, 8);
 		close(cfd);
@@ -225,6 +232,7 @@ static int cut_chunk(struct tracer_session *s)
 			delete_chunk(s);
 		s->chunks[s->nchunks++] = (struct tracer_chunk){ .k = s->chunk_next - 1, .bytes = bytes,
 								 .events = s->events_written - s->chunk_base_events,
+								 .lost = s->lost_written - s->chunk_base_lost,
 								 .dev = (uint64_t)st.st_dev,
 								 .ino = (uint64_t)st.st_ino };
 		/* The live chunk may grow to chunk_size (plus one drain pass)
@@ -254,6 +262,7 @@ void tracer_chunks_tick(struct tracer_session *s, uint64_t now_ns)
 	}
 	s->chunk_base_bytes = s->bytes_written;
 	s->chunk_base_events = s->events_written;
+	s->chunk_base_lost = s->lost_written;
 	s->chunk_start_ns = now_ns;
 }
 

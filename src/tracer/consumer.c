@@ -90,6 +90,44 @@ static int writev_full(int fd, struct iovec *iov, int cnt)
 	return 0;
 }
 
+static void packet_init(struct mark_tf_packet *p, const struct tracer_packet_sink *sink);
+static int emit_packet(struct tracer_packet_sink *sink, struct iovec *iov, int cnt, uint64_t len,
+		       uint64_t ring_end);
+
+/*
+ * A packet without events, stamped `ts`, carrying `lost` as its
+ * events_discarded.  The stamps of a stream's packets must increase by at
+ * least a nanosecond wherever their counts differ: a reader of a chunked
+ * trace merges a stream's files from every chunk and orders all their
+ * packets by timestamp_begin in nanoseconds, and babeltrace2 2.0 keeps no
+ * order among equal ones.  An empty packet stamped one tick (0.4 ns)
+ * before the next packet's first event came after it, and the merged
+ * trace failed ("timestamp is less than ... last returned timestamp",
+ * after "Discarded events (18446744073709534899 events)").  So empty
+ * packets keep EMPTY_PACKET_GAP ticks from the events around them: 8 ticks
+ * are at least 1.6 ns up to a 5 GHz clock (and 8 ns of the nanosecond
+ * clock), while two events of one thread are tens of ticks apart.  Two
+ * packets that share a stamp carry the same count and no event between
+ * them, so their order does not matter.
+ */
+#define EMPTY_PACKET_GAP 8
+static int write_empty_at(struct tracer_packet_sink *sink, uint64_t ring_pos, uint64_t ts, uint64_t lost)
+{
+	struct mark_tf_packet pk;
+	uint64_t saved = sink->lost;
+	sink->lost = lost;
+	packet_init(&pk, sink);
+	pk.timestamp_begin = pk.timestamp_end = ts;
+	/* No event: the content ends with the context, before the padding
+	 * that would align a first event header. */
+	pk.packet_size = sizeof(pk) * 8;
+	pk.content_size = __builtin_offsetof(struct mark_tf_packet, padding) * 8;
+	struct iovec iov = { &pk, sizeof(pk) };
+	int rc = emit_packet(sink, &iov, 1, sizeof(pk), ring_pos);
+	sink->lost = saved;
+	return rc;
+}
+
 static void packet_init(struct mark_tf_packet *p, const struct tracer_packet_sink *sink)
 {
 	memset(p, 0, sizeof(*p));
@@ -168,13 +206,12 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 		if (sink->stream_bytes == 0 && sink->lost != sink->lost_before) {
 			/* babeltrace2 reports discarded events as the difference to the
 			 * previous packet: start the file at what earlier files of the
-			 * stream reported (0, or earlier chunks' count). */
-			uint64_t lost = sink->lost, saved_ts = sink->last_ts;
-			sink->lost = sink->lost_before;
-			sink->last_ts = ts_begin;
-			int rc = tracer_write_empty_packet(sink, pkt_begin);
-			sink->lost = lost;
-			sink->last_ts = saved_ts;
+			 * stream reported (0, or earlier chunks' count), just before
+			 * this packet and not before the stream's last event (see
+			 * write_empty_at). */
+			uint64_t ts = ts_begin > EMPTY_PACKET_GAP ? ts_begin - EMPTY_PACKET_GAP : 0;
+			int rc = write_empty_at(sink, pkt_begin, ts > sink->last_ts ? ts : sink->last_ts,
+						sink->lost_before);
 			if (rc < 0)
 				return rc;
 		}
@@ -219,22 +256,15 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 int tracer_write_empty_packet(struct tracer_packet_sink *sink, uint64_t ring_pos)
 {
 	if (sink->stream_bytes == 0 && sink->lost != sink->lost_before) {
-		uint64_t lost = sink->lost;
-		sink->lost = sink->lost_before;
-		int rc = tracer_write_empty_packet(sink, ring_pos);
-		sink->lost = lost;
+		int rc = write_empty_at(sink, ring_pos, sink->last_ts, sink->lost_before);
 		if (rc < 0)
 			return rc;
 	}
-	struct mark_tf_packet pk;
-	packet_init(&pk, sink);
-	pk.timestamp_begin = pk.timestamp_end = sink->last_ts;
-	/* No event: the content ends with the context, before the padding
-	 * that would align a first event header. */
-	pk.packet_size = sizeof(pk) * 8;
-	pk.content_size = __builtin_offsetof(struct mark_tf_packet, padding) * 8;
-	struct iovec iov = { &pk, sizeof(pk) };
-	return emit_packet(sink, &iov, 1, sizeof(pk), ring_pos);
+	/* Just after the stream's last event (see write_empty_at): the
+	 * thread's next event is later still, as two events of a thread are
+	 * tens of TSC ticks (or nanoseconds) apart. */
+	sink->last_ts += EMPTY_PACKET_GAP;
+	return write_empty_at(sink, ring_pos, sink->last_ts, sink->lost);
 }
 
 uint64_t tracer_count_records(const uint64_t *data, uint64_t capacity, uint64_t pos, uint64_t end)
@@ -318,6 +348,7 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 			start = oldest;
 	}
 	uint64_t lost = __atomic_load_n(&hdr->lost, __ATOMIC_RELAXED) + hdr->lost_consumer;
+	const uint64_t reported_before = hdr->lost_reported;   /* consumer-owned: plain read */
 	if (start == head && lost == hdr->lost_reported) {
 		if (start != hdr->tail)
 			__atomic_store_n(&hdr->tail, start, __ATOMIC_RELEASE);
@@ -343,7 +374,7 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 			r->stream_dev = st.st_dev;
 		}
 		if (r->stream_fd < 0 && !s->write_error_reported) {
-			fprintf(stderr, "mark: tracer cannot create stream file %u in %s (%s); its events "
+			mark_warn("mark: tracer cannot create stream file %u in %s (%s); its events "
 				"are counted lost\n", r->index, s->dir, strerror(errno));
 			s->write_error_reported = true;
 		}
@@ -377,7 +408,7 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 	if (rc < 0 || sink.fd < 0 || consumed < head) {
 		/* Could not write (or undecodable records): drop them, count them. */
 		if (rc < 0 && !s->write_error_reported) {
-			fprintf(stderr, "mark: tracer cannot write stream file %u in %s (%s); events are "
+			mark_warn("mark: tracer cannot write stream file %u in %s (%s); events are "
 				"counted lost\n", r->index, s->dir, strerror(-rc));
 			s->write_error_reported = true;
 		}
@@ -396,6 +427,9 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 	r->last_ts = sink.last_ts;
 	s->bytes_written += sink.bytes;
 	s->events_written += sink.events;
+	/* The losses the packets now report: a chunk deleted later takes its
+	 * share with it (chunks.c counts them in .mark-chunks). */
+	s->lost_written += hdr->lost_reported - reported_before;
 	/* Release: we are done reading [start, consumed) before the producer reuses it. */
 	__atomic_store_n(&hdr->tail, consumed, __ATOMIC_RELEASE);
 	if (state == MARK_TF_RING_EXITED && consumed == head)
@@ -438,7 +472,7 @@ int tracer_stats_open(struct tracer_session *s)
 		close(fd);
 	}
 	if (map == MAP_FAILED) {
-		fprintf(stderr, "mark: tracer cannot create %s (%s); live statistics are not available to "
+		mark_warn("mark: tracer cannot create %s (%s); live statistics are not available to "
 			"other processes\n", path, strerror(errno));
 		map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (map == MAP_FAILED)
@@ -542,7 +576,7 @@ static void *consumer_main(void *arg)
 			s->last_refine_ns = now;
 			/* fork_guard also keeps a snapshot from reading a half-updated clock. */
 			pthread_mutex_lock(&tracer_fork_guard);
-			if (tracer_clock_refine(&s->clock))
+			if (!s->clock_frozen && tracer_clock_refine(&s->clock))
 				tracer_metadata_write(tracer_dir_fd(s), s->dir, s, s->trace_uuid,
 						      &s->described);
 			pthread_mutex_unlock(&tracer_fork_guard);
@@ -607,7 +641,7 @@ void tracer_consumer_start_lazy(struct tracer_session *s)
 		return;
 	int rc = tracer_consumer_start(s);
 	if (rc < 0)
-		fprintf(stderr, "mark: tracer (pid %d): cannot start the consumer thread: %s; the events "
+		mark_warn("mark: tracer (pid %d): cannot start the consumer thread: %s; the events "
 			"are written at exit, and those that do not fit the buffers are counted lost\n",
 			(int)getpid(), strerror(-rc));
 }

@@ -690,8 +690,10 @@ static int session_stop_locked(bool family)
 		__atomic_store_n(s->family_stop, 1, __ATOMIC_RELEASE);
 	/* 1. No new events; 2. the consumer writes what it has... */
 	session_disconnect(s);
-	/* ...then everything that is left. */
-	tracer_clock_refine(&s->clock);
+	/* ...then everything that is left.  The consumer is joined: its
+	 * clock_frozen is ours to read. */
+	if (!s->clock_frozen)
+		tracer_clock_refine(&s->clock);
 	tracer_drain_all_final(s);
 	tracer_metadata_write(tracer_dir_fd(s), s->dir, s, s->trace_uuid, &s->described);
 	tracer_stats_update(s, MARK_TF_STATE_STOPPED);

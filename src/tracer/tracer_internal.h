@@ -170,6 +170,7 @@ struct tracer_session {
 	unsigned marker_counts_cap;
 	unsigned described;         /* ids 0..described-1 are in metadata           */
 	uint64_t events_written;
+	uint64_t lost_written;      /* losses reported in packets (discarded counts) */
 	uint64_t bytes_written;
 	uint64_t last_refine_ns;
 	bool write_error_reported;
@@ -183,14 +184,22 @@ struct tracer_session {
 	uint64_t rotate_ns;         /* cut after this long; 0: no time cut          */
 	uint64_t chunk_base_bytes;  /* bytes_written when the live chunk began      */
 	uint64_t chunk_base_events; /* events_written then                          */
+	uint64_t chunk_base_lost;   /* lost_written then                            */
 	uint64_t chunk_start_ns;
 	unsigned chunk_next;        /* K of the next sealed DIR/pid-P.chunk-K       */
 	unsigned nchunks;           /* sealed chunks still on disk (max_size only)   */
 	struct tracer_chunk {
 		unsigned k;
-		uint64_t bytes, events, dev, ino;
+		uint64_t bytes, events, lost, dev, ino;
 	} chunks[TRACER_MAX_CHUNKS];
-	uint64_t rotated_events, rotated_chunks;
+	uint64_t rotated_events, rotated_lost, rotated_chunks;
+	/* Set when the first chunk is sealed: from then on the clock is not
+	 * refined.  Every chunk is a trace of the same UUID, which readers
+	 * merge stream by stream; a sealed chunk's metadata keeps the clock it
+	 * was written with, so a later frequency in the live chunk would move
+	 * its events against the sealed ones (babeltrace2 refused the merged
+	 * trace: "timestamp is less than ... last returned timestamp"). */
+	bool clock_frozen;
 	int rotated_fd;             /* DIR/pid-P/.mark-chunks, or -1                */
 	bool chunk_error_reported;
 };
