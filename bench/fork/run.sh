@@ -12,13 +12,14 @@ mkdir -p "$WORK"
 XDG=$WORK/xdg
 mkdir -p "$XDG" && chmod 700 "$XDG"
 declare -A WALL CPU FAULTS
-VARIANTS=(out out_libs out_thread linked agent_off event_loop traced)
+VARIANTS=(out out_libs out_thread libs_thread linked agent_off event_loop traced)
 for ((rep = 0; rep < REPS; rep++)); do
 	for v in "${VARIANTS[@]}"; do
 		case $v in
 		out) x=$("$B/bench_fork_out" "$ROUNDS") ;;
 		out_libs) x=$("$B/bench_fork_out_libs" "$ROUNDS") ;;
 		out_thread) x=$("$B/bench_fork_out" "$ROUNDS" thread) ;;
+		libs_thread) x=$("$B/bench_fork_out_libs" "$ROUNDS" thread) ;;
 		linked) x=$(XDG_RUNTIME_DIR=$XDG "$B/bench_fork_linked" "$ROUNDS") ;;
 		agent_off) x=$(MARK_AGENT=0 "$B/bench_fork_linked" "$ROUNDS") ;;
 		event_loop) x=$(XDG_RUNTIME_DIR=$XDG "$B/bench_fork_loop" "$ROUNDS") ;;
@@ -35,7 +36,7 @@ for ((rep = 0; rep < REPS; rep++)); do
 done
 rm -rf "$WORK/trace"
 echo "I table_title fork 9. What a fork costs: µs per fork + _exit + waitpid round (issue 17)"
-echo "I table_note fork Rows: \`out\` = compiled out (\`-DMARK_DISABLE\`, libmark not linked); \`out_libs\` = compiled out but loading libmark.so and liburcu-bp.so all the same (what their mappings cost a fork, apart from anything libmark does); \`out_thread\` = the same program with one extra thread asleep in poll() (what the agent thread costs any program: in a multi-threaded process the C library's fork takes and resets its allocator's arenas, the stdio list and other per-process state, and the child rewrites the other threads' descriptors, each a page written after fork); \`linked\` = libmark linked, agent on, nothing armed; \`agent_off\` = the same with \`MARK_AGENT=0\`; \`event_loop\` = agent on, served from the program's loop (\`MARK_AGENT_EVENT_LOOP\`: no agent thread; each round polls the agent's descriptor); \`traced\` = \`MARK_TRACE\` on (each child records one event into its own \`pid-N/\` trace). Columns: wall-clock and CPU (user + system, parent and children) time per round, and minor page faults (parent and children) per round, which the machine's load hardly disturbs: copy-on-write faults on each private page the fork handlers write, and faults on the file-mapped pages a child touches. $ROUNDS rounds per sample, the variants alternating. Goal: \`linked\` within noise of \`out\` (met by \`agent_off\` and \`event_loop\`; \`linked\` pays what \`out_thread\` pays, see docs/markers.md)."
+echo "I table_note fork Rows: \`out\` = compiled out (\`-DMARK_DISABLE\`, libmark not linked); \`out_libs\` = compiled out but loading libmark.so and liburcu-bp.so all the same (what their mappings cost a fork, apart from anything libmark does); \`out_thread\` = the same program with one extra thread asleep in poll() (what the agent thread costs any program: in a multi-threaded process the C library's fork takes and resets its allocator's arenas, the stdio list and other per-process state, and the child rewrites the other threads' descriptors, each a page written after fork); \`libs_thread\` = both at once, libmark.so and liburcu-bp.so loaded and one bare thread (the floor for any agent thread: what \`linked\` would cost if libmark's fork handlers cost nothing); \`linked\` = libmark linked, agent on, nothing armed; \`agent_off\` = the same with \`MARK_AGENT=0\`; \`event_loop\` = agent on, served from the program's loop (\`MARK_AGENT_EVENT_LOOP\`: no agent thread; each round polls the agent's descriptor); \`traced\` = \`MARK_TRACE\` on (each child records one event into its own \`pid-N/\` trace). Columns: wall-clock and CPU (user + system, parent and children) time per round, and minor page faults (parent and children) per round, which the machine's load hardly disturbs: copy-on-write faults on each private page the fork handlers write, and faults on the file-mapped pages a child touches. $ROUNDS rounds per sample, the variants alternating. Goal: \`linked\` within noise of \`out\` (met by \`agent_off\` and \`event_loop\`; not met by \`linked\`, which pays what \`libs_thread\` pays plus its fork handlers' few faults: no sound agent without a thread was found, see docs/markers.md, fork)."
 echo "I table_program fork bench/fork/run.sh"
 for v in "${VARIANTS[@]}"; do
 	echo "R fork $v wall us${WALL[$v]}"
@@ -47,7 +48,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 for kind in wall cpu faults; do
 	if [ $kind = faults ]; then line="minor faults"; else line="$kind time"; fi
 	line="$line, ratio of medians to out in this run:"
-	for v in out_libs out_thread linked agent_off event_loop traced; do
+	for v in out_libs out_thread libs_thread linked agent_off event_loop traced; do
 		case $kind in
 		wall) a=${WALL[$v]} b=${WALL[out]} ;;
 		cpu) a=${CPU[$v]} b=${CPU[out]} ;;
