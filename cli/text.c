@@ -164,14 +164,7 @@ void strbuf_release(struct strbuf *sb)
 	*sb = (struct strbuf){ 0 };
 }
 
-/*
- * Length of the UTF-8 sequence at p if it is valid (shortest form, no
- * surrogate, at most U+10FFFF) and printable on a terminal: not a C1
- * control (U+0080-U+009F, which 8-bit terminals act on: U+009B is CSI) nor
- * a bidirectional embedding/override/isolate (U+202A-U+202E,
- * U+2066-U+2069), which reorder what follows them on screen.  0 otherwise.
- */
-static size_t utf8_printable(const unsigned char *p)
+size_t text_utf8_len(const unsigned char *p, uint32_t *code)
 {
 	size_t n;
 	uint32_t c;
@@ -195,7 +188,22 @@ static size_t utf8_printable(const unsigned char *p)
 	}
 	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
 		return 0;
-	if (c <= 0x9f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))
+	*code = c;
+	return n;
+}
+
+/*
+ * Length of the UTF-8 sequence at p if it is valid (text_utf8_len) and
+ * printable on a terminal: not a C1 control (U+0080-U+009F, which 8-bit
+ * terminals act on: U+009B is CSI) nor a bidirectional
+ * embedding/override/isolate (U+202A-U+202E, U+2066-U+2069), which reorder
+ * what follows them on screen.  0 otherwise.
+ */
+static size_t utf8_printable(const unsigned char *p)
+{
+	uint32_t c;
+	size_t n = text_utf8_len(p, &c);
+	if (!n || c <= 0x9f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))
 		return 0;
 	return n;
 }
