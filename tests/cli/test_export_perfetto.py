@@ -474,6 +474,49 @@ def case_strings(mark, target, prog, workdir):
     compare("strings", Decoded(d + ".pftrace"), want)
 
 
+def many_names_trace(path, n):
+    """A CTF trace of n event classes, one event each (ids 0..n-1, time
+    1000 * (id + 1) ns), each with an argument named after it."""
+    os.makedirs(path, exist_ok=True)
+    classes = "".join('event { name = "ev%d"; id = %d; fields := struct { uint32_t a%d; }; };\n' % (i, i, i)
+                      for i in range(n))
+    with open(os.path.join(path, "metadata"), "w") as f:
+        f.write("""/* CTF 1.8 */
+typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+trace { major = 1; minor = 8; byte_order = le; packet.header := struct { uint32_t magic; }; };
+env { pid = 77; procname = "names"; };
+clock { name = c; freq = 1000000000; offset_s = 1700000000; };
+typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := ts_t;
+stream { packet.context := struct { uint64_t content_size; uint64_t packet_size; uint32_t tid; };
+  event.header := struct { uint32_t id; ts_t timestamp; }; };
+""" + classes)
+    import struct
+    body = b"".join(struct.pack("<IQI", i, 1000 * (i + 1), i) for i in range(n))
+    total = 4 + 8 + 8 + 4 + len(body)
+    with open(os.path.join(path, "stream"), "wb") as f:
+        f.write(struct.pack("<IQQI", 0xC1FC1FC1, total * 8, total * 8, 78) + body)
+
+
+def case_sequences(mark, target, prog, workdir):
+    """More distinct names than an interning table holds (4096): new
+    packet sequences, each starting with its incremental state cleared,
+    and every name still right."""
+    n = 10000
+    d = fresh(workdir, "names")
+    many_names_trace(d, n)
+    export(mark, d, d + ".pftrace")
+    got = Decoded(d + ".pftrace")
+    evs = got.by_thread().get((77, 78), [])
+    base = 1700000000 * 10**9
+    want = [(base + 1000 * (i + 1), INSTANT, "ev%d" % i, {"a%d" % i: ("uint_value", i)}) for i in range(n)]
+    check(evs == want, "%d events; first differences: %r" %
+          (len(evs), [(g, w) for g, w in zip(evs, want) if g != w][:2]))
+    check(got.nseqs >= 3, "%d packet sequences for %d names (an interning table holds 4096)" % (got.nseqs, n))
+    check(len(got.snapshots) == got.nseqs, "%d clock snapshots for %d sequences" % (len(got.snapshots), got.nseqs))
+    print("%d names in %d sequences: ok" % (n, got.nseqs))
+
+
 def maxrss_kib(args):
     pid = os.fork()
     if pid == 0:
@@ -520,7 +563,7 @@ def case_trace_processor(mark, target, prog, workdir):
         tp.close()
 
 
-CASES = {"threads": case_threads, "lossy": case_lossy, "strings": case_strings, "memory": case_memory,
+CASES = {"threads": case_threads, "sequences": case_sequences, "lossy": case_lossy, "strings": case_strings, "memory": case_memory,
          "trace_processor": case_trace_processor}
 
 
