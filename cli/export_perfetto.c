@@ -90,8 +90,21 @@ enum { CLOCK_REALTIME = 1, CLOCK_BOOTTIME = 6, CLOCK_MARK = 64 };
 
 /* ---------------- protobuf wire encoding into a strbuf ---------------- */
 
+/* Straight into the buffer when it has room (every field of every event
+ * comes through here: a copy through strbuf_add was a quarter of the time). */
 static void pb_varint(struct strbuf *sb, uint64_t v)
 {
+	if (!sb->failed && sb->cap - sb->len > 11) {
+		unsigned char *p = (unsigned char *)sb->data + sb->len;
+		while (v > 0x7f) {
+			*p++ = (unsigned char)(v | 0x80);
+			v >>= 7;
+		}
+		*p++ = (unsigned char)v;
+		*p = '\0';
+		sb->len = (size_t)((char *)p - sb->data);
+		return;
+	}
 	char b[10];
 	size_t n = 0;
 	do {
@@ -204,11 +217,26 @@ struct intern_slot {
 	uint64_t iid;
 };
 
+/*
+ * The iid last found for a name pointer, in sequence `seq`: the readers
+ * hand the same name pointers (event class and field names, which live
+ * while trace_read runs; pairs_name(); literals) for every event, so most
+ * lookups are one compare instead of a hash and a strcmp.  A slot of
+ * another sequence or pointer is a miss.
+ */
+#define INTERN_CACHE 256
+struct intern_cached {
+	const char *name;
+	uint32_t seq;
+	uint64_t iid;
+};
+
 /* Names of one kind (event names, annotation names) of the current sequence. */
 struct intern {
 	struct intern_slot *slots;   /* INTERN_SLOTS, open addressing             */
 	size_t count;
 	unsigned field;              /* its InternedData field                    */
+	struct intern_cached cache[INTERN_CACHE];
 };
 
 /* ---------------- tracks ---------------- */
@@ -227,8 +255,8 @@ struct pending_loss {
 struct pf {
 	FILE *out;
 	struct strbuf buf;           /* packets not yet written                   */
-	struct strbuf ev;            /* the TrackEvent being built                */
-	struct strbuf interned;      /* its packet's new InternedData entries     */
+	struct strbuf interned;      /* the event's new InternedData entries       */
+	size_t pkt_at, te_tag, te_at;   /* the event's packet in buf (begin_event)  */
 	struct strbuf scratch;       /* trace_event_args_each's composite values  */
 	struct pairs *pairs;
 	struct intern names, ann_names;
@@ -261,7 +289,20 @@ static void intern_clear(struct intern *t)
  * (the InternedData of the packet being built).  0 when out of memory.
  * The caller made room: count < INTERN_MAX (begin_event).
  */
+static uint64_t intern_lookup(struct pf *pf, struct intern *t, const char *name);
+
 static uint64_t intern(struct pf *pf, struct intern *t, const char *name)
+{
+	struct intern_cached *c = &t->cache[((uintptr_t)name >> 3) % INTERN_CACHE];
+	if (c->name == name && c->seq == pf->seq)
+		return c->iid;
+	uint64_t iid = intern_lookup(pf, t, name);
+	if (iid)
+		*c = (struct intern_cached){ .name = name, .seq = pf->seq, .iid = iid };
+	return iid;
+}
+
+static uint64_t intern_lookup(struct pf *pf, struct intern *t, const char *name)
 {
 	size_t len = strlen(name);
 	uint64_t h = text_hash(name, len, TEXT_HASH_INIT);
@@ -285,7 +326,7 @@ static uint64_t intern(struct pf *pf, struct intern *t, const char *name)
 
 static int flush(struct pf *pf)
 {
-	if (pf->buf.failed || pf->ev.failed || pf->interned.failed) {
+	if (pf->buf.failed || pf->interned.failed) {
 		if (!pf->failed)
 			cli_error("export: out of memory writing the Perfetto trace");
 		pf->failed = 1;
@@ -452,37 +493,60 @@ static uint64_t thread_track(struct pf *pf, int64_t pid, int64_t tid, bool pid_k
 	return t->uuid;
 }
 
-/* The TrackEvent in pf->ev and the new names in pf->interned, as one packet. */
-static void write_event_packet(struct pf *pf, int64_t ns)
-{
-	struct strbuf *b = &pf->buf;
-	size_t pkt = pb_begin(b, TRACE_PACKET);
-	pb_uint(b, PKT_TIMESTAMP, time_of(pf, ns));
-	pb_uint(b, PKT_SEQ_ID, pf->seq);
-	pb_uint(b, PKT_SEQ_FLAGS, SEQ_NEEDS_STATE);
-	if (pf->interned.len)
-		pb_bytes(b, PKT_INTERNED, pf->interned.data, pf->interned.len);
-	pb_bytes(b, PKT_TRACK_EVENT, pf->ev.data, pf->ev.len);
-	pb_end(b, pkt);
-	strbuf_reset(&pf->ev);
-	strbuf_reset(&pf->interned);
-}
-
 /*
- * Start building an event: a new sequence first when the interning tables
- * may not hold this event's names (1 + its arguments + a few of ours).
+ * Start an event's packet in pf->buf: a new sequence first when the
+ * interning tables may not hold this event's names (1 + its arguments + a
+ * few of ours), then the packet's fields and the opening of its
+ * TrackEvent, which the caller writes next (te_header, annotations).
  */
 static void begin_event(struct pf *pf, int64_t ns, size_t nnames)
 {
 	if (!pf->seq || pf->names.count + nnames + 4 > INTERN_MAX || pf->ann_names.count + nnames + 4 > INTERN_MAX)
 		start_sequence(pf, ns);
-	strbuf_reset(&pf->ev);
 	strbuf_reset(&pf->interned);
+	struct strbuf *b = &pf->buf;
+	pf->pkt_at = pb_begin(b, TRACE_PACKET);
+	pb_uint(b, PKT_TIMESTAMP, time_of(pf, ns));
+	pb_uint(b, PKT_SEQ_ID, pf->seq);
+	pb_uint(b, PKT_SEQ_FLAGS, SEQ_NEEDS_STATE);
+	pf->te_tag = b->len;
+	pf->te_at = pb_begin(b, PKT_TRACK_EVENT);
+}
+
+/*
+ * Close the TrackEvent and its packet.  The names it used for the first
+ * time in this sequence (pf->interned) go in an InternedData before the
+ * TrackEvent: rare (a name's first event), so the TrackEvent is moved for
+ * them rather than built apart for every event.
+ */
+static void end_event(struct pf *pf)
+{
+	struct strbuf *b = &pf->buf;
+	pb_end(b, pf->te_at);
+	if (pf->interned.len && !b->failed) {
+		struct strbuf head = { 0 };
+		pb_tag(&head, PKT_INTERNED, 2);
+		pb_varint(&head, pf->interned.len);
+		size_t ins = head.len + pf->interned.len, tail = b->len - pf->te_tag;
+		/* room for ins more bytes (their contents are written below) */
+		strbuf_add(b, pf->interned.data, pf->interned.len);
+		strbuf_add(b, head.data ? head.data : "", head.len);
+		if (!b->failed && !head.failed) {
+			char *at = b->data + pf->te_tag;
+			memmove(at + ins, at, tail);
+			memcpy(at, head.data, head.len);
+			memcpy(at + head.len, pf->interned.data, pf->interned.len);
+		} else {
+			b->failed = 1;
+		}
+		strbuf_release(&head);
+	}
+	pb_end(b, pf->pkt_at);
 }
 
 static void te_header(struct pf *pf, unsigned type, uint64_t track, const char *name)
 {
-	struct strbuf *e = &pf->ev;
+	struct strbuf *e = &pf->buf;
 	pb_uint(e, TE_TYPE, type);
 	pb_uint(e, TE_TRACK, track);
 	if (name) {
@@ -497,26 +561,26 @@ static void te_header(struct pf *pf, unsigned type, uint64_t track, const char *
 /* Opens a debug annotation named `name`; pb_end() it after its value. */
 static size_t ann_begin(struct pf *pf, const char *name)
 {
-	size_t at = pb_begin(&pf->ev, TE_ANNOTATIONS);
+	size_t at = pb_begin(&pf->buf, TE_ANNOTATIONS);
 	uint64_t iid = intern(pf, &pf->ann_names, name);
 	if (!iid)
-		pf->ev.failed = 1;
-	pb_uint(&pf->ev, ANN_NAME_IID, iid);
+		pf->buf.failed = 1;
+	pb_uint(&pf->buf, ANN_NAME_IID, iid);
 	return at;
 }
 
 static void ann_uint(struct pf *pf, const char *name, unsigned field, uint64_t v)
 {
 	size_t at = ann_begin(pf, name);
-	pb_uint(&pf->ev, field, v);
-	pb_end(&pf->ev, at);
+	pb_uint(&pf->buf, field, v);
+	pb_end(&pf->buf, at);
 }
 
 static void ann_text(struct pf *pf, const char *name, const char *text)
 {
 	size_t at = ann_begin(pf, name);
-	pb_text(&pf->ev, ANN_STRING, text);
-	pb_end(&pf->ev, at);
+	pb_text(&pf->buf, ANN_STRING, text);
+	pb_end(&pf->buf, at);
 }
 
 /* One argument as a debug annotation of its type (trace_event_args_each). */
@@ -526,7 +590,7 @@ static void add_arg(const struct trace_arg *a, void *ctx)
 	if (strcmp(a->name, "cpu") == 0)
 		pf->saw_cpu = true;
 	size_t at = ann_begin(pf, a->name);
-	struct strbuf *e = &pf->ev;
+	struct strbuf *e = &pf->buf;
 	switch (a->type) {
 	case TRACE_ARG_INT: pb_uint(e, ANN_INT, (uint64_t)a->i); break;   /* int64: two's complement varint */
 	case TRACE_ARG_UINT: pb_uint(e, ANN_UINT, a->u); break;
@@ -548,10 +612,10 @@ static void add_arg(const struct trace_arg *a, void *ctx)
 	pb_end(e, at);
 }
 
-static int finish_event(struct pf *pf, int64_t ns)
+static int finish_event(struct pf *pf)
 {
-	write_event_packet(pf, ns);
-	if ((pf->buf.failed || pf->ev.failed || pf->interned.failed || pf->buf.len >= FLUSH_AT) && flush(pf))
+	end_event(pf);
+	if ((pf->buf.failed || pf->interned.failed || pf->buf.len >= FLUSH_AT) && flush(pf))
 		return 1;
 	return 0;
 }
@@ -573,8 +637,8 @@ static void pf_given_up(const struct pair_span *span, enum pair_given_up why, vo
 			       : why == PAIR_GIVEN_UP_AT_END ? "no end event in the trace; ended at the thread's last event"
 							     : "more than 256 slices open on the thread; all ended here");
 	if (!track)
-		pf->ev.failed = 1;
-	finish_event(pf, span->end_ns);
+		pf->buf.failed = 1;
+	finish_event(pf);
 }
 
 static void write_loss(struct pf *pf, const struct trace_loss *loss, const char *procname)
@@ -589,8 +653,8 @@ static void write_loss(struct pf *pf, const struct trace_loss *loss, const char 
 	else
 		ann_uint(pf, "count_unknown", ANN_BOOL, 1);
 	if (!track)
-		pf->ev.failed = 1;
-	finish_event(pf, pf->last_ns);
+		pf->buf.failed = 1;
+	finish_event(pf);
 }
 
 static void pf_discarded(const struct trace_loss *loss, void *arg)
@@ -650,9 +714,9 @@ static int pf_event(const struct trace_event *ev, void *arg)
 	if (ev->cpu >= 0 && !pf->saw_cpu)
 		ann_uint(pf, "cpu", ANN_UINT, (uint64_t)ev->cpu);
 	if (!track)
-		pf->ev.failed = 1;
+		pf->buf.failed = 1;
 	pf->counts->events++;
-	return finish_event(pf, ns);
+	return finish_event(pf);
 }
 
 int export_perfetto(const char *dir, FILE *out, struct pairs *pairs, bool progress,
@@ -698,7 +762,6 @@ int export_perfetto(const char *dir, FILE *out, struct pairs *pairs, bool progre
 	free(pf.ann_names.slots);
 	free(pf.tracks);
 	strbuf_release(&pf.buf);
-	strbuf_release(&pf.ev);
 	strbuf_release(&pf.interned);
 	strbuf_release(&pf.scratch);
 	return status;
