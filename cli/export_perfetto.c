@@ -61,6 +61,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Field numbers (perfetto/protos/perfetto/trace/...). */
 enum {
@@ -736,6 +737,11 @@ int export_perfetto(const char *dir, FILE *out, struct pairs *pairs, bool progre
 	int status = 0;
 	if (!pf.names.slots || !pf.ann_names.slots) {
 		status = cli_error("export: out of memory");
+	} else if (isatty(fileno(out))) {
+		/* Binary, and its strings keep the trace's control characters (valid
+		 * UTF-8): escape sequences a trace holds must not reach a terminal. */
+		status = cli_error("export: not writing a binary Perfetto trace to a terminal; "
+				   "give a file with -o FILE.pftrace, or redirect standard output");
 	} else {
 		struct pairs_ops pops = { .given_up = pf_given_up };
 		pairs_set_ops(pairs, &pops, &pf);

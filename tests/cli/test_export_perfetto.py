@@ -446,6 +446,21 @@ def case_strings(mark, target, prog, workdir):
     check(strs == [("string_value", escape(v)) for v in values], "plain strings %r" % strs)
     check([unescape(s[1]) for s in strs] == values, "plain strings do not round-trip")
 
+    # never to a terminal: the strings keep their control characters
+    import pty
+    master, slave = pty.openpty()
+    r = subprocess.run([mark, "export", "--format", "perfetto", "-o", "-", fx], stdout=slave,
+                       stderr=subprocess.PIPE, timeout=120)
+    os.close(slave)
+    os.set_blocking(master, False)
+    try:
+        shown = os.read(master, 65536)
+    except OSError:
+        shown = b""
+    os.close(master)
+    check(r.returncode == 1 and b"not writing a binary Perfetto trace to a terminal" in r.stderr and not shown,
+          "export to a terminal: exit %d, %r, %d bytes shown" % (r.returncode, r.stderr, len(shown)))
+
     # native reader: tracer_prog's strings (empty, 1, 255, truncated 1000 bytes) and %c of every kind
     d = record(mark, workdir, "strings", [prog, "strings", "50", "2"])
     export(mark, d, d + ".pftrace")
