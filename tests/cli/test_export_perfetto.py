@@ -379,6 +379,42 @@ def case_lossy(mark, target, prog, workdir):
     check(b"(%d lost by the tracer)" % total in r.stderr, "discard: summary %r" % r.stderr)
     print("discard: %d kept, %d lost: ok" % (n, total))
 
+    # Overwrite mode: the rings wrapped, the losses are counted per packet.
+    d = record(mark, workdir, "overwrite", [prog, "threads", "3000", "4"], mode="overwrite", buf="4k")
+    out = d + ".pftrace"
+    export(mark, d, out)
+    got = Decoded(out)
+    want, losses = bt2_expected(d)
+    n, lost = compare("overwrite", got, want)
+    total, unknown = lost_total("overwrite", lost)
+    want_total = sum(c for c in losses if c)
+    check(total == want_total and total > 0, "overwrite: %d lost, babeltrace2 says %d" % (total, want_total))
+    check(unknown == sum(1 for c in losses if c is None), "overwrite: %d losses without count, babeltrace2 %d"
+          % (unknown, sum(1 for c in losses if c is None)))
+    print("overwrite: %d kept, %d lost: ok" % (n, total))
+
+    # A stream whose first packet already says events were lost (CTF's
+    # events_discarded is cumulative: not how many since when): a loss
+    # without count, reported before any event is read, so written at the
+    # first event's time on its thread.
+    ea = fresh(workdir, "early")
+    os.makedirs(ea)
+    with open(os.path.join(ea, "metadata"), "w") as f:
+        f.write(make_ctf.metadata())
+    with open(os.path.join(ea, "stream_0"), "wb") as f:
+        f.write(make_ctf.packet(0, 0, 7, 0, 101, [(5000, "tick", (1.0,))]))
+    with open(os.path.join(ea, "stream_1"), "wb") as f:
+        f.write(make_ctf.packet(1, 0, 0, 1, 102, [(4000, "tick", (2.0,))]))
+    export(mark, ea, ea + ".pftrace")
+    th = Decoded(ea + ".pftrace").by_thread()
+    base = 1700000000 * 10**9
+    want_early = {
+        (4242, 101): [(base + 4000, INSTANT, "mark_lost_events", {"count_unknown": ("bool_value", True)}),
+                      (base + 5000, INSTANT, "tick", {"value": ("double_value", 1.0), "cpu": ("uint_value", 0)})],
+        (4242, 102): [(base + 4000, INSTANT, "tick", {"value": ("double_value", 2.0), "cpu": ("uint_value", 1)})],
+    }
+    check(th == want_early, "early loss: %r, want %r" % (th, want_early))
+
     # The hand-made fixture (babeltrace2 path): 5 events lost on thread 101.
     fx = fresh(workdir, "fixture")
     subprocess.run([sys.executable, os.path.join(HERE, "make_ctf.py"), fx], check=True)
