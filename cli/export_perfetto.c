@@ -73,8 +73,8 @@ enum {
 	SNAP_CLOCKS = 1, CLOCK_ID = 1, CLOCK_TS = 2,   /* ClockSnapshot, .Clock        */
 	INTERNED_CATEGORIES = 1, INTERNED_NAMES = 2, INTERNED_ANN_NAMES = 3,
 	IID = 1, IID_NAME = 2,                    /* EventName, EventCategory, DebugAnnotationName */
-	TE_TYPE = 9, TE_TRACK = 11, TE_CATEGORY_IIDS = 3, TE_NAME_IID = 10, TE_ANNOTATIONS = 4,
-	ANN_NAME_IID = 1, ANN_BOOL = 2, ANN_UINT = 3, ANN_INT = 4, ANN_DOUBLE = 5, ANN_STRING = 6,
+	TE_TYPE = 9, TE_TRACK = 11, TE_CATEGORY_IIDS = 3, TE_NAME_IID = 10, TE_NAME = 23, TE_ANNOTATIONS = 4,
+	ANN_NAME_IID = 1, ANN_NAME = 10, ANN_BOOL = 2, ANN_UINT = 3, ANN_INT = 4, ANN_DOUBLE = 5, ANN_STRING = 6,
 	ANN_POINTER = 7, ANN_JSON = 9,
 	TD_UUID = 1, TD_PARENT = 5, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4,
 	PD_PID = 1, PD_NAME = 6,
@@ -289,8 +289,13 @@ static void intern_clear(struct intern *t)
 
 /*
  * The iid of `name` in this sequence; a new one is added to pf->interned
- * (the InternedData of the packet being built).  0 when out of memory.
- * The caller made room: count < INTERN_MAX (begin_event).
+ * (the InternedData of the packet being built).  0 when the table is full
+ * or memory ran out: the caller then writes the name itself (TrackEvent
+ * and DebugAnnotation have a plain `name` too).  begin_event() starts a new
+ * sequence when an event's names may not fit, so a full table only
+ * happens for one event with more arguments than INTERN_MAX (a hostile
+ * trace): without the limit its names would fill every slot and the probe
+ * below would never end.
  */
 static uint64_t intern_lookup(struct pf *pf, struct intern *t, const char *name);
 
@@ -313,6 +318,8 @@ static uint64_t intern_lookup(struct pf *pf, struct intern *t, const char *name)
 	for (; t->slots[j].name; j = (j + 1) & (INTERN_SLOTS - 1))
 		if (t->slots[j].hash == h && strcmp(t->slots[j].name, name) == 0)
 			return t->slots[j].iid;
+	if (t->count >= INTERN_MAX)   /* at most half the slots: the probe ends */
+		return 0;
 	char *copy = malloc(len + 1);
 	if (!copy)
 		return 0;
@@ -560,9 +567,10 @@ static void te_header(struct pf *pf, unsigned type, uint64_t track, const char *
 	if (name) {
 		pb_uint(e, TE_CATEGORY_IIDS, CATEGORY_IID);
 		uint64_t iid = intern(pf, &pf->names, name);
-		if (!iid)
-			e->failed = 1;
-		pb_uint(e, TE_NAME_IID, iid);
+		if (iid)
+			pb_uint(e, TE_NAME_IID, iid);
+		else
+			pb_text(e, TE_NAME, name);
 	}
 }
 
@@ -571,9 +579,10 @@ static size_t ann_begin(struct pf *pf, const char *name)
 {
 	size_t at = pb_begin(&pf->buf, TE_ANNOTATIONS);
 	uint64_t iid = intern(pf, &pf->ann_names, name);
-	if (!iid)
-		pf->buf.failed = 1;
-	pb_uint(&pf->buf, ANN_NAME_IID, iid);
+	if (iid)
+		pb_uint(&pf->buf, ANN_NAME_IID, iid);
+	else
+		pb_text(&pf->buf, ANN_NAME, name);
 	return at;
 }
 

@@ -94,8 +94,8 @@ def unescape(text):
 
 # ------------------------------------------------------------ the export
 
-def export(mark, trace, out, env=None):
-    r = run([mark, "export", "--format", "perfetto", "-o", out, trace], env)
+def export(mark, trace, out, env=None, timeout=600):
+    r = run([mark, "export", "--format", "perfetto", "-o", out, trace], env, timeout)
     check(r.returncode == 0, "export %s: exit %d: %s" % (trace, r.returncode, r.stderr.decode(errors="replace")))
     return r
 
@@ -155,15 +155,20 @@ class Decoded:
                       % (i, p.timestamp_clock_id, st["clock"]))
                 check(te.track_uuid in self.tracks, "event packet %d on an undescribed track %d" % (i, te.track_uuid))
                 name = None
-                if te.type != SLICE_END:
+                if te.type != SLICE_END and te.HasField("name"):
+                    name = te.name   # a name the interning table had no room for
+                elif te.type != SLICE_END:
                     check(te.name_iid in st["names"], "packet %d: name_iid %d not interned" % (i, te.name_iid))
                     name = st["names"].get(te.name_iid)
                     check(list(te.category_iids) == [1] and st["cats"].get(1) == "mark",
                           "packet %d: categories %r" % (i, list(te.category_iids)))
                 args = {}
                 for a in te.debug_annotations:
-                    check(a.name_iid in st["ann"], "packet %d: annotation name_iid %d not interned" % (i, a.name_iid))
                     kind = a.WhichOneof("value")
+                    if a.HasField("name"):
+                        args[a.name] = (kind, getattr(a, kind) if kind else None)
+                        continue
+                    check(a.name_iid in st["ann"], "packet %d: annotation name_iid %d not interned" % (i, a.name_iid))
                     args[st["ann"].get(a.name_iid)] = (kind, getattr(a, kind) if kind else None)
                 self.events.setdefault(te.track_uuid, []).append((p.timestamp, te.type, name, args))
         self.nseqs = len(seqs)
@@ -556,6 +561,39 @@ def case_sequences(mark, target, prog, workdir):
     check(got.nseqs >= 3, "%d packet sequences for %d names (an interning table holds 4096)" % (got.nseqs, n))
     check(len(got.snapshots) == got.nseqs, "%d clock snapshots for %d sequences" % (len(got.snapshots), got.nseqs))
     print("%d names in %d sequences: ok" % (n, got.nseqs))
+
+    # One event with more arguments than an interning table holds: the
+    # names that do not fit are written in the annotations themselves.
+    w = fresh(workdir, "wide")
+    os.makedirs(w)
+    nf = 9000
+    fields = " ".join("uint32_t f%d;" % i for i in range(nf))
+    with open(os.path.join(w, "metadata"), "w") as f:
+        f.write("""/* CTF 1.8 */
+typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
+typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
+trace { major = 1; minor = 8; byte_order = le; packet.header := struct { uint32_t magic; }; };
+env { pid = 77; procname = "wide"; };
+clock { name = c; freq = 1000000000; offset_s = 1700000000; };
+typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := ts_t;
+stream { packet.context := struct { uint64_t content_size; uint64_t packet_size; uint32_t tid; };
+  event.header := struct { ts_t timestamp; }; };
+event { name = "wide"; fields := struct { %s }; };
+""" % fields)
+    import struct
+    body = struct.pack("<Q", 1000) + b"".join(struct.pack("<I", i) for i in range(nf))
+    total = 4 + 8 + 8 + 4 + len(body)
+    with open(os.path.join(w, "stream"), "wb") as f:
+        f.write(struct.pack("<IQQI", 0xC1FC1FC1, total * 8, total * 8, 78) + body)
+    try:
+        export(mark, w, w + ".pftrace", {"LSAN_OPTIONS": lsan, "ASAN_OPTIONS": asan}, timeout=120)
+    except subprocess.TimeoutExpired:
+        check(False, "export of an event with %d arguments did not end in 120 s" % nf)
+        return
+    evs = Decoded(w + ".pftrace").by_thread().get((77, 78), [])
+    want = [(1700000000 * 10**9 + 1000, INSTANT, "wide", {"f%d" % i: ("uint_value", i) for i in range(nf)})]
+    check(evs == want, "the event with %d arguments: %d events, %d arguments"
+          % (nf, len(evs), len(evs[0][3]) if evs else 0))
 
 
 def maxrss_kib(args):
