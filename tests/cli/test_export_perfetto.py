@@ -509,28 +509,36 @@ def case_strings(mark, target, prog, workdir):
     compare("strings", Decoded(d + ".pftrace"), want)
 
 
-def many_names_trace(path, n):
-    """A CTF trace of n event classes, one event each (ids 0..n-1, time
-    1000 * (id + 1) ns), each with an argument named after it."""
+def small_trace(path, procname, header, classes, body):
+    """A CTF trace of pid 77 with one stream of thread 78: event header
+    `header` (TSDL members), event classes `classes` (TSDL), the events'
+    bytes `body`; clock in ns from 1700000000 s."""
+    import struct
     os.makedirs(path, exist_ok=True)
-    classes = "".join('event { name = "ev%d"; id = %d; fields := struct { uint32_t a%d; }; };\n' % (i, i, i)
-                      for i in range(n))
     with open(os.path.join(path, "metadata"), "w") as f:
         f.write("""/* CTF 1.8 */
 typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
 typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
 trace { major = 1; minor = 8; byte_order = le; packet.header := struct { uint32_t magic; }; };
-env { pid = 77; procname = "names"; };
+env { pid = 77; procname = "%s"; };
 clock { name = c; freq = 1000000000; offset_s = 1700000000; };
 typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := ts_t;
 stream { packet.context := struct { uint64_t content_size; uint64_t packet_size; uint32_t tid; };
-  event.header := struct { uint32_t id; ts_t timestamp; }; };
-""" + classes)
-    import struct
-    body = b"".join(struct.pack("<IQI", i, 1000 * (i + 1), i) for i in range(n))
+  event.header := struct { %s }; };
+""" % (procname, header) + classes)
     total = 4 + 8 + 8 + 4 + len(body)
     with open(os.path.join(path, "stream"), "wb") as f:
         f.write(struct.pack("<IQQI", 0xC1FC1FC1, total * 8, total * 8, 78) + body)
+
+
+def many_names_trace(path, n):
+    """n event classes, one event each (ids 0..n-1, time 1000 * (id + 1)
+    ns), each with an argument named after it."""
+    import struct
+    classes = "".join('event { name = "ev%d"; id = %d; fields := struct { uint32_t a%d; }; };\n' % (i, i, i)
+                      for i in range(n))
+    body = b"".join(struct.pack("<IQI", i, 1000 * (i + 1), i) for i in range(n))
+    small_trace(path, "names", "uint32_t id; ts_t timestamp;", classes, body)
 
 
 def case_sequences(mark, target, prog, workdir):
@@ -564,27 +572,12 @@ def case_sequences(mark, target, prog, workdir):
 
     # One event with more arguments than an interning table holds: the
     # names that do not fit are written in the annotations themselves.
+    import struct
     w = fresh(workdir, "wide")
-    os.makedirs(w)
     nf = 9000
     fields = " ".join("uint32_t f%d;" % i for i in range(nf))
-    with open(os.path.join(w, "metadata"), "w") as f:
-        f.write("""/* CTF 1.8 */
-typealias integer { size = 32; align = 8; signed = false; } := uint32_t;
-typealias integer { size = 64; align = 8; signed = false; } := uint64_t;
-trace { major = 1; minor = 8; byte_order = le; packet.header := struct { uint32_t magic; }; };
-env { pid = 77; procname = "wide"; };
-clock { name = c; freq = 1000000000; offset_s = 1700000000; };
-typealias integer { size = 64; align = 8; signed = false; map = clock.c.value; } := ts_t;
-stream { packet.context := struct { uint64_t content_size; uint64_t packet_size; uint32_t tid; };
-  event.header := struct { ts_t timestamp; }; };
-event { name = "wide"; fields := struct { %s }; };
-""" % fields)
-    import struct
-    body = struct.pack("<Q", 1000) + b"".join(struct.pack("<I", i) for i in range(nf))
-    total = 4 + 8 + 8 + 4 + len(body)
-    with open(os.path.join(w, "stream"), "wb") as f:
-        f.write(struct.pack("<IQQI", 0xC1FC1FC1, total * 8, total * 8, 78) + body)
+    small_trace(w, "wide", "ts_t timestamp;", 'event { name = "wide"; fields := struct { %s }; };\n' % fields,
+                struct.pack("<Q", 1000) + b"".join(struct.pack("<I", i) for i in range(nf)))
     try:
         export(mark, w, w + ".pftrace", {"LSAN_OPTIONS": lsan, "ASAN_OPTIONS": asan}, timeout=120)
     except subprocess.TimeoutExpired:
