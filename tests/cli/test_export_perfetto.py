@@ -600,25 +600,25 @@ def maxrss_kib(args):
 
 
 def case_memory(mark, target, prog, workdir):
-    """Peak RSS of the export does not grow with the trace: 400k vs 1.6M
-    events (an export that kept its output, 18 vs 73 MB here, would show
-    it), and is the Chrome export's on the same trace (the reader's packet
-    buffers, which grow with the tracer's buffer size, not the trace's)."""
+    """Peak RSS of the export does not grow with the trace: on 400k and 1.6M
+    events (an export that kept its output, 18 and 73 MB here, would show
+    it) it stays within 1 MiB of the Chrome export's on the same trace.
+    Both read with the same reader, whose packet buffers (the size of the
+    packets the tracer happened to write, which varies with scheduling from
+    one recording to the next) are most of the peak: compared on one trace,
+    they cancel out."""
     if not os.access("/usr/bin/time", os.X_OK):
         skip("/usr/bin/time (Debian package time, in the Makefile's DEB_TEST) is not installed")
-    mid = record(mark, workdir, "mid", [prog, "threads", "100000", "4"])
-    big = record(mark, workdir, "big", [prog, "threads", "400000", "4"])
-    rm = maxrss_kib([mark, "export", "--format", "perfetto", "-o", mid + ".pftrace", mid])
-    rb = maxrss_kib([mark, "export", "--format", "perfetto", "-o", big + ".pftrace", big])
-    rc = maxrss_kib([mark, "export", "-o", mid + ".json", mid])
-    size = os.path.getsize(big + ".pftrace")
-    print("peak RSS: %d KiB for 400k events, %d KiB for 1.6M events (%d bytes of output); "
-          "the Chrome export: %d KiB for 400k" % (rm, rb, size, rc))
-    check(size > 60 * 1024 * 1024, "the big export is only %d bytes" % size)
-    check(rb < rm + 1024, "peak RSS grows with the trace: %d KiB vs %d KiB" % (rb, rm))
-    check(rm < rc + 1024, "peak RSS %d KiB, the Chrome export's %d KiB" % (rm, rc))
-    for f in (mid + ".pftrace", big + ".pftrace", mid + ".json"):
-        os.unlink(f)
+    for label, n in (("400k", "100000"), ("1.6M", "400000")):
+        d = record(mark, workdir, label, [prog, "threads", n, "4"])
+        pf = maxrss_kib([mark, "export", "--format", "perfetto", "-o", d + ".pftrace", d])
+        ch = maxrss_kib([mark, "export", "-o", d + ".json", d])
+        size = os.path.getsize(d + ".pftrace")
+        print("%s events: peak RSS %d KiB (%d bytes written), the Chrome export's %d KiB" % (label, pf, size, ch))
+        check(size > int(n) * 4 * 40, "%s events: only %d bytes written" % (label, size))
+        check(pf < ch + 1024, "%s events: peak RSS %d KiB, the Chrome export's %d KiB" % (label, pf, ch))
+        os.unlink(d + ".pftrace")
+        os.unlink(d + ".json")
 
 
 def case_trace_processor(mark, target, prog, workdir):
