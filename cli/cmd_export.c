@@ -20,6 +20,9 @@
  * first event of the trace, so they stay exact in a double (an epoch time
  * in µs does not: 1.7e15 µs leaves 0.25 µs steps); the first event's
  * clock time is in otherData (trace_start_ns, trace_start_utc).
+ *
+ * `--format perfetto` (a native Perfetto protobuf trace) is written by
+ * cli/export_perfetto.c, with the output file handling of this one.
  */
 #include "command.h"
 #include "export_perfetto.h"
@@ -393,7 +396,8 @@ static int export_write(struct export_state *x, const char *format, const char *
 		return 2;
 	}
 	if (!output) {
-		cli_error("export: give the output file with -o FILE.json (chrome) or -o FILE.pftrace (perfetto), or -o - for standard output");
+		cli_error("export: give the output file with -o FILE.json (chrome) or -o FILE.pftrace (perfetto), "
+			  "or -o - for standard output");
 		return 2;
 	}
 	const char *dir = argv[optind];
