@@ -11,7 +11,7 @@ CMAKE_FLAGS ?=
 # installed by deps-test into .pydeps/ with pip (they skip, saying why, without it).
 DEB_BUILD = build-essential cmake ninja-build pkg-config liburcu-dev libbabeltrace2-dev clang libclang-rt-14-dev
 DEB_TEST  = babeltrace2 python3-bt2 systemtap-sdt-dev bpftrace gdb binutils \
-            linux-perf afl++ systemtap python3-pip
+            linux-perf afl++ systemtap python3-pip time
 DEB_BENCH = liblttng-ust-dev lttng-tools python3-matplotlib dpkg-dev libevent-dev patch debian-archive-keyring
 
 .PHONY: all build deps deps-test deps-bench install test test-quick test-asan test-tsan test-clang \

@@ -93,13 +93,6 @@ struct pairs {
 	bool oom;
 };
 
-static uint64_t hash_bytes(const char *s, size_t n, uint64_t h)
-{
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;   /* FNV-1a */
-	return h;
-}
-
 static bool ends_with(const char *s, const char *suffix, size_t *stem)
 {
 	size_t ls = strlen(s), lf = strlen(suffix);
@@ -272,7 +265,7 @@ static struct thread *thread_of(struct pairs *p, const void *trace, int64_t key,
 static uint32_t row_for_key(struct pairs *p, uint32_t pair, const char *key, size_t len, const struct trace_event *ev)
 {
 	struct pair_def *d = &p->defs[pair];
-	uint64_t h = hash_bytes(key, len, 1469598103934665603ull);
+	uint64_t h = text_hash(key, len, TEXT_HASH_INIT);
 	if (d->keycap) {
 		for (size_t j = h & (d->keycap - 1); d->keys[j].row != NO_ROW; j = (j + 1) & (d->keycap - 1))
 			if (d->keys[j].hash == h && d->keys[j].len == len && memcmp(d->keys[j].raw, key, len) == 0)
@@ -430,6 +423,12 @@ enum pair_role pairs_event(struct pairs *p, const struct trace_event *ev, uint32
 	if (p->ops.span)
 		p->ops.span(&s, p->arg);
 	return PAIR_END;
+}
+
+void pairs_set_ops(struct pairs *p, const struct pairs_ops *ops, void *arg)
+{
+	p->ops = *ops;
+	p->arg = arg;
 }
 
 void pairs_loss(struct pairs *p, const struct trace_loss *loss)

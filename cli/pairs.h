@@ -106,6 +106,9 @@ struct pairs *pairs_new(const struct pairs_config *cfg, const struct pairs_ops *
  * callbacks (given-up inner begins first, then the span) before returning.
  */
 enum pair_role pairs_event(struct pairs *p, const struct trace_event *ev, uint32_t *pair);
+/* Replace the callbacks and their argument (an export that writes its own
+ * slice ends takes over the pairs its command set up). */
+void pairs_set_ops(struct pairs *p, const struct pairs_ops *ops, void *arg);
 /* A loss report: the thread's open begins now span lost events. */
 void pairs_loss(struct pairs *p, const struct trace_loss *loss);
 /* The end of the trace: gives up every begin still open. */

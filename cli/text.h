@@ -58,6 +58,17 @@ void strbuf_release(struct strbuf *sb);      /* free the memory */
  */
 int cli_array_grow(void *array_ptr, size_t *cap, size_t elem_size, size_t initial);
 
+/* Valid UTF-8 sequences: mark_utf8_len() in src/util/printable.h. */
+
+/* FNV-1a of n bytes, continuing from h (start with TEXT_HASH_INIT). */
+#define TEXT_HASH_INIT 1469598103934665603ull
+static inline uint64_t text_hash(const void *s, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const unsigned char *)s)[i]) * 1099511628211ull;
+	return h;
+}
+
 /* A JSON string literal, quotes included, with every control/non-ASCII-safe escape. */
 void strbuf_add_json_string(struct strbuf *sb, const char *text);
 /* A C-style string literal, quotes included: every byte outside printable

@@ -1254,3 +1254,35 @@ void trace_native_payload_append(struct strbuf *sb, const struct trace_native_ev
 	if (json)
 		strbuf_add_lit(sb, "}");
 }
+
+void trace_native_args_each(const struct trace_native_event *ev, void (*fn)(const struct trace_arg *a, void *ctx),
+			    void *ctx)
+{
+	const struct tn_class *k = ev->cls;
+	const uint8_t *base = ev->payload - 16, *p = ev->payload;
+	for (unsigned i = 0; i < k->nfields; i++) {
+		const struct tn_field *f = &k->fields[i];
+		struct trace_arg a = { .name = f->name };
+		if (f->kind == TN_STRING) {
+			a.type = TRACE_ARG_STRING;
+			a.s = (const char *)p + 1;
+		} else {
+			const uint64_t v = number_at(f, align8(base, p));
+			a.u = v;
+			switch (f->kind) {
+			case TN_REAL:
+				a.type = TRACE_ARG_DOUBLE;
+				memcpy(&a.d, &v, sizeof(a.d));
+				break;
+			case TN_CHAR: a.type = TRACE_ARG_CHAR; break;
+			case TN_SINT:
+				a.type = TRACE_ARG_INT;
+				a.i = (int64_t)v;
+				break;
+			default: a.type = f->base == 16 ? TRACE_ARG_HEX : TRACE_ARG_UINT; break;
+			}
+		}
+		fn(&a, ctx);
+		p = skip_field(f, base, p);
+	}
+}

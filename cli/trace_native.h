@@ -35,6 +35,8 @@ bool trace_native_field_append(struct strbuf *sb, const struct trace_native_even
 struct mark_filter_value;
 bool trace_native_field_value(const struct trace_native_event *ev, const char *name,
 			      struct mark_filter_value *out);
+void trace_native_args_each(const struct trace_native_event *ev, void (*fn)(const struct trace_arg *a, void *ctx),
+			    void *ctx);
 const char **trace_native_class_names(const struct trace_native_event *ev, size_t *count);
 
 #endif

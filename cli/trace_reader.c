@@ -591,6 +591,15 @@ void trace_event_payload_append(struct strbuf *sb, const struct trace_event *ev,
 		trace_payload_append(sb, ev->payload, style);
 }
 
+void trace_event_args_each(const struct trace_event *ev, void (*fn)(const struct trace_arg *a, void *ctx), void *ctx,
+			   struct strbuf *scratch)
+{
+	if (ev->native)
+		trace_native_args_each(ev->native, fn, ctx);
+	else
+		trace_payload_args_each(ev->payload, fn, ctx, scratch);
+}
+
 size_t trace_event_payload_count(const struct trace_event *ev)
 {
 	if (ev->native)

@@ -61,6 +61,38 @@ bool trace_event_field_append(struct strbuf *sb, const struct trace_event *ev, c
  */
 bool trace_event_field_key(struct strbuf *sb, const struct trace_event *ev, const char *name);
 /*
+ * The event's arguments one by one with their types, for formats that keep
+ * types (`mark export --format perfetto`), whichever reader decoded it.
+ * Names and strings are borrowed for the call only.  The tracer's %c is
+ * TRACE_ARG_CHAR (u holds the byte); its %p, %x and %lx are all unsigned
+ * base-16 integers in the trace (TRACE_ARG_HEX: the trace does not say
+ * which one the marker used).  A value of another CTF type (an array, a
+ * structure, a foreign trace's variant) is TRACE_ARG_TEXT: s holds its
+ * JSON text (trace_value_append).  The tracer's string length selectors
+ * are not arguments (trace_payload_append hides them too).
+ */
+enum trace_arg_type {
+	TRACE_ARG_INT,      /* i */
+	TRACE_ARG_UINT,     /* u, shown in decimal */
+	TRACE_ARG_HEX,      /* u, shown in base 16 (or 8 or 2) */
+	TRACE_ARG_DOUBLE,   /* d */
+	TRACE_ARG_CHAR,     /* u: one byte */
+	TRACE_ARG_BOOL,     /* u: 0 or 1 */
+	TRACE_ARG_STRING,   /* s: NUL-terminated, any bytes (not necessarily UTF-8) */
+	TRACE_ARG_TEXT,     /* s: JSON text of a composite value */
+};
+struct trace_arg {
+	const char *name;
+	enum trace_arg_type type;
+	int64_t i;
+	uint64_t u;
+	double d;
+	const char *s;
+};
+/* fn for each argument in order; `scratch` holds TRACE_ARG_TEXT values (reset by the call). */
+void trace_event_args_each(const struct trace_event *ev, void (*fn)(const struct trace_arg *a, void *ctx), void *ctx,
+			   struct strbuf *scratch);
+/*
  * Does the event pass the --filter `f` (src/filter: the probe's language,
  * fields by their trace names)?  An event without a field f names does
  * not, as in the probe.

@@ -1,5 +1,6 @@
 /* Field values as text and JSON: see trace_value.h. */
 #include "trace_value.h"
+#include "trace_reader.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -573,6 +574,74 @@ void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace
 	}
 	if (style == TRACE_VALUE_JSON)
 		strbuf_add(sb, "}", 1);
+}
+
+/* The typed value of one field (trace_payload_args_each): a variant or an
+ * option is its selected field; a composite value is its JSON text. */
+static void field_arg(const bt_field *f, struct trace_arg *a, struct strbuf *scratch)
+{
+	bt_field_class_type t = bt_field_get_class_type(f);
+	while (f && (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT) ||
+		     bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_OPTION))) {
+		f = bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT)
+			    ? bt_field_variant_borrow_selected_option_field_const(f)
+			    : bt_field_option_borrow_field_const(f);
+		if (f)
+			t = bt_field_get_class_type(f);
+	}
+	const bt_field_class *fc = f ? bt_field_borrow_class_const(f) : NULL;
+	if (!f) {
+		a->type = TRACE_ARG_TEXT;
+		a->s = "null";
+	} else if (t == BT_FIELD_CLASS_TYPE_BOOL) {
+		a->type = TRACE_ARG_BOOL;
+		a->u = bt_field_bool_get_value(f) ? 1 : 0;
+	} else if (is_char_class(fc)) {
+		a->type = TRACE_ARG_CHAR;
+		a->u = bt_field_integer_unsigned_get_value(f);
+	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER)) {
+		a->u = bt_field_integer_unsigned_get_value(f);
+		a->type = bt_field_class_integer_get_preferred_display_base(fc) ==
+					  BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL
+				  ? TRACE_ARG_UINT
+				  : TRACE_ARG_HEX;
+	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)) {
+		a->type = TRACE_ARG_INT;
+		a->i = bt_field_integer_signed_get_value(f);
+	} else if (t == BT_FIELD_CLASS_TYPE_SINGLE_PRECISION_REAL) {
+		a->type = TRACE_ARG_DOUBLE;
+		a->d = bt_field_real_single_precision_get_value(f);
+	} else if (t == BT_FIELD_CLASS_TYPE_DOUBLE_PRECISION_REAL) {
+		a->type = TRACE_ARG_DOUBLE;
+		a->d = bt_field_real_double_precision_get_value(f);
+	} else if (t == BT_FIELD_CLASS_TYPE_STRING) {
+		/* the length, not the NUL: see trace_value_append */
+		const char *text = bt_field_string_get_value(f);
+		a->type = TRACE_ARG_STRING;
+		a->s = text && bt_field_string_get_length(f) > 0 ? text : "";
+	} else {
+		strbuf_reset(scratch);
+		trace_value_append(scratch, f, TRACE_VALUE_JSON);
+		a->type = TRACE_ARG_TEXT;
+		a->s = scratch->data && !scratch->failed ? scratch->data : "null";
+	}
+}
+
+void trace_payload_args_each(const bt_field *payload, void (*fn)(const struct trace_arg *a, void *ctx), void *ctx,
+			     struct strbuf *scratch)
+{
+	if (!payload || bt_field_get_class_type(payload) != BT_FIELD_CLASS_TYPE_STRUCTURE)
+		return;
+	const bt_field_class *fc = bt_field_borrow_class_const(payload);
+	uint64_t n = bt_field_class_structure_get_member_count(fc);
+	for (uint64_t i = 0; i < n; i++) {
+		if (is_payload_selector(fc, i))
+			continue;
+		struct trace_arg a = { .name = bt_field_class_structure_member_get_name(
+					       bt_field_class_structure_borrow_member_by_index_const(fc, i)) };
+		field_arg(bt_field_structure_borrow_member_field_by_index_const(payload, i), &a, scratch);
+		fn(&a, ctx);
+	}
 }
 
 /* ---- scalars for the native reader (trace_native.c): the same text as above ---- */

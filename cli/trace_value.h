@@ -31,6 +31,15 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace_value_style style);
 
 /*
+ * The members of a payload structure with their types (trace_event_args_each
+ * in trace_reader.h): selectors skipped as above, composite values as JSON
+ * text in scratch.
+ */
+struct trace_arg;
+void trace_payload_args_each(const bt_field *payload, void (*fn)(const struct trace_arg *a, void *ctx), void *ctx,
+			     struct strbuf *scratch);
+
+/*
  * The same text for values the native reader (trace_native.c) decoded
  * itself: an integer (`raw` holds a signed value sign-extended to 64 bits;
  * base 2, 8, 10 or 16), a double, a %c, a string.

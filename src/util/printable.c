@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-size_t mark_utf8_printable(const unsigned char *p)
+size_t mark_utf8_len(const unsigned char *p, uint32_t *code)
 {
 	size_t n;
 	uint32_t c;
@@ -28,7 +28,15 @@ size_t mark_utf8_printable(const unsigned char *p)
 	}
 	if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
 		return 0;
-	if (c <= 0x9f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))
+	*code = c;
+	return n;
+}
+
+size_t mark_utf8_printable(const unsigned char *p)
+{
+	uint32_t c;
+	size_t n = mark_utf8_len(p, &c);
+	if (!n || c <= 0x9f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))
 		return 0;
 	return n;
 }

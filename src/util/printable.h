@@ -17,8 +17,16 @@
 #define MARK_UTIL_PRINTABLE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define MARK_HIDDEN_PRINTABLE __attribute__((visibility("hidden")))
+
+/*
+ * Length of the UTF-8 sequence at p if it is valid (shortest form, no
+ * surrogate, at most U+10FFFF), its code point in *code; 0 otherwise, and
+ * for ASCII.  Reads no further than a NUL byte.
+ */
+MARK_HIDDEN_PRINTABLE size_t mark_utf8_len(const unsigned char *p, uint32_t *code);
 
 /*
  * Length of the UTF-8 sequence at p if it is valid (shortest form, no

@@ -1,0 +1,791 @@
+/*
+ * `mark export --format perfetto DIR -o FILE.pftrace`: a native Perfetto
+ * trace (a protobuf `Trace`: a sequence of TracePacket, field 1), written
+ * with the protobuf wire encoding by hand (varints, fixed64 doubles,
+ * length-delimited fields).  Field numbers are those of perfetto's
+ * protos/perfetto/trace/ (trace_packet.proto, track_event/ protos,
+ * interned_data.proto, clock_snapshot.proto); docs/export.md has the
+ * mapping for users.
+ *
+ * What is written, in the order events are read (time order):
+ *   - per packet sequence (trusted_packet_sequence_id), a first packet with
+ *     SEQ_INCREMENTAL_STATE_CLEARED: a ClockSnapshot that defines the
+ *     sequence-scoped clock 64 ("mark's clock": the trace's ns from its
+ *     clock origin) as equal to BOOTTIME (and REALTIME when the origin is
+ *     the Unix epoch) at the first timestamp, the sequence's default clock
+ *     (TracePacketDefaults.timestamp_clock_id = 64), and the interned
+ *     category "mark".  trace_processor converts clock 64 to its trace
+ *     clock (BOOTTIME) by that snapshot's offset, which is 0: it shows the
+ *     exact ns values written.  No builtin clock is claimed for the events
+ *     themselves: mark's clock is a calibrated TSC, neither BOOTTIME nor
+ *     CLOCK_REALTIME.
+ *   - a TrackDescriptor per process (ProcessDescriptor: pid, process_name
+ *     from the trace's env.procname) and per thread (ThreadDescriptor: pid,
+ *     tid; thread_name only for the main thread, the process name: mark
+ *     does not record thread names), before the thread's first event.
+ *   - one TrackEvent per event on its thread's track: TYPE_SLICE_BEGIN /
+ *     TYPE_SLICE_END for begin/end pairs (cli/pairs.h, the same pairing as
+ *     the Chrome export and `mark stats`), TYPE_INSTANT otherwise; names
+ *     and debug annotation names interned (InternedData event_names,
+ *     debug_annotation_names; name_iid, category_iids); arguments as
+ *     debug annotations of their own type (trace_event_args_each).
+ *   - an instant "mark_lost_events" with the count on the thread's track
+ *     for every loss report.
+ *
+ * Strings: protobuf strings must be valid UTF-8 and a mark string is any
+ * bytes.  Every string written (names and values) keeps its valid UTF-8
+ * as it is (control characters included) except the backslash, written
+ * "\\", and writes each byte that does not start a valid UTF-8 sequence as
+ * the four characters "\xNN".  The rule is the same for every string, so
+ * the bytes can always be recovered ("\\" -> '\', "\xNN" -> byte).
+ *
+ * Memory: bounded independent of the trace's size.  The output is
+ * buffered 64 KiB at a time; the interning tables hold the distinct names
+ * of the current sequence, at most INTERN_MAX per table: one more starts a
+ * new sequence (new id, tables cleared), so a hostile trace with millions
+ * of names costs packets, not memory; the tracks are one entry per thread
+ * and process of the trace (as cli/pairs.c keeps per thread); loss reports
+ * that come before the first event (they have no time yet) wait in a list
+ * as long as the number of such reports.
+ *
+ * Single-threaded: trace_read() calls back on the calling thread.
+ */
+#include "export_perfetto.h"
+#include "util/printable.h"
+
+#include "command.h"
+#include "pairs.h"
+#include "text.h"
+#include "trace_reader.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Field numbers (perfetto/protos/perfetto/trace/...). */
+enum {
+	TRACE_PACKET = 1,                         /* Trace.packet                       */
+	PKT_TIMESTAMP = 8, PKT_CLOCK_ID = 58, PKT_SEQ_ID = 10, PKT_SEQ_FLAGS = 13,
+	PKT_INTERNED = 12, PKT_DEFAULTS = 59, PKT_TRACK_EVENT = 11, PKT_TRACK_DESC = 60,
+	PKT_CLOCK_SNAPSHOT = 6,
+	DEFAULTS_CLOCK_ID = 58,                   /* TracePacketDefaults.timestamp_clock_id */
+	SNAP_CLOCKS = 1, CLOCK_ID = 1, CLOCK_TS = 2,   /* ClockSnapshot, .Clock        */
+	INTERNED_CATEGORIES = 1, INTERNED_NAMES = 2, INTERNED_ANN_NAMES = 3,
+	IID = 1, IID_NAME = 2,                    /* EventName, EventCategory, DebugAnnotationName */
+	TE_TYPE = 9, TE_TRACK = 11, TE_CATEGORY_IIDS = 3, TE_NAME_IID = 10, TE_NAME = 23, TE_ANNOTATIONS = 4,
+	ANN_NAME_IID = 1, ANN_NAME = 10, ANN_BOOL = 2, ANN_UINT = 3, ANN_INT = 4, ANN_DOUBLE = 5, ANN_STRING = 6,
+	ANN_POINTER = 7, ANN_JSON = 9,
+	TD_UUID = 1, TD_PARENT = 5, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4,
+	PD_PID = 1, PD_NAME = 6,
+	THD_PID = 1, THD_TID = 2, THD_NAME = 5,
+};
+enum { SEQ_CLEARED = 1, SEQ_NEEDS_STATE = 2 };
+enum { TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_INSTANT = 3 };
+enum { CLOCK_REALTIME = 1, CLOCK_BOOTTIME = 6, CLOCK_MARK = 64 };
+
+#define FLUSH_AT (64 * 1024)
+#define INTERN_MAX 4096          /* names per table and sequence              */
+#define INTERN_SLOTS (2 * INTERN_MAX)
+#define CATEGORY_IID 1           /* "mark", in every sequence's first packet  */
+
+/* ---------------- protobuf wire encoding into a strbuf ---------------- */
+
+/* Straight into the buffer when it has room (every field of every event
+ * comes through here: a copy through strbuf_add was a quarter of the time). */
+static inline void pb_varint(struct strbuf *sb, uint64_t v)
+{
+	if (!sb->failed && sb->cap - sb->len > 11) {
+		unsigned char *p = (unsigned char *)sb->data + sb->len;
+		while (v > 0x7f) {
+			*p++ = (unsigned char)(v | 0x80);
+			v >>= 7;
+		}
+		*p++ = (unsigned char)v;
+		*p = '\0';
+		sb->len = (size_t)((char *)p - sb->data);
+		return;
+	}
+	char b[10];
+	size_t n = 0;
+	do {
+		b[n++] = (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	strbuf_add(sb, b, n);
+}
+
+static inline void pb_tag(struct strbuf *sb, unsigned field, unsigned wire)
+{
+	pb_varint(sb, (uint64_t)field << 3 | wire);
+}
+
+static inline void pb_uint(struct strbuf *sb, unsigned field, uint64_t v)
+{
+	pb_tag(sb, field, 0);
+	pb_varint(sb, v);
+}
+
+static void pb_double(struct strbuf *sb, unsigned field, double d)
+{
+	uint64_t bits;
+	memcpy(&bits, &d, sizeof(bits));
+	char b[8];
+	for (int i = 0; i < 8; i++)
+		b[i] = (char)(bits >> (8 * i));
+	pb_tag(sb, field, 1);
+	strbuf_add(sb, b, 8);
+}
+
+/*
+ * A length-delimited field whose length is not known yet: the tag and one
+ * byte for the length now, the length at pb_end().  Returns where the
+ * length goes.  Nearly every message of an event is shorter than 128
+ * bytes, whose length is that one byte: reserving more and moving the
+ * contents back at the end was a tenth of the export's time.
+ */
+static size_t pb_begin(struct strbuf *sb, unsigned field)
+{
+	pb_tag(sb, field, 2);
+	size_t at = sb->len;
+	strbuf_add(sb, "", 1);   /* the NUL: one byte */
+	return at;
+}
+
+/* The length's varint at `at`; a length of 128 or more moves the contents
+ * forward to make room for its further bytes. */
+static void pb_end(struct strbuf *sb, size_t at)
+{
+	if (sb->failed)
+		return;
+	size_t len = sb->len - at - 1;
+	if (len < 0x80) {
+		sb->data[at] = (char)len;
+		return;
+	}
+	unsigned char b[10];
+	size_t n = 0;
+	for (uint64_t v = len; v; v >>= 7)
+		b[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+	static const char room[10];
+	strbuf_add(sb, room, n - 1);
+	if (sb->failed)
+		return;
+	memmove(sb->data + at + n, sb->data + at + 1, len);
+	memcpy(sb->data + at, b, n);
+}
+
+static void pb_bytes(struct strbuf *sb, unsigned field, const void *data, size_t len)
+{
+	pb_tag(sb, field, 2);
+	pb_varint(sb, len);
+	strbuf_add(sb, data, len);
+}
+
+/* A string field, as the header comment says: valid UTF-8, the bytes recoverable. */
+static void pb_text(struct strbuf *sb, unsigned field, const char *text)
+{
+	size_t at = pb_begin(sb, field);
+	for (const unsigned char *p = (const unsigned char *)text; *p;) {
+		const unsigned char *run = p;
+		while (*p && *p < 0x80 && *p != '\\')
+			p++;
+		if (p > run)
+			strbuf_add(sb, (const char *)run, (size_t)(p - run));
+		if (!*p)
+			break;
+		uint32_t code;
+		size_t n;
+		if (*p == '\\') {
+			strbuf_add_lit(sb, "\\\\");
+			p++;
+		} else if ((n = mark_utf8_len(p, &code)) > 0) {
+			strbuf_add(sb, (const char *)p, n);
+			p += n;
+		} else {
+			char esc[5] = { '\\', 'x', "0123456789abcdef"[*p >> 4], "0123456789abcdef"[*p & 15], 0 };
+			strbuf_add(sb, esc, 4);
+			p++;
+		}
+	}
+	pb_end(sb, at);
+}
+
+/* ---------------- interning ---------------- */
+
+struct intern_slot {
+	char *name;                  /* NULL: empty                               */
+	uint64_t hash;
+	uint64_t iid;
+};
+
+/*
+ * The iid last found for a name pointer, in sequence `seq`: the readers
+ * hand the same name pointers (event class and field names, which live
+ * while trace_read runs; pairs_name(); literals) for every event, so most
+ * lookups are one compare instead of a hash and a strcmp.  A slot of
+ * another sequence or pointer is a miss.
+ */
+#define INTERN_CACHE 256
+struct intern_cached {
+	const char *name;
+	uint32_t seq;
+	uint64_t iid;
+};
+
+/* Names of one kind (event names, annotation names) of the current sequence. */
+struct intern {
+	struct intern_slot *slots;   /* INTERN_SLOTS, open addressing             */
+	size_t count;
+	unsigned field;              /* its InternedData field                    */
+	struct intern_cached cache[INTERN_CACHE];
+};
+
+/* ---------------- tracks ---------------- */
+
+struct track {
+	int64_t pid, tid;            /* as the Chrome export shows them; tid INT64_MIN: the process */
+	uint64_t uuid;               /* 0: empty slot                             */
+};
+
+/* A loss reported before the first event (its procname copied). */
+struct pending_loss {
+	struct trace_loss loss;
+	char *procname;
+};
+
+struct pf {
+	FILE *out;
+	struct strbuf buf;           /* packets not yet written                   */
+	struct strbuf interned;      /* the event's new InternedData entries       */
+	size_t pkt_at, te_tag, te_at;   /* the event's packet in buf (begin_event)  */
+	struct strbuf scratch;       /* trace_event_args_each's composite values  */
+	struct pairs *pairs;
+	struct intern names, ann_names;
+	uint32_t seq;                /* 0 until the first sequence starts         */
+	uint64_t next_uuid;
+	struct track *tracks;
+	size_t ntracks, trackcap;    /* trackcap: a power of two, or 0            */
+	struct track last_track;     /* a copy of the last one found (uuid 0: none) */
+	bool started;
+	int64_t last_ns;             /* the time of the latest event              */
+	bool clock_is_epoch;
+	bool saw_cpu;                /* the event has an argument called "cpu"    */
+	struct pending_loss *pending;   /* losses before the first event           */
+	size_t npending, pendingcap;
+	struct export_perfetto_counts *counts;
+	uint64_t negative_times;
+	int failed;
+};
+
+static void intern_clear(struct intern *t)
+{
+	for (size_t i = 0; t->slots && i < INTERN_SLOTS; i++) {
+		free(t->slots[i].name);
+		t->slots[i] = (struct intern_slot){ 0 };
+	}
+	t->count = 0;
+}
+
+/*
+ * The iid of `name` in this sequence; a new one is added to pf->interned
+ * (the InternedData of the packet being built).  0 when the table is full
+ * or memory ran out: the caller then writes the name itself (TrackEvent
+ * and DebugAnnotation have a plain `name` too).  begin_event() starts a new
+ * sequence when an event's names may not fit, so a full table only
+ * happens for one event with more arguments than INTERN_MAX (a hostile
+ * trace): without the limit its names would fill every slot and the probe
+ * below would never end.
+ */
+static uint64_t intern_lookup(struct pf *pf, struct intern *t, const char *name);
+
+static uint64_t intern(struct pf *pf, struct intern *t, const char *name)
+{
+	struct intern_cached *c = &t->cache[((uintptr_t)name >> 3) % INTERN_CACHE];
+	if (c->name == name && c->seq == pf->seq)
+		return c->iid;
+	uint64_t iid = intern_lookup(pf, t, name);
+	if (iid)
+		*c = (struct intern_cached){ .name = name, .seq = pf->seq, .iid = iid };
+	return iid;
+}
+
+static uint64_t intern_lookup(struct pf *pf, struct intern *t, const char *name)
+{
+	size_t len = strlen(name);
+	uint64_t h = text_hash(name, len, TEXT_HASH_INIT);
+	size_t j = h & (INTERN_SLOTS - 1);
+	for (; t->slots[j].name; j = (j + 1) & (INTERN_SLOTS - 1))
+		if (t->slots[j].hash == h && strcmp(t->slots[j].name, name) == 0)
+			return t->slots[j].iid;
+	if (t->count >= INTERN_MAX)   /* at most half the slots: the probe ends */
+		return 0;
+	char *copy = malloc(len + 1);
+	if (!copy)
+		return 0;
+	memcpy(copy, name, len + 1);
+	t->slots[j] = (struct intern_slot){ .name = copy, .hash = h, .iid = ++t->count };
+	size_t at = pb_begin(&pf->interned, t->field);
+	pb_uint(&pf->interned, IID, t->slots[j].iid);
+	pb_text(&pf->interned, IID_NAME, name);
+	pb_end(&pf->interned, at);
+	return t->slots[j].iid;
+}
+
+/* ---------------- packets ---------------- */
+
+static int flush(struct pf *pf)
+{
+	if (pf->buf.failed || pf->interned.failed) {
+		if (!pf->failed)
+			cli_error("export: out of memory writing the Perfetto trace");
+		pf->failed = 1;
+	} else if (pf->buf.len && fwrite(pf->buf.data, 1, pf->buf.len, pf->out) != pf->buf.len) {
+		if (!pf->failed)
+			cli_error("export: writing the output failed: %s", strerror(errno));
+		pf->failed = 1;
+	}
+	strbuf_reset(&pf->buf);
+	return pf->failed;
+}
+
+static uint64_t time_of(struct pf *pf, int64_t ns)
+{
+	if (ns >= 0)
+		return (uint64_t)ns;
+	pf->negative_times++;   /* before the clock's origin: no uint64 for it */
+	return 0;
+}
+
+/*
+ * A new packet sequence from time ns: a new id, the interning tables
+ * cleared, and its first packet (the clock, the default clock, the
+ * category).  See the header comment.
+ */
+static void start_sequence(struct pf *pf, int64_t ns)
+{
+	struct strbuf *b = &pf->buf;
+	intern_clear(&pf->names);
+	intern_clear(&pf->ann_names);
+	pf->seq++;
+	uint64_t t = time_of(pf, ns);
+	size_t pkt = pb_begin(b, TRACE_PACKET);
+	pb_uint(b, PKT_TIMESTAMP, t);
+	pb_uint(b, PKT_CLOCK_ID, CLOCK_BOOTTIME);
+	pb_uint(b, PKT_SEQ_ID, pf->seq);
+	pb_uint(b, PKT_SEQ_FLAGS, SEQ_CLEARED);
+	size_t snap = pb_begin(b, PKT_CLOCK_SNAPSHOT);
+	static const unsigned clocks[] = { CLOCK_MARK, CLOCK_BOOTTIME, CLOCK_REALTIME };
+	for (size_t i = 0; i < (pf->clock_is_epoch ? 3u : 2u); i++) {
+		size_t c = pb_begin(b, SNAP_CLOCKS);
+		pb_uint(b, CLOCK_ID, clocks[i]);
+		pb_uint(b, CLOCK_TS, t);
+		pb_end(b, c);
+	}
+	pb_end(b, snap);
+	size_t def = pb_begin(b, PKT_DEFAULTS);
+	pb_uint(b, DEFAULTS_CLOCK_ID, CLOCK_MARK);
+	pb_end(b, def);
+	size_t in = pb_begin(b, PKT_INTERNED);
+	size_t cat = pb_begin(b, INTERNED_CATEGORIES);
+	pb_uint(b, IID, CATEGORY_IID);
+	pb_text(b, IID_NAME, "mark");
+	pb_end(b, cat);
+	pb_end(b, in);
+	pb_end(b, pkt);
+}
+
+/* A TrackDescriptor packet. */
+static void write_descriptor(struct pf *pf, const struct track *tr, uint64_t parent, const char *procname,
+			     bool tid_known)
+{
+	struct strbuf *b = &pf->buf;
+	size_t pkt = pb_begin(b, TRACE_PACKET);
+	pb_uint(b, PKT_SEQ_ID, pf->seq);
+	size_t td = pb_begin(b, PKT_TRACK_DESC);
+	pb_uint(b, TD_UUID, tr->uuid);
+	if (tr->tid == INT64_MIN) {
+		size_t pd = pb_begin(b, TD_PROCESS);
+		pb_uint(b, PD_PID, (uint64_t)tr->pid);   /* int32 on the wire: a varint of the value */
+		if (procname)
+			pb_text(b, PD_NAME, procname);
+		pb_end(b, pd);
+	} else if (tid_known && tr->pid > 0) {
+		size_t thd = pb_begin(b, TD_THREAD);
+		pb_uint(b, THD_PID, (uint64_t)tr->pid);
+		pb_uint(b, THD_TID, (uint64_t)tr->tid);
+		if (procname && tr->tid == tr->pid)
+			pb_text(b, THD_NAME, procname);   /* the main thread's name is the process's */
+		pb_end(b, thd);
+	} else {
+		/* No thread id in the trace: a track per stream, under its process if known. */
+		char name[48];
+		snprintf(name, sizeof(name), "%s %" PRId64, tid_known ? "thread" : "stream", tr->tid);
+		if (parent)
+			pb_uint(b, TD_PARENT, parent);
+		pb_text(b, TD_NAME, name);
+	}
+	pb_end(b, td);
+	pb_end(b, pkt);
+}
+
+static uint64_t track_hash(int64_t pid, int64_t tid)
+{
+	return text_hash(&tid, sizeof(tid), text_hash(&pid, sizeof(pid), TEXT_HASH_INIT));
+}
+
+/* The track of (pid, tid) (tid INT64_MIN: the process), or NULL if new; *slot where it goes. */
+static struct track *track_find(struct pf *pf, int64_t pid, int64_t tid, size_t *slot)
+{
+	size_t j = track_hash(pid, tid) & (pf->trackcap - 1);
+	for (; pf->tracks[j].uuid; j = (j + 1) & (pf->trackcap - 1))
+		if (pf->tracks[j].pid == pid && pf->tracks[j].tid == tid)
+			return &pf->tracks[j];
+	*slot = j;
+	return NULL;
+}
+
+/* Room for one more track; -1 when out of memory. */
+static int tracks_reserve(struct pf *pf)
+{
+	if (2 * (pf->ntracks + 1) <= pf->trackcap)
+		return 0;
+	size_t cap = pf->trackcap ? 2 * pf->trackcap : 64;
+	struct track *old = pf->tracks, *t = calloc(cap, sizeof(*t));
+	if (!t)
+		return -1;
+	size_t oldcap = pf->trackcap;
+	pf->tracks = t;
+	pf->trackcap = cap;
+	for (size_t i = 0; i < oldcap; i++) {
+		if (!old[i].uuid)
+			continue;
+		size_t j;
+		track_find(pf, old[i].pid, old[i].tid, &j);
+		pf->tracks[j] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+/*
+ * The uuid of the thread track (pid, tid), shown as the Chrome export does
+ * (pid 0 if unknown, the stream index as tid if unknown), its process's
+ * and its own descriptor written on first use.  0 when out of memory.
+ */
+static uint64_t thread_track(struct pf *pf, int64_t pid, int64_t tid, bool pid_known, bool tid_known,
+			     const char *procname)
+{
+	/* consecutive events are mostly of one thread */
+	if (pf->last_track.uuid && pf->last_track.pid == pid && pf->last_track.tid == tid)
+		return pf->last_track.uuid;
+	size_t slot;
+	struct track *t = pf->trackcap ? track_find(pf, pid, tid, &slot) : NULL;
+	if (t) {
+		pf->last_track = *t;
+		return t->uuid;
+	}
+	uint64_t parent = 0;
+	if (pid_known) {
+		if (tracks_reserve(pf))
+			return 0;
+		struct track *p = track_find(pf, pid, INT64_MIN, &slot);
+		if (!p) {
+			p = &pf->tracks[slot];
+			*p = (struct track){ .pid = pid, .tid = INT64_MIN, .uuid = ++pf->next_uuid };
+			pf->ntracks++;
+			write_descriptor(pf, p, 0, procname, false);
+		}
+		parent = p->uuid;
+	}
+	if (tracks_reserve(pf))
+		return 0;
+	track_find(pf, pid, tid, &slot);
+	t = &pf->tracks[slot];
+	*t = (struct track){ .pid = pid, .tid = tid, .uuid = ++pf->next_uuid };
+	pf->ntracks++;
+	write_descriptor(pf, t, parent, procname, tid_known);
+	return t->uuid;
+}
+
+/*
+ * Start an event's packet in pf->buf: a new sequence first when the
+ * interning tables may not hold this event's names (1 + its arguments + a
+ * few of ours), then the packet's fields and the opening of its
+ * TrackEvent, which the caller writes next (te_header, annotations).
+ */
+static void begin_event(struct pf *pf, int64_t ns, size_t nnames)
+{
+	if (!pf->seq || pf->names.count + nnames + 4 > INTERN_MAX || pf->ann_names.count + nnames + 4 > INTERN_MAX)
+		start_sequence(pf, ns);
+	strbuf_reset(&pf->interned);
+	struct strbuf *b = &pf->buf;
+	pf->pkt_at = pb_begin(b, TRACE_PACKET);
+	pb_uint(b, PKT_TIMESTAMP, time_of(pf, ns));
+	pb_uint(b, PKT_SEQ_ID, pf->seq);
+	pb_uint(b, PKT_SEQ_FLAGS, SEQ_NEEDS_STATE);
+	pf->te_tag = b->len;
+	pf->te_at = pb_begin(b, PKT_TRACK_EVENT);
+}
+
+/*
+ * Close the TrackEvent and its packet.  The names it used for the first
+ * time in this sequence (pf->interned) go in an InternedData before the
+ * TrackEvent: rare (a name's first event), so the TrackEvent is moved for
+ * them rather than built apart for every event.
+ */
+static void end_event(struct pf *pf)
+{
+	struct strbuf *b = &pf->buf;
+	pb_end(b, pf->te_at);
+	if (pf->interned.len && !b->failed) {
+		struct strbuf head = { 0 };
+		pb_tag(&head, PKT_INTERNED, 2);
+		pb_varint(&head, pf->interned.len);
+		size_t ins = head.len + pf->interned.len, tail = b->len - pf->te_tag;
+		/* room for ins more bytes (their contents are written below) */
+		strbuf_add(b, pf->interned.data, pf->interned.len);
+		strbuf_add(b, head.data ? head.data : "", head.len);
+		if (!b->failed && !head.failed) {
+			char *at = b->data + pf->te_tag;
+			memmove(at + ins, at, tail);
+			memcpy(at, head.data, head.len);
+			memcpy(at + head.len, pf->interned.data, pf->interned.len);
+		} else {
+			b->failed = 1;
+		}
+		strbuf_release(&head);
+	}
+	pb_end(b, pf->pkt_at);
+}
+
+static void te_header(struct pf *pf, unsigned type, uint64_t track, const char *name)
+{
+	struct strbuf *e = &pf->buf;
+	pb_uint(e, TE_TYPE, type);
+	pb_uint(e, TE_TRACK, track);
+	if (name) {
+		pb_uint(e, TE_CATEGORY_IIDS, CATEGORY_IID);
+		uint64_t iid = intern(pf, &pf->names, name);
+		if (iid)
+			pb_uint(e, TE_NAME_IID, iid);
+		else
+			pb_text(e, TE_NAME, name);
+	}
+}
+
+/* Opens a debug annotation named `name`; pb_end() it after its value. */
+static size_t ann_begin(struct pf *pf, const char *name)
+{
+	size_t at = pb_begin(&pf->buf, TE_ANNOTATIONS);
+	uint64_t iid = intern(pf, &pf->ann_names, name);
+	if (iid)
+		pb_uint(&pf->buf, ANN_NAME_IID, iid);
+	else
+		pb_text(&pf->buf, ANN_NAME, name);
+	return at;
+}
+
+static void ann_uint(struct pf *pf, const char *name, unsigned field, uint64_t v)
+{
+	size_t at = ann_begin(pf, name);
+	pb_uint(&pf->buf, field, v);
+	pb_end(&pf->buf, at);
+}
+
+static void ann_text(struct pf *pf, const char *name, const char *text)
+{
+	size_t at = ann_begin(pf, name);
+	pb_text(&pf->buf, ANN_STRING, text);
+	pb_end(&pf->buf, at);
+}
+
+/* One argument as a debug annotation of its type (trace_event_args_each). */
+static void add_arg(const struct trace_arg *a, void *ctx)
+{
+	struct pf *pf = ctx;
+	if (a->name[0] == 'c' && strcmp(a->name, "cpu") == 0)
+		pf->saw_cpu = true;
+	size_t at = ann_begin(pf, a->name);
+	struct strbuf *e = &pf->buf;
+	switch (a->type) {
+	case TRACE_ARG_INT: pb_uint(e, ANN_INT, (uint64_t)a->i); break;   /* int64: two's complement varint */
+	case TRACE_ARG_UINT: pb_uint(e, ANN_UINT, a->u); break;
+	case TRACE_ARG_HEX: pb_uint(e, ANN_POINTER, a->u); break;   /* shown in hex, as the marker did */
+	case TRACE_ARG_DOUBLE: pb_double(e, ANN_DOUBLE, a->d); break;
+	case TRACE_ARG_BOOL: pb_uint(e, ANN_BOOL, a->u != 0); break;
+	case TRACE_ARG_CHAR: {
+		/* a %c: a string of its one byte (the NUL byte as "\x00") */
+		char one[2] = { (char)a->u, 0 };
+		if (a->u == 0)
+			pb_bytes(e, ANN_STRING, "\\x00", 4);
+		else
+			pb_text(e, ANN_STRING, one);
+		break;
+	}
+	case TRACE_ARG_STRING: pb_text(e, ANN_STRING, a->s); break;
+	case TRACE_ARG_TEXT: pb_text(e, ANN_JSON, a->s); break;
+	}
+	pb_end(e, at);
+}
+
+static int finish_event(struct pf *pf)
+{
+	end_event(pf);
+	if ((pf->buf.failed || pf->interned.failed || pf->buf.len >= FLUSH_AT) && flush(pf))
+		return 1;
+	return 0;
+}
+
+/* ---------------- callbacks ---------------- */
+
+/* A slice end the trace does not have (pairs.h): its begin was given up. */
+static void pf_given_up(const struct pair_span *span, enum pair_given_up why, void *arg)
+{
+	struct pf *pf = arg;
+	if (pf->failed)
+		return;
+	/* the begin's thread: made by its event, so its descriptor is out */
+	uint64_t track = thread_track(pf, span->pid, span->tid, true, true, NULL);
+	begin_event(pf, span->end_ns, 2);
+	te_header(pf, TYPE_SLICE_END, track, NULL);
+	ann_text(pf, "closed_by", "mark export");
+	ann_text(pf, "reason", why == PAIR_GIVEN_UP_INNER     ? "its end event was lost; ended by an outer slice's end"
+			       : why == PAIR_GIVEN_UP_AT_END ? "no end event in the trace; ended at the thread's last event"
+							     : "more than 256 slices open on the thread; all ended here");
+	if (!track)
+		pf->buf.failed = 1;
+	finish_event(pf);
+}
+
+static void write_loss(struct pf *pf, const struct trace_loss *loss, const char *procname)
+{
+	int64_t pid = loss->pid >= 0 ? loss->pid : 0;
+	int64_t tid = loss->tid >= 0 ? loss->tid : (int64_t)loss->stream_index;
+	uint64_t track = thread_track(pf, pid, tid, loss->pid >= 0, loss->tid >= 0, procname);
+	begin_event(pf, pf->last_ns, 2);
+	te_header(pf, TYPE_INSTANT, track, "mark_lost_events");
+	if (loss->count)
+		ann_uint(pf, "count", ANN_UINT, loss->count);
+	else
+		ann_uint(pf, "count_unknown", ANN_BOOL, 1);
+	if (!track)
+		pf->buf.failed = 1;
+	finish_event(pf);
+}
+
+static void pf_discarded(const struct trace_loss *loss, void *arg)
+{
+	struct pf *pf = arg;
+	pf->counts->lost += loss->count;
+	pairs_loss(pf->pairs, loss);
+	if (pf->failed)
+		return;
+	if (pf->started) {
+		/* at the time of the latest event: the loss is reported when the
+		 * stream's next packet begins, after the events read so far */
+		write_loss(pf, loss, loss->procname);
+		return;
+	}
+	/* no time yet: written at the first event's */
+	if (pf->npending == pf->pendingcap && cli_array_grow(&pf->pending, &pf->pendingcap, sizeof(*pf->pending), 8)) {
+		pf->buf.failed = 1;   /* reported by the next flush */
+		return;
+	}
+	struct pending_loss *pl = &pf->pending[pf->npending++];
+	pl->loss = *loss;
+	pl->procname = loss->procname ? strdup(loss->procname) : NULL;
+	if (loss->procname && !pl->procname)
+		pf->buf.failed = 1;
+	pl->loss.procname = NULL;
+}
+
+static int pf_event(const struct trace_event *ev, void *arg)
+{
+	struct pf *pf = arg;
+	int64_t ns = ev->has_time ? ev->ns : pf->last_ns;
+	if (!pf->started) {
+		pf->started = true;
+		pf->clock_is_epoch = ev->clock_is_epoch;
+		start_sequence(pf, ns);
+	}
+	pf->last_ns = ns;
+	for (size_t i = 0; i < pf->npending; i++) {
+		write_loss(pf, &pf->pending[i].loss, pf->pending[i].procname);
+		free(pf->pending[i].procname);
+	}
+	pf->npending = 0;
+	int64_t pid = ev->pid >= 0 ? ev->pid : 0;
+	int64_t tid = ev->tid >= 0 ? ev->tid : (int64_t)ev->stream_index;
+	uint64_t track = thread_track(pf, pid, tid, ev->pid >= 0, ev->tid >= 0, ev->procname);
+	/* the slice ends given up by this event are written (pf_given_up) before it */
+	uint32_t pair;
+	enum pair_role role = pairs_event(pf->pairs, ev, &pair);
+	begin_event(pf, ns, trace_event_payload_count(ev) + 2);
+	te_header(pf, role == PAIR_BEGIN ? TYPE_SLICE_BEGIN : role == PAIR_END ? TYPE_SLICE_END : TYPE_INSTANT, track,
+		  role == PAIR_END ? NULL : role == PAIR_BEGIN ? pairs_name(pf->pairs, pair) : ev->name);
+	pf->saw_cpu = false;
+	trace_event_args_each(ev, add_arg, pf, &pf->scratch);
+	/* The CPU is a property of the event, not an argument: added as the
+	 * Chrome export does, unless an argument has that name. */
+	if (ev->cpu >= 0 && !pf->saw_cpu)
+		ann_uint(pf, "cpu", ANN_UINT, (uint64_t)ev->cpu);
+	if (!track)
+		pf->buf.failed = 1;
+	pf->counts->events++;
+	return finish_event(pf);
+}
+
+int export_perfetto(const char *dir, FILE *out, struct pairs *pairs, bool progress,
+		    struct export_perfetto_counts *counts)
+{
+	struct pf pf = { .out = out, .pairs = pairs, .counts = counts };
+	pf.names = (struct intern){ .slots = calloc(INTERN_SLOTS, sizeof(struct intern_slot)), .field = INTERNED_NAMES };
+	pf.ann_names = (struct intern){ .slots = calloc(INTERN_SLOTS, sizeof(struct intern_slot)),
+					.field = INTERNED_ANN_NAMES };
+	int status = 0;
+	if (!pf.names.slots || !pf.ann_names.slots) {
+		status = cli_error("export: out of memory");
+	} else if (isatty(fileno(out))) {
+		/* Binary, and its strings keep the trace's control characters (valid
+		 * UTF-8): escape sequences a trace holds must not reach a terminal. */
+		status = cli_error("export: not writing a binary Perfetto trace to a terminal; "
+				   "give a file with -o FILE.pftrace, or redirect standard output");
+	} else {
+		struct pairs_ops pops = { .given_up = pf_given_up };
+		pairs_set_ops(pairs, &pops, &pf);
+		struct trace_reader_ops ops = { .native_ok = true, .progress = progress, .event = pf_event,
+						.discarded = pf_discarded };
+		int r = trace_read(dir, &ops, &pf);
+		if (r == 0 && !pf.failed) {
+			/* Slices still open end at their thread's last event (pf_given_up);
+			 * losses of a trace without events get the time 0. */
+			pairs_finish(pairs);
+			if (pairs_oom(pairs))
+				pf.buf.failed = 1;
+			for (size_t i = 0; i < pf.npending; i++) {
+				if (!pf.seq)
+					start_sequence(&pf, 0);
+				write_loss(&pf, &pf.pending[i].loss, pf.pending[i].procname);
+			}
+			flush(&pf);
+		}
+		status = r != 0 || pf.failed;
+		if (status == 0 && pf.negative_times)
+			fprintf(stderr, "mark export: %" PRIu64 " events are before the trace clock's origin and were "
+				"written at time 0 (a Perfetto timestamp is unsigned)\n", pf.negative_times);
+	}
+	for (size_t i = 0; i < pf.npending; i++)
+		free(pf.pending[i].procname);
+	free(pf.pending);
+	intern_clear(&pf.names);
+	intern_clear(&pf.ann_names);
+	free(pf.names.slots);
+	free(pf.ann_names.slots);
+	free(pf.tracks);
+	strbuf_release(&pf.buf);
+	strbuf_release(&pf.interned);
+	strbuf_release(&pf.scratch);
+	return status;
+}
