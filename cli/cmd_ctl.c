@@ -282,28 +282,20 @@ MARK_CLI_COMMAND(disable, "disable", "disarm markers in a running process: disab
  * A recording that a `mark record --pid` owns is that command's to stop.
  */
 static const char stop_usage[] =
-	"usage: mark stop PID\n"
+	"usage: mark stop PID...\n"
 	"\n"
-	"End the recording of process PID that runs without a controller: one\n"
+	"End the recording of each process PID that runs without a controller: one\n"
 	"started with `mark record --pid PID --detach`, or by MARK_TRACE (e.g.\n"
 	"`mark record -- CMD` after its `mark` was killed).  The process disarms what\n"
 	"the recording armed, flushes its buffers and finishes the trace, and runs on.\n"
-	"Exit status: 0 stopped, 1 error (not recording, owned by a `mark record\n"
+	"Several processes (`mark record --pid P1 --pid P2 --detach`, or --name) are\n"
+	"stopped one by one: `mark stop P1 P2`, or `mark stop $(pgrep -x COMM)`.\n"
+	"Exit status: 0 all stopped, 1 error for any (not recording, owned by a `mark record\n"
 	"--pid`, no agent, permission), 2 bad usage.\n";
 
-static int stop_run(int argc, char **argv)
+/* Stop the recording of one process; 0, or 1 after saying why. */
+static int stop_one(pid_t pid)
 {
-	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-		fputs(stop_usage, stdout);
-		return 0;
-	}
-	if (argc != 2) {
-		cli_error("stop: give exactly one process: mark stop PID");
-		return 2;
-	}
-	pid_t pid;
-	if (!ctl_parse_pid(argv[1], &pid))
-		return 2;
 	struct ctl_conn c;
 	if (ctl_connect(&c, pid))
 		return 1;
@@ -347,4 +339,31 @@ static int stop_run(int argc, char **argv)
 	return r ? 1 : 0;
 }
 
-MARK_CLI_COMMAND(stop, "stop", "end a detached recording of a running process: stop PID", stop_run);
+static int stop_run(int argc, char **argv)
+{
+	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		fputs(stop_usage, stdout);
+		return 0;
+	}
+	if (argc < 2) {
+		cli_error("stop: give the processes: mark stop PID...");
+		return 2;
+	}
+	/* Every argument is checked before any process is stopped. */
+	for (int i = 1; i < argc; i++) {
+		pid_t pid;
+		if (!ctl_parse_pid(argv[i], &pid))
+			return 2;
+	}
+	/* Each process is stopped on its own: one that cannot be does not keep the others recording. */
+	int status = 0;
+	for (int i = 1; i < argc; i++) {
+		pid_t pid;
+		ctl_parse_pid(argv[i], &pid);
+		if (stop_one(pid))
+			status = 1;
+	}
+	return status;
+}
+
+MARK_CLI_COMMAND(stop, "stop", "end detached recordings of running processes: stop PID...", stop_run);

@@ -583,7 +583,8 @@ static void print_summary(const struct out_dir *o, const char *cmd, int wstatus,
  * `mark record --pid PID ...` records a running process through its agent;
  * that is cmd_record_pid.c's job (declared weak so that this file builds and
  * says so plainly without it).  It is chosen when --pid/-p appears among the
- * options, i.e. before "--" or the first non-option (CMD).
+ * options (or --name COMM, running processes by name), i.e. before "--" or
+ * the first non-option (CMD).
  */
 extern int cli_record_pid(int argc, char **argv) __attribute__((weak));
 
@@ -596,7 +597,8 @@ static int wants_pid(int argc, char **argv)
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0 || a[0] != '-' || a[1] == '\0')
 			return 0;
-		if (strcmp(a, "--pid") == 0 || strncmp(a, "--pid=", 6) == 0 || strncmp(a, "-p", 2) == 0)
+		if (strcmp(a, "--pid") == 0 || strncmp(a, "--pid=", 6) == 0 || strncmp(a, "-p", 2) == 0 ||
+		    strcmp(a, "--name") == 0 || strncmp(a, "--name=", 7) == 0)
 			return 1;
 		for (const char *const *w = with_value; *w; w++)
 			if (strcmp(a, *w) == 0) {
