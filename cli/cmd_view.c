@@ -270,6 +270,8 @@ static int view_follow(const char *dir, struct view_state *v, double holdback)
 		fprintf(stderr, "mark: follow: %" PRIu64 " events reached the trace more than the hold-back (%g s) "
 			"after others printed before them and were printed late, out of order; `mark view %s` "
 			"shows them in order (or use a longer --holdback)\n", late, holdback, cli_text(dir));
+	/* A process killed during the recording: its last events are in its buffers. */
+	live_warn_incomplete(stderr, dir, false);
 	return r == 0 || r == 2 ? 0 : 1;
 }
 

@@ -1155,6 +1155,9 @@ struct fl_state {
 	bool failed;
 };
 
+/* Larger than any packet the tracer writes (at most a buffer, <= 4 GiB). */
+#define FOLLOW_MAX_PACKET (UINT64_C(4) << 30)
+
 static int64_t realtime_ns(void)
 {
 	struct timespec ts;
@@ -1298,20 +1301,21 @@ static int fl_poll_stream(struct tn_reader *r, struct tn_stream *s)
 		return 0;
 	uint64_t size = (uint64_t)st.st_size;
 	uint8_t h[PKT_HEADER];
-	for (;;) {
-		if (size < s->pkt_off || size - s->pkt_off < PKT_HEADER || !read_at(s->fd, h, sizeof(h), s->pkt_off))
-			return 0;
-		if (s->pkt_off == 0)
-			s->instance_id = le64(h + 24);   /* load_packet checks every later packet against it */
-		uint64_t bytes = le64(h + 56) / 8;
-		if (bytes >= PKT_HEADER && size - s->pkt_off < bytes)
-			return 0;   /* still being written */
-		s->file_size = size;
-		if (load_packet(r, s) != 0)
-			return -1;
-		/* The packet beginning is a message; its events follow from next_message(). */
-		return 1;
-	}
+	if (size < s->pkt_off || size - s->pkt_off < PKT_HEADER || !read_at(s->fd, h, sizeof(h), s->pkt_off))
+		return 0;
+	if (s->pkt_off == 0)
+		s->instance_id = le64(h + 24);   /* load_packet checks every later packet against it */
+	uint64_t bytes = le64(h + 56) / 8;
+	/*
+	 * The header is written first, whole: a bad magic or an impossible
+	 * size is bad data now, not a packet in progress (load_packet says
+	 * which).  Otherwise a packet not yet all in the file is in progress.
+	 */
+	bool sane = le32(h) == MARK_TF_CTF_MAGIC && bytes >= PKT_HEADER && bytes <= FOLLOW_MAX_PACKET;
+	if (sane && size - s->pkt_off < bytes)
+		return 0;
+	s->file_size = size;
+	return load_packet(r, s) == 0 ? 1 : -1;   /* a packet beginning: its events follow from next_message() */
 }
 
 /* Insert s into the heap of streams with a next message. */
@@ -1422,6 +1426,15 @@ int trace_native_follow(const char *directory, const struct trace_reader_ops *op
 			struct timespec nap = { 0, 100 * 1000000 };   /* a poll period, not synchronisation */
 			nanosleep(&nap, NULL);
 		}
+	}
+	/* What a stream still holds beyond its last whole packet was never shown: say so. */
+	for (size_t i = 0; rc == 0 && i < r.nstreams; i++) {
+		struct tn_stream *s = r.streams[i];
+		struct stat st;
+		if (!f.dead[i] && fstat(s->fd, &st) == 0 && (uint64_t)st.st_size > s->pkt_off)
+			fprintf(stderr, "mark: follow: %s/%s ends in %" PRIu64 " bytes of a packet that was not "
+				"finished; its events are not shown\n", cli_text(s->trace->path), cli_text(s->name),
+				(uint64_t)st.st_size - s->pkt_off);
 	}
 done:
 	if (fo->traces)

@@ -25,6 +25,16 @@ follow: a detached two-process recording; `mark view --follow DIR`, started
   first, prints each event the test then asks for, in order across the two
   processes, while the recording runs; `mark stop A B` ends the recording and
   follow exits by itself with a summary of the events shown.
+follow_rotate: the same for one detached process with --rotate 100ms: its
+  stream files are renamed into sealed chunks while follow reads them; each
+  event is printed exactly once, in order (the test waits for a new chunk
+  directory between events: a condition, not a sleep).
+follow_killed: the followed process is killed (SIGKILL) during a detached
+  recording: follow notices it is gone and exits, having shown its events.
+follow_damaged: follow of finished traces whose stream file ends in half a
+  packet (what a reader can see while a packet is written) prints the
+  whole packets and exits 0; a stream whose next packet header is garbage
+  is reported, and the other process's events are still shown (exit 1).
 controller_killed: `mark record --pid A --pid B` is killed with SIGKILL: both
   processes notice, stop recording (flushing their buffers) and run on; the
   trace holds every event and reads whole.
@@ -278,19 +288,25 @@ def main():
                      "-o", trace], env)
             if p.returncode != 0:
                 fail("mark record --detach of two processes: exit %d" % p.returncode)
-            fol = subprocess.Popen([mark, "view", "--follow", trace], stdout=subprocess.PIPE,
+            # A hold-back of 3 s: on a loaded machine a consumer may write a
+            # little late; the order is what is checked, not the speed.
+            fol = subprocess.Popen([mark, "view", "--follow", "--holdback", "3", trace], stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, env=env)
             out = Lines(fol.stdout, "mark view --follow")
             ferr = Lines(fol.stderr, "mark view --follow (stderr)")
-            order = [(a, 1), (b, 2), (a, 3), (b, 4), (b, 5), (a, 6)]
-            for t, n in order:
-                t.step(n)
-                # Shown while the recording runs, in order across the processes.
-                m = out.wait_for(r"multi_step: \w+=(-?\d+)")
-                if int(m.group(1)) != n:
-                    fail("follow printed step %s where %d was expected: %r" % (m.group(1), n, out.seen))
-                if " pid %d " % t.pid not in m.string:
-                    fail("follow printed step %d without its process %d: %r" % (n, t.pid, m.string))
+            # Two events at a time, from the two processes, before follow is
+            # read: whichever process's consumer writes first, follow must
+            # hold the later event back until the earlier one has arrived.
+            for pair in (((a, 1), (b, 2)), ((b, 3), (a, 4)), ((a, 5), (b, 6))):
+                for t, n in pair:
+                    t.step(n)
+                for t, n in pair:
+                    # Shown while the recording runs, in order across the processes.
+                    m = out.wait_for(r"multi_step: \w+=(-?\d+)")
+                    if int(m.group(1)) != n:
+                        fail("follow printed step %s where %d was expected: %r" % (m.group(1), n, out.seen))
+                    if " pid %d " % t.pid not in m.string:
+                        fail("follow printed step %d without its process %d: %r" % (n, t.pid, m.string))
             if fol.poll() is not None:
                 fail("follow exited while the recording runs")
             p = run([mark, "stop", str(a.pid), str(b.pid)], env)
@@ -308,11 +324,110 @@ def main():
             if not re.search(r"6 events shown", "".join(ferr.seen)):
                 fail("follow's summary does not say 6 events shown")
             check_trace(mark, trace, env, [a.pid, b.pid],
-                        [(1, a.pid), (2, b.pid), (3, a.pid), (4, b.pid), (5, b.pid), (6, a.pid)])
+                        [(1, a.pid), (2, b.pid), (3, b.pid), (4, a.pid), (5, a.pid), (6, b.pid)])
             # On a finished trace, follow prints it all and exits at once.
             p = run([mark, "view", "--follow", trace], env)
             if p.returncode != 0 or len(re.findall("multi_step:", p.stdout)) != 6:
                 fail("follow of a finished trace: exit %d, expected 0 and the 6 events" % p.returncode)
+            a.finish()
+            b.finish()
+        elif case == "follow_rotate":
+            a = Target(prog, comm, xdg)
+            targets.append(a)
+            a.wait_agent()
+            p = run([mark, "record", "--pid", str(a.pid), "-e", "multi_step", "--detach", "--rotate", "100ms",
+                     "-o", trace], env)
+            if p.returncode != 0:
+                fail("mark record --detach --rotate 100ms: exit %d" % p.returncode)
+            fol = subprocess.Popen([mark, "view", "--follow", "--holdback", "0.2", trace], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env=env)
+            out = Lines(fol.stdout, "mark view --follow")
+            ferr = Lines(fol.stderr, "mark view --follow (stderr)")
+
+            def chunks():
+                return sorted(d for d in os.listdir(trace) if ".chunk-" in d)
+            for n in range(1, 5):
+                before = chunks()
+                a.step(n)
+                m = out.wait_for(r"multi_step: \w+=(-?\d+)")
+                if int(m.group(1)) != n:
+                    fail("follow printed step %s where %d was expected: %r" % (m.group(1), n, out.seen))
+                # The event's stream is sealed into a chunk before the next one.
+                deadline = time.monotonic() + BOUND
+                while len(chunks()) <= len(before):
+                    if time.monotonic() > deadline:
+                        fail("no new chunk within %g s (have %r)" % (BOUND, chunks()))
+                    time.sleep(0.02)
+            p = run([mark, "stop", str(a.pid)], env)
+            if p.returncode != 0:
+                fail("mark stop: exit %d" % p.returncode)
+            try:
+                rc = fol.wait(timeout=BOUND)
+            except subprocess.TimeoutExpired:
+                fol.kill()
+                fail("mark view --follow did not exit when the recording stopped")
+            said = "".join(ferr.rest())
+            shown = [int(x) for x in re.findall(r"multi_step: \w+=(-?\d+)", "".join(out.rest()))]
+            print("follow said:\n  " + said)
+            if rc != 0 or shown != [1, 2, 3, 4] or "4 events shown" not in said:
+                fail("follow across chunks: exit %d, steps %r (each once expected), %r" % (rc, shown, said))
+            a.finish()
+        elif case == "follow_killed":
+            a = Target(prog, comm, xdg)
+            targets.append(a)
+            a.wait_agent()
+            p = run([mark, "record", "--pid", str(a.pid), "-e", "multi_step", "--detach", "-o", trace], env)
+            if p.returncode != 0:
+                fail("mark record --detach: exit %d" % p.returncode)
+            fol = subprocess.Popen([mark, "view", "--follow", "--holdback", "0.2", trace], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env=env)
+            out = Lines(fol.stdout, "mark view --follow")
+            ferr = Lines(fol.stderr, "mark view --follow (stderr)")
+            a.step(1)
+            out.wait_for(r"multi_step: \w+=1\b")
+            a.p.kill()
+            a.p.wait()
+            try:
+                rc = fol.wait(timeout=BOUND)
+            except subprocess.TimeoutExpired:
+                fol.kill()
+                fail("mark view --follow did not exit when the process was killed")
+            said = "".join(ferr.rest())
+            print("follow said:\n  " + said)
+            if rc != 0 or "1 events shown" not in said or "mark recover" not in said:
+                fail("follow of a killed process: exit %d, %r (expected 0, 1 event, a hint to mark recover)"
+                     % (rc, said))
+        elif case == "follow_damaged":
+            a, b = Target(prog, comm, xdg), Target(prog, comm, xdg)
+            targets += [a, b]
+            a.wait_agent()
+            b.wait_agent()
+            rec, err = start_record(mark, ["--pid", str(a.pid), "--pid", str(b.pid), "-e", "multi_step",
+                                           "-o", trace], env)
+            for n in range(1, 4):
+                a.step(n)
+                b.step(10 + n)
+            rec.send_signal(signal.SIGINT)
+            if rec.wait(timeout=60) != 0:
+                fail("mark record: exit %d: %r" % (rec.returncode, err.rest()))
+            sa = os.path.join(trace, "pid-%d" % a.pid, "stream-0")
+            sb = os.path.join(trace, "pid-%d" % b.pid, "stream-0")
+            good = open(sa, "rb").read()
+            # Half of a copy of its first packet: a packet still being written.
+            size = int.from_bytes(good[56:64], "little") // 8
+            with open(sa, "ab") as f:
+                f.write(good[:size // 2])
+            p = run([mark, "view", "--follow", trace], env, bound=BOUND)
+            shown = [int(x) for x in re.findall(r"multi_step: \w+=(-?\d+)", p.stdout)]
+            if p.returncode != 0 or shown != [1, 11, 2, 12, 3, 13]:
+                fail("follow with half a packet at the end: exit %d, steps %r" % (p.returncode, shown))
+            # A whole "packet" of garbage after B's packets: reported, A still shown.
+            with open(sb, "ab") as f:
+                f.write(b"\xff" * 4096)
+            p = run([mark, "view", "--follow", trace], env, bound=BOUND)
+            shown = [int(x) for x in re.findall(r"multi_step: \w+=(-?\d+)", p.stdout)]
+            if p.returncode != 1 or "bad packet magic" not in p.stderr or sorted(shown) != [1, 2, 3, 11, 12, 13]:
+                fail("follow with a garbage packet: exit %d, steps %r" % (p.returncode, shown))
             a.finish()
             b.finish()
         elif case == "controller_killed":
