@@ -1406,6 +1406,9 @@ int trace_native_follow(const char *directory, const struct trace_reader_ops *op
 				goto done;
 			}
 			int more = next_message(&r, s);
+			/* The packet is done: its next one, if whole already, keeps the stream in the merge. */
+			if (more == 0)
+				more = fl_poll_stream(&r, s);
 			if (more <= 0) {
 				if (more < 0) {
 					for (size_t i = 0; i < r.nstreams; i++)
