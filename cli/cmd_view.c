@@ -244,6 +244,14 @@ static int follow_flush(void *arg)
 	return rc;
 }
 
+static int follow_finished(const char *path)
+{
+	struct live_stats st;
+	if (live_stats_read_one(path, &st) != 0)
+		return -1;
+	return st.unfinished == 0;
+}
+
 /* `mark view --follow DIR`: see trace_native_follow(). */
 static int view_follow(const char *dir, struct view_state *v, double holdback)
 {
@@ -257,7 +265,8 @@ static int view_follow(const char *dir, struct view_state *v, double holdback)
 	uint64_t late = 0;
 	size_t traces = 0;
 	struct trace_follow_opts fo = { .holdback_ns = (int64_t)(holdback * 1e9), .stop = &follow_stop,
-					.flush = follow_flush, .late = &late, .traces = &traces };
+					.flush = follow_flush, .late = &late, .traces = &traces,
+					.finished = follow_finished };
 	struct trace_reader_ops ops = { .native_ok = true, .event = view_event, .discarded = view_discarded };
 	int r = trace_native_follow(dir, &ops, v, &fo);
 	follow_flush(v);

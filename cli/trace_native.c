@@ -41,8 +41,6 @@
 #include "filter/filter.h"
 
 #include "text.h"
-#include "liveline.h"
-#include "util/safe_dir.h"
 #include "tracer/trace_format.h"
 
 #include <dirent.h>
@@ -832,17 +830,24 @@ static int cmp_stream(const void *a, const void *b)
 	return x->instance_id < y->instance_id ? -1 : x->instance_id > y->instance_id;
 }
 
+/* A listing of the directory dfd (a descriptor of its own: dfd stays usable), or NULL. */
+static DIR *dir_listing(int dfd)
+{
+	int lfd = dup(dfd);
+	DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+	if (!d && lfd >= 0)
+		close(lfd);
+	return d;
+}
+
 /* Open the stream files of t.  0, TRACE_NATIVE_NOT_MINE or -1 (printed). */
 static int open_streams(struct tn_reader *r, struct tn_trace *t)
 {
 	int dfd = open(t->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return TRACE_NATIVE_NOT_MINE;
-	int lfd = dup(dfd);
-	DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+	DIR *d = dir_listing(dfd);
 	if (!d) {
-		if (lfd >= 0)
-			close(lfd);
 		close(dfd);
 		return TRACE_NATIVE_NOT_MINE;
 	}
@@ -1208,7 +1213,7 @@ static void fl_add_trace(struct tn_reader *r, struct fl_state *f, const char *di
 static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_trace *t)
 {
 	int dfd = open(t->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = dfd < 0 ? NULL : mark_dir_list_at(dfd);
+	DIR *d = dfd < 0 ? NULL : dir_listing(dfd);
 	if (!d) {
 		if (dfd >= 0)
 			close(dfd);
@@ -1262,7 +1267,7 @@ static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_tr
 static void fl_discover(struct tn_reader *r, struct fl_state *f, const char *directory)
 {
 	int dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = dfd < 0 ? NULL : mark_dir_list_at(dfd);
+	DIR *d = dfd < 0 ? NULL : dir_listing(dfd);
 	if (!d) {
 		if (dfd >= 0)
 			close(dfd);
@@ -1335,7 +1340,8 @@ static void heap_push(struct tn_reader *r, struct tn_stream *s)
 }
 
 /* Has every process's recording ended?  (At least one trace must exist.) */
-static bool fl_recording_ended(const struct tn_reader *r, const struct fl_state *f)
+static bool fl_recording_ended(const struct tn_reader *r, const struct fl_state *f,
+			       const struct trace_follow_opts *fo)
 {
 	size_t live = 0;
 	for (size_t i = 0; i < r->ntraces; i++) {
@@ -1350,10 +1356,10 @@ static bool fl_recording_ended(const struct tn_reader *r, const struct fl_state 
 		if (*end || pid <= 0 || pid > INT_MAX)
 			continue;
 		live++;
-		struct live_stats st;
-		if (live_stats_read_one(t->path, &st) != 0)
-			return false;   /* not written yet: the process is starting */
-		if (st.unfinished == 0)
+		int done = fo->finished(t->path);
+		if (done < 0)
+			return false;   /* no statistics yet: the process is starting */
+		if (done > 0)
 			continue;   /* stopped or recovered */
 		if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
 			return false;   /* still running (a reused pid reads as running: we wait) */
@@ -1372,7 +1378,7 @@ int trace_native_follow(const char *directory, const struct trace_reader_ops *op
 	for (;;) {
 		bool stop = fo->stop && *fo->stop;
 		/* Read the end state before the last look at the files: what was written before it is then seen. */
-		bool ended = stop || fl_recording_ended(&r, &f);
+		bool ended = stop || fl_recording_ended(&r, &f, fo);
 		fl_discover(&r, &f, directory);
 		if (f.failed) {
 			rc = -1;

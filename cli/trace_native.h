@@ -38,6 +38,10 @@ struct trace_follow_opts {
 	int (*flush)(void *arg);          /* after each round: write what was printed   */
 	uint64_t *late;                   /* events printed out of order (arrived late) */
 	size_t *traces;                   /* traces (processes, chunks) read            */
+	/* Has the recording of the process whose trace is at path ended
+	 * (1), does it run (0), or has it no statistics yet (-1)?  (From its
+	 * .mark-stats: liveline.h; a callback so that this reader links alone.) */
+	int (*finished)(const char *path);
 };
 int trace_native_follow(const char *directory, const struct trace_reader_ops *ops, void *arg,
 			const struct trace_follow_opts *fo);
