@@ -310,6 +310,17 @@ static void free_class(struct tn_class *k)
 }
 
 /* One `event { ... };` block as metadata.c writes it; NULL if it is not. */
+/* What a trace owns besides its path (which is the caller's). */
+static void free_trace_contents(struct tn_trace *t)
+{
+	if (t->classes)
+		for (size_t j = 0; j <= MARK_TF_MAX_ID; j++)
+			free_class(t->classes[j]);
+	free(t->classes);
+	free(t->procname);
+	free(t->hostname);
+}
+
 static struct tn_class *parse_event(struct cur *c, unsigned *id)
 {
 	struct tn_class *k = calloc(1, sizeof(*k) + MAX_FIELDS * sizeof(struct tn_field));
@@ -678,12 +689,7 @@ static bool reload_classes(struct tn_reader *r, struct tn_trace *t)
 				adopted = true;
 			}
 	}
-	if (fresh.classes)
-		for (size_t j = 0; j <= MARK_TF_MAX_ID; j++)
-			free_class(fresh.classes[j]);
-	free(fresh.classes);
-	free(fresh.procname);
-	free(fresh.hostname);
+	free_trace_contents(&fresh);
 	return adopted;
 }
 
@@ -915,13 +921,7 @@ static void free_reader(struct tn_reader *r)
 	free(r->streams);
 	free(r->heap);
 	for (size_t i = 0; i < r->ntraces; i++) {
-		struct tn_trace *t = &r->traces[i];
-		if (t->classes)
-			for (size_t j = 0; j <= MARK_TF_MAX_ID; j++)
-				free_class(t->classes[j]);
-		free(t->classes);
-		free(t->procname);
-		free(t->hostname);
+		free_trace_contents(&r->traces[i]);
 	}
 	free(r->traces);
 }
@@ -1185,12 +1185,7 @@ static void fl_add_trace(struct tn_reader *r, struct fl_state *f, const char *di
 	t->index = r->ntraces;
 	/* No metadata yet (the tracer writes it first thing): try again next round. */
 	if (load_metadata(r, t) != 0) {
-		if (t->classes)
-			for (size_t j = 0; j <= MARK_TF_MAX_ID; j++)
-				free_class(t->classes[j]);
-		free(t->classes);
-		free(t->procname);
-		free(t->hostname);
+		free_trace_contents(t);
 		free(t->path);
 		free(t);
 		return;
@@ -1454,12 +1449,7 @@ done:
 	/* free_reader frees an array of traces: ours are separate allocations. */
 	for (size_t i = 0; i < r.ntraces; i++) {
 		struct tn_trace *t = f.traces[i];
-		if (t->classes)
-			for (size_t j = 0; j <= MARK_TF_MAX_ID; j++)
-				free_class(t->classes[j]);
-		free(t->classes);
-		free(t->procname);
-		free(t->hostname);
+		free_trace_contents(t);
 		free(t->path);
 		free(t);
 	}

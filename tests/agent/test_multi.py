@@ -200,6 +200,40 @@ def check_trace(mark, trace, env, pids, want):
         fail("babeltrace2 shows steps %r, expected %r" % (bt, [n for n, _ in want]))
 
 
+def two_targets(prog, comm, xdg, targets):
+    """Two step_targets named comm, their agents listening (added to targets)."""
+    a, b = Target(prog, comm, xdg), Target(prog, comm, xdg)
+    targets += [a, b]
+    a.wait_agent()
+    b.wait_agent()
+    return a, b
+
+
+def record_two(mark, a, b, trace, env):
+    """`mark record --pid A --pid B -e multi_step -o TRACE` in the background."""
+    return start_record(mark, ["--pid", str(a.pid), "--pid", str(b.pid), "-e", "multi_step", "-o", trace], env)
+
+
+def start_follow(mark, trace, env, holdback):
+    """`mark view --follow --holdback HOLDBACK TRACE` in the background:
+    (process, stdout lines, stderr lines)."""
+    fol = subprocess.Popen([mark, "view", "--follow", "--holdback", holdback, trace], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=env)
+    return fol, Lines(fol.stdout, "mark view --follow"), Lines(fol.stderr, "mark view --follow (stderr)")
+
+
+def follow_exit(fol, ferr, why):
+    """Wait (bounded) for follow to exit by itself after `why`: (status, its stderr)."""
+    try:
+        rc = fol.wait(timeout=BOUND)
+    except subprocess.TimeoutExpired:
+        fol.kill()
+        fail("mark view --follow did not exit when " + why)
+    said = "".join(ferr.rest())
+    print("follow said:\n  " + said)
+    return rc, said
+
+
 def main():
     case, mark, prog, work = sys.argv[1:5]
     shutil.rmtree(work, ignore_errors=True)
@@ -214,10 +248,7 @@ def main():
     targets = []
     try:
         if case == "pids":
-            a, b = Target(prog, comm, xdg), Target(prog, comm, xdg)
-            targets += [a, b]
-            a.wait_agent()
-            b.wait_agent()
+            a, b = two_targets(prog, comm, xdg, targets)
             # A process without an agent among the --pid: nothing starts.
             p = run([mark, "record", "--pid", str(a.pid), "--pid", str(os.getpid()), "-o", trace, "-d", "1"],
                     env)
@@ -225,8 +256,7 @@ def main():
                 fail("a --pid without an agent: exit %d, expected 1 naming it" % p.returncode)
             if os.path.exists(os.path.join(trace, "pid-%d" % a.pid)):
                 fail("a refused multi-process recording still started process %d's" % a.pid)
-            rec, err = start_record(mark, ["--pid", str(a.pid), "--pid", str(b.pid), "-e", "multi_step",
-                                           "-o", trace], env)
+            rec, err = record_two(mark, a, b, trace, env)
             a.step(1)
             b.step(2)
             a.step(3)
@@ -280,20 +310,14 @@ def main():
             for t in (a, b, c):
                 t.finish()
         elif case == "follow":
-            a, b = Target(prog, comm, xdg), Target(prog, comm, xdg)
-            targets += [a, b]
-            a.wait_agent()
-            b.wait_agent()
+            a, b = two_targets(prog, comm, xdg, targets)
             p = run([mark, "record", "--pid", str(a.pid), "--pid", str(b.pid), "-e", "multi_step", "--detach",
                      "-o", trace], env)
             if p.returncode != 0:
                 fail("mark record --detach of two processes: exit %d" % p.returncode)
             # A hold-back of 3 s: on a loaded machine a consumer may write a
             # little late; the order is what is checked, not the speed.
-            fol = subprocess.Popen([mark, "view", "--follow", "--holdback", "3", trace], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, env=env)
-            out = Lines(fol.stdout, "mark view --follow")
-            ferr = Lines(fol.stderr, "mark view --follow (stderr)")
+            fol, out, ferr = start_follow(mark, trace, env, "3")
             # Two events at a time, from the two processes, before follow is
             # read: whichever process's consumer writes first, follow must
             # hold the later event back until the earlier one has arrived.
@@ -312,16 +336,10 @@ def main():
             p = run([mark, "stop", str(a.pid), str(b.pid)], env)
             if p.returncode != 0:
                 fail("mark stop A B: exit %d" % p.returncode)
-            try:
-                rc = fol.wait(timeout=BOUND)
-            except subprocess.TimeoutExpired:
-                fol.kill()
-                fail("mark view --follow did not exit when the recording stopped")
-            ferr.rest()
-            print("follow said:\n  " + "  ".join(ferr.seen))
+            rc, said = follow_exit(fol, ferr, "the recording stopped")
             if rc != 0:
                 fail("mark view --follow: exit %d" % rc)
-            if not re.search(r"6 events shown", "".join(ferr.seen)):
+            if not re.search(r"6 events shown", said):
                 fail("follow's summary does not say 6 events shown")
             check_trace(mark, trace, env, [a.pid, b.pid],
                         [(1, a.pid), (2, b.pid), (3, b.pid), (4, a.pid), (5, a.pid), (6, b.pid)])
@@ -339,10 +357,7 @@ def main():
                      "-o", trace], env)
             if p.returncode != 0:
                 fail("mark record --detach --rotate 100ms: exit %d" % p.returncode)
-            fol = subprocess.Popen([mark, "view", "--follow", "--holdback", "0.2", trace], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, env=env)
-            out = Lines(fol.stdout, "mark view --follow")
-            ferr = Lines(fol.stderr, "mark view --follow (stderr)")
+            fol, out, ferr = start_follow(mark, trace, env, "0.2")
 
             def chunks():
                 return sorted(d for d in os.listdir(trace) if ".chunk-" in d)
@@ -361,14 +376,8 @@ def main():
             p = run([mark, "stop", str(a.pid)], env)
             if p.returncode != 0:
                 fail("mark stop: exit %d" % p.returncode)
-            try:
-                rc = fol.wait(timeout=BOUND)
-            except subprocess.TimeoutExpired:
-                fol.kill()
-                fail("mark view --follow did not exit when the recording stopped")
-            said = "".join(ferr.rest())
+            rc, said = follow_exit(fol, ferr, "the recording stopped")
             shown = [int(x) for x in re.findall(r"multi_step: \w+=(-?\d+)", "".join(out.rest()))]
-            print("follow said:\n  " + said)
             if rc != 0 or shown != [1, 2, 3, 4] or "4 events shown" not in said:
                 fail("follow across chunks: exit %d, steps %r (each once expected), %r" % (rc, shown, said))
             a.finish()
@@ -379,31 +388,18 @@ def main():
             p = run([mark, "record", "--pid", str(a.pid), "-e", "multi_step", "--detach", "-o", trace], env)
             if p.returncode != 0:
                 fail("mark record --detach: exit %d" % p.returncode)
-            fol = subprocess.Popen([mark, "view", "--follow", "--holdback", "0.2", trace], stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, env=env)
-            out = Lines(fol.stdout, "mark view --follow")
-            ferr = Lines(fol.stderr, "mark view --follow (stderr)")
+            fol, out, ferr = start_follow(mark, trace, env, "0.2")
             a.step(1)
             out.wait_for(r"multi_step: \w+=1\b")
             a.p.kill()
             a.p.wait()
-            try:
-                rc = fol.wait(timeout=BOUND)
-            except subprocess.TimeoutExpired:
-                fol.kill()
-                fail("mark view --follow did not exit when the process was killed")
-            said = "".join(ferr.rest())
-            print("follow said:\n  " + said)
+            rc, said = follow_exit(fol, ferr, "the process was killed")
             if rc != 0 or "1 events shown" not in said or "mark recover" not in said:
                 fail("follow of a killed process: exit %d, %r (expected 0, 1 event, a hint to mark recover)"
                      % (rc, said))
         elif case == "follow_damaged":
-            a, b = Target(prog, comm, xdg), Target(prog, comm, xdg)
-            targets += [a, b]
-            a.wait_agent()
-            b.wait_agent()
-            rec, err = start_record(mark, ["--pid", str(a.pid), "--pid", str(b.pid), "-e", "multi_step",
-                                           "-o", trace], env)
+            a, b = two_targets(prog, comm, xdg, targets)
+            rec, err = record_two(mark, a, b, trace, env)
             for n in range(1, 4):
                 a.step(n)
                 b.step(10 + n)
@@ -431,12 +427,8 @@ def main():
             a.finish()
             b.finish()
         elif case == "controller_killed":
-            a, b = Target(prog, comm, xdg), Target(prog, comm, xdg)
-            targets += [a, b]
-            a.wait_agent()
-            b.wait_agent()
-            rec, err = start_record(mark, ["--pid", str(a.pid), "--pid", str(b.pid), "-e", "multi_step",
-                                           "-o", trace], env)
+            a, b = two_targets(prog, comm, xdg, targets)
+            rec, err = record_two(mark, a, b, trace, env)
             a.step(1)
             b.step(2)
             rec.kill()
