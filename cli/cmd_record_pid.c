@@ -298,54 +298,6 @@ static int finish_after_exit(const char *dir, pid_t pid)
 	return 0;
 }
 
-/*
- * --name COMM: every process whose /proc/PID/comm is COMM (this command
- * excepted), appended to *pids.  comm is what the kernel keeps (the first
- * 15 bytes of the program's name, or what the program set with
- * PR_SET_NAME); it is compared byte for byte, never printed unescaped.
- * Returns 0, or -1 out of memory (said).
- */
-static int pids_named(const char *comm, pid_t **pids, size_t *n, size_t *cap)
-{
-	DIR *d = opendir("/proc");
-	if (!d)
-	{
-		cli_error("record: cannot list /proc to find the processes named \"%s\": %s", cli_text(comm),
-			  strerror(errno));
-		return -1;
-	}
-	struct dirent *de;
-	int rc = 0;
-	while (rc == 0 && (de = readdir(d))) {
-		char *end;
-		long pid = strtol(de->d_name, &end, 10);
-		if (end == de->d_name || *end || pid <= 0 || pid > INT_MAX || pid == (long)getpid())
-			continue;
-		char path[64], name[64];
-		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			continue;   /* gone meanwhile, or hidden (hidepid=): not ours to record */
-		ssize_t len = read(fd, name, sizeof(name) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		name[len] = '\0';
-		if (name[len - 1] == '\n')
-			name[len - 1] = '\0';
-		if (strcmp(name, comm) != 0)
-			continue;
-		if (*n == *cap && cli_array_grow(pids, cap, sizeof(**pids), 16)) {
-			cli_error("record: out of memory listing the processes named \"%s\"", cli_text(comm));
-			rc = -1;
-			break;
-		}
-		(*pids)[(*n)++] = (pid_t)pid;
-	}
-	closedir(d);
-	return rc;
-}
-
 static int cmp_pid(const void *a, const void *b)
 {
 	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
@@ -509,7 +461,7 @@ int cli_record_pid(int argc, char **argv)
 	globs[nglobs] = NULL;
 	status = 1;
 	if (name) {
-		if (pids_named(name, &pids, &npids, &pids_cap) != 0)
+		if (ctl_pids_named("record", name, &pids, &npids, &pids_cap) != 0)
 			goto out;
 		if (npids == 0) {
 			cli_error("record: no process is named \"%s\" (the name /proc/PID/comm shows: at most 15 "

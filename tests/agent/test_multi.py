@@ -20,7 +20,9 @@ pids: `mark record --pid A --pid B -o DIR`: one directory, DIR/pid-A/ and
 name: `mark record --name COMM`: every process named COMM (two
   step_targets and a third one with MARK_AGENT=0, which is reported with the
   reason and skipped) records into one directory; a name nothing has is
-  refused.
+  refused.  Then the same processes are recorded --detach by name and
+  `mark stop --name COMM` stops both (the one without an agent is
+  mentioned, not an error).
 follow: a detached two-process recording; `mark view --follow DIR`, started
   first, prints each event the test then asks for, in order across the two
   processes, while the recording runs; `mark stop A B` ends the recording and
@@ -307,6 +309,22 @@ def main():
             if os.path.exists(os.path.join(trace, "pid-%d" % c.pid)):
                 fail("a sub-trace for the process without an agent")
             check_trace(mark, trace, env, [a.pid, b.pid], [(1, a.pid), (2, b.pid), (4, a.pid)])
+            # Detached by name, stopped by name (c, without an agent, is only mentioned).
+            trace2 = os.path.join(work, "trace2")
+            p = run([mark, "record", "--name", comm, "-e", "multi_step", "--detach", "-o", trace2], env)
+            if p.returncode != 0:
+                fail("mark record --name --detach: exit %d" % p.returncode)
+            a.step(5)
+            b.step(6)
+            p = run([mark, "stop", "--name", comm], env)
+            if p.returncode != 0 or len(re.findall(r"stopped the recording of process", p.stderr)) != 2 or \
+               not re.search(r"process %d skipped" % c.pid, p.stderr):
+                fail("mark stop --name: exit %d, expected 0, two recordings stopped, %d skipped" % (p.returncode,
+                                                                                                    c.pid))
+            check_trace(mark, trace2, env, [a.pid, b.pid], [(5, a.pid), (6, b.pid)])
+            p = run([mark, "stop", "--name", comm + "x"], env)
+            if p.returncode != 1 or "no process" not in p.stderr:
+                fail("mark stop --name matching nothing: exit %d, expected 1" % p.returncode)
             for t in (a, b, c):
                 t.finish()
         elif case == "follow":
