@@ -50,7 +50,8 @@ extern char **environ;
 static const char record_usage[] =
 	"usage: mark record [OPTIONS] -- CMD [ARGS...]\n"
 	"       mark record --pid PID [OPTIONS]   (a running process: see\n"
-	"                                         `mark record --pid 1 --help`)\n"
+	"                                         `mark record --pid 1 --help`;\n"
+	"                                         --pid again, or --name COMM: several)\n"
 	"\n"
 	"Run CMD with the markers matching the globs armed and recorded by the tracer\n"
 	"inside libmark, writing a CTF 1.8 trace directory that `mark view`, `mark stats`,\n"
