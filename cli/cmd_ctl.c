@@ -282,31 +282,36 @@ MARK_CLI_COMMAND(disable, "disable", "disarm markers in a running process: disab
  * A recording that a `mark record --pid` owns is that command's to stop.
  */
 static const char stop_usage[] =
-	"usage: mark stop PID\n"
+	"usage: mark stop PID...\n"
+	"       mark stop --name COMM\n"
 	"\n"
-	"End the recording of process PID that runs without a controller: one\n"
+	"End the recording of each process PID that runs without a controller: one\n"
 	"started with `mark record --pid PID --detach`, or by MARK_TRACE (e.g.\n"
 	"`mark record -- CMD` after its `mark` was killed).  The process disarms what\n"
 	"the recording armed, flushes its buffers and finishes the trace, and runs on.\n"
-	"Exit status: 0 stopped, 1 error (not recording, owned by a `mark record\n"
+	"Several processes (`mark record --pid P1 --pid P2 --detach`, or --name) are\n"
+	"stopped one by one: `mark stop P1 P2`, or `mark stop --name COMM` for every\n"
+	"process whose /proc/PID/comm is COMM (those not recording, or without an agent,\n"
+	"are only mentioned).\n"
+	"Exit status: 0 all stopped, 1 error for any (not recording, owned by a `mark record\n"
 	"--pid`, no agent, permission), 2 bad usage.\n";
 
-static int stop_run(int argc, char **argv)
+/*
+ * Stop the recording of one process; 0, or 1 after saying why.  With
+ * `by_name` (mark stop --name), a process of that name that is not
+ * recording is only mentioned: the name may well cover processes that
+ * were never recorded.
+ */
+static int stop_one(pid_t pid, bool by_name)
 {
-	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-		fputs(stop_usage, stdout);
+	struct ctl_conn c;
+	if (ctl_connect(&c, pid)) {
+		if (!by_name)
+			return 1;
+		/* Not mark-linked, or not ours: it records nothing we could stop. */
+		fprintf(stderr, "mark: stop: process %d skipped (the reason is above)\n", (int)pid);
 		return 0;
 	}
-	if (argc != 2) {
-		cli_error("stop: give exactly one process: mark stop PID");
-		return 2;
-	}
-	pid_t pid;
-	if (!ctl_parse_pid(argv[1], &pid))
-		return 2;
-	struct ctl_conn c;
-	if (ctl_connect(&c, pid))
-		return 1;
 	if (ctl_simple_request(&c, MARK_MSG_INFO, CTL_TIMEOUT_MS) != 0 || ctl_reply_error(&c, "stop")) {
 		ctl_close(&c);
 		return 1;
@@ -322,6 +327,11 @@ static int stop_run(int argc, char **argv)
 	}
 	if (tracing == MARK_TRACING_OFF) {
 		ctl_close(&c);
+		if (by_name) {
+			fprintf(stderr, "mark: stop: process %d (%s) is not recording; nothing to stop\n", (int)pid,
+				c.comm);
+			return 0;
+		}
 		return cli_error("stop: process %d (%s) is not recording", (int)pid, c.comm);
 	}
 	/* Detached: the agent says where; MARK_TRACE: the environment does. */
@@ -347,4 +357,53 @@ static int stop_run(int argc, char **argv)
 	return r ? 1 : 0;
 }
 
-MARK_CLI_COMMAND(stop, "stop", "end a detached recording of a running process: stop PID", stop_run);
+static int stop_run(int argc, char **argv)
+{
+	if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		fputs(stop_usage, stdout);
+		return 0;
+	}
+	if (argc < 2) {
+		cli_error("stop: give the processes: mark stop PID... or mark stop --name COMM");
+		return 2;
+	}
+	pid_t *pids = NULL;
+	size_t n = 0, cap = 0;
+	const bool by_name = strcmp(argv[1], "--name") == 0;
+	if (by_name) {
+		if (argc != 3 || !*argv[2]) {
+			cli_error("stop: --name takes one process name: mark stop --name COMM");
+			return 2;
+		}
+		if (ctl_pids_named("stop", argv[2], &pids, &n, &cap) != 0)
+			return 1;
+		if (n == 0) {
+			free(pids);
+			return cli_error("stop: no process is named \"%s\" (the name /proc/PID/comm shows; "
+					 "`ps -eo pid,comm` lists them)", cli_text(argv[2]));
+		}
+	} else {
+		/* Every argument is checked before any process is stopped. */
+		for (int i = 1; i < argc; i++) {
+			pid_t pid;
+			if (!ctl_parse_pid(argv[i], &pid)) {
+				free(pids);
+				return 2;
+			}
+			if (n == cap && cli_array_grow(&pids, &cap, sizeof(*pids), 8)) {
+				free(pids);
+				return cli_error("stop: out of memory");
+			}
+			pids[n++] = pid;
+		}
+	}
+	/* Each process is stopped on its own: one that cannot be does not keep the others recording. */
+	int status = 0;
+	for (size_t i = 0; i < n; i++)
+		if (stop_one(pids[i], by_name))
+			status = 1;
+	free(pids);
+	return status;
+}
+
+MARK_CLI_COMMAND(stop, "stop", "end detached recordings of running processes: stop PID...", stop_run);

@@ -50,7 +50,8 @@ extern char **environ;
 static const char record_usage[] =
 	"usage: mark record [OPTIONS] -- CMD [ARGS...]\n"
 	"       mark record --pid PID [OPTIONS]   (a running process: see\n"
-	"                                         `mark record --pid 1 --help`)\n"
+	"                                         `mark record --pid 1 --help`;\n"
+	"                                         --pid again, or --name COMM: several)\n"
 	"\n"
 	"Run CMD with the markers matching the globs armed and recorded by the tracer\n"
 	"inside libmark, writing a CTF 1.8 trace directory that `mark view`, `mark stats`,\n"
@@ -583,7 +584,8 @@ static void print_summary(const struct out_dir *o, const char *cmd, int wstatus,
  * `mark record --pid PID ...` records a running process through its agent;
  * that is cmd_record_pid.c's job (declared weak so that this file builds and
  * says so plainly without it).  It is chosen when --pid/-p appears among the
- * options, i.e. before "--" or the first non-option (CMD).
+ * options (or --name COMM, running processes by name), i.e. before "--" or
+ * the first non-option (CMD).
  */
 extern int cli_record_pid(int argc, char **argv) __attribute__((weak));
 
@@ -596,7 +598,8 @@ static int wants_pid(int argc, char **argv)
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0 || a[0] != '-' || a[1] == '\0')
 			return 0;
-		if (strcmp(a, "--pid") == 0 || strncmp(a, "--pid=", 6) == 0 || strncmp(a, "-p", 2) == 0)
+		if (strcmp(a, "--pid") == 0 || strncmp(a, "--pid=", 6) == 0 || strncmp(a, "-p", 2) == 0 ||
+		    strcmp(a, "--name") == 0 || strncmp(a, "--name=", 7) == 0)
 			return 1;
 		for (const char *const *w = with_value; *w; w++)
 			if (strcmp(a, *w) == 0) {

@@ -18,6 +18,7 @@
 #include "command.h"
 #include "control.h"
 #include "liveline.h"
+#include "text.h"
 #include "util/safe_dir.h"
 
 #include "tracer/trace_format.h"
@@ -43,7 +44,8 @@
 #include <unistd.h>
 
 const char cli_record_pid_usage[] =
-	"usage: mark record --pid PID [OPTIONS]\n"
+	"usage: mark record --pid PID [--pid PID]... [OPTIONS]\n"
+	"       mark record --name COMM [OPTIONS]\n"
 	"\n"
 	"Record the running process PID: arm the markers matching the globs, record\n"
 	"them with the tracer inside the process, and, on Ctrl-C (SIGINT/SIGTERM/SIGHUP)\n"
@@ -56,7 +58,13 @@ const char cli_record_pid_usage[] =
 	"while MARK_TRACE records) is refused.\n"
 	"\n"
 	"Options:\n"
-	"  -p, --pid PID          the process to record (required)\n"
+	"  -p, --pid PID          a process to record; repeatable: every process then\n"
+	"                         writes its own DIR/pid-P/ in the one directory, all\n"
+	"                         started or none (one that cannot be is an error)\n"
+	"      --name COMM        every running process whose name (/proc/PID/comm)\n"
+	"                         is COMM; one that cannot be recorded (no agent, a\n"
+	"                         glob matching none of its markers, another user) is\n"
+	"                         reported with the reason and skipped\n"
 	"  -e, --enable GLOB      record markers matching GLOB (* ? [...]); repeatable;\n"
 	"                         default: every marker.  A GLOB matching no marker\n"
 	"                         of the process is an error.\n"
@@ -80,7 +88,9 @@ const char cli_record_pid_usage[] =
 	"\n"
 	"Exit status: 0 when a trace was written (also if the process exited during the\n"
 	"recording), 1 on error (no such process, no agent, permission denied, a glob\n"
-	"matching nothing, another recording running), 2 on bad usage.\n";
+	"matching nothing, another recording running, no process named COMM), 2 on bad\n"
+	"usage.  With several processes, each that exits is reported and the others\n"
+	"record on; if this command is killed, every process stops its own recording.\n";
 
 static volatile sig_atomic_t stop_requested;
 
@@ -211,26 +221,62 @@ static int check_globs(struct ctl_conn *c, char **globs, size_t n)
 	return 0;
 }
 
-static void print_summary(const char *dir, pid_t pid, const char *comm)
+/* One recorded process of this command (several with --pid P1 --pid P2 or --name). */
+struct rec_target {
+	pid_t pid;
+	struct ctl_conn c;
+	uid_t uid;                   /* owner of /proc/PID: the trace is written as it */
+	gid_t gid;
+	bool connected;              /* c is open                                      */
+	bool started;                /* its recording runs (TRACE_START answered OK)   */
+	bool exited;                 /* it exited (or closed our connection) meanwhile */
+	char sub[PATH_MAX + 32];     /* DIR/pid-P: its own sub-trace                    */
+};
+
+static void print_totals(const char *dir, const struct rec_target *t, size_t n, bool multi)
 {
 	struct live_stats s;
 	if (live_stats_read(dir, &s) != 0) {
-		fprintf(stderr, "mark: no statistics in %s: the tracer of process %d did not start\n", dir, (int)pid);
+		fprintf(stderr, "mark: no statistics in %s: the tracer of %s did not start\n", dir,
+			multi ? "the processes" : "the process");
 		return;
 	}
 	struct live_marker_count *markers = NULL;
-	size_t n = 0;
-	live_stats_markers(dir, &markers, &n);
-	live_print_marker_counts(stderr, markers, n);
-	fprintf(stderr, "mark: %" PRIu64 " events written, %" PRIu64 " lost, %.1f MB from process %d (%s)\n",
-		s.events_written, s.lost, (double)s.bytes_written / 1e6, (int)pid, comm);
+	size_t nm = 0;
+	live_stats_markers(dir, &markers, &nm);
+	live_print_marker_counts(stderr, markers, nm);
+	free(markers);
+	if (!multi) {
+		fprintf(stderr, "mark: %" PRIu64 " events written, %" PRIu64 " lost, %.1f MB from process %d (%s)\n",
+			s.events_written, s.lost, (double)s.bytes_written / 1e6, (int)t[0].pid, t[0].c.comm);
+	} else {
+		/* One line per process (its own DIR/pid-P/, not the children it forked), then the total. */
+		for (size_t i = 0; i < n; i++) {
+			struct live_stats one;
+			if (!t[i].started)
+				continue;
+			if (live_stats_read_one(t[i].sub, &one) != 0) {
+				fprintf(stderr, "mark: process %d (%s): no statistics in %s\n", (int)t[i].pid,
+					t[i].c.comm, t[i].sub);
+				continue;
+			}
+			fprintf(stderr, "mark: process %d (%s): %" PRIu64 " events written, %" PRIu64 " lost, %.1f MB%s\n",
+				(int)t[i].pid, t[i].c.comm, one.events_written, one.lost,
+				(double)one.bytes_written / 1e6, t[i].exited ? " (exited during the recording)" : "");
+		}
+		fprintf(stderr, "mark: total: %" PRIu64 " events written, %" PRIu64 " lost, %.1f MB from %u processes\n",
+			s.events_written, s.lost, (double)s.bytes_written / 1e6, s.processes);
+	}
 	fprintf(stderr, "mark: trace written to %s\n", dir);
 	if (s.lost)
 		fprintf(stderr, "mark: events were lost: use a larger --buffer, or --mode block to lose none\n");
-	free(markers);
 }
 
-/* The process ended while we recorded: make sure its trace is complete. */
+/*
+ * The process ended while we recorded: make sure its trace (`dir`: the
+ * whole directory for one process, its DIR/pid-P/ when there are several,
+ * so that the others, still running, are not waited for) is complete.
+ */
 static int finish_after_exit(const char *dir, pid_t pid)
 {
 	struct live_stats s;
@@ -252,10 +298,17 @@ static int finish_after_exit(const char *dir, pid_t pid)
 	return 0;
 }
 
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 int cli_record_pid(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "name", required_argument, NULL, 'N' },
 		{ "enable", required_argument, NULL, 'e' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "mode", required_argument, NULL, 'm' },
@@ -271,8 +324,10 @@ int cli_record_pid(int argc, char **argv)
 	};
 	char *globs[MARK_PROTO_MAX_GLOBS + 1];
 	size_t nglobs = 0;
-	const char *output = NULL, *pid_text = NULL, *max_size_text = NULL, *rotate_text = NULL;
+	const char *output = NULL, *max_size_text = NULL, *rotate_text = NULL, *name = NULL;
 	const char *filter = NULL;
+	pid_t *pids = NULL;
+	size_t npids = 0, pids_cap = 0;
 	uint64_t mode = MARK_TRACE_DISCARD, bufsize = 0;
 	double duration = 0;
 	bool quiet = false, detach = false;
@@ -281,76 +336,118 @@ int cli_record_pid(int argc, char **argv)
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "p:e:o:m:b:d:f:qh", opts, NULL)) != -1) {
 		switch (ch) {
-		case 'p': pid_text = optarg; break;
+		case 'p': {
+			pid_t pid;
+			if (!ctl_parse_pid(optarg, &pid)) {
+				free(pids);
+				return 2;
+			}
+			if (npids == pids_cap && cli_array_grow(&pids, &pids_cap, sizeof(*pids), 8)) {
+				free(pids);
+				return cli_error("record: out of memory");
+			}
+			pids[npids++] = pid;
+			break;
+		}
+		case 'N':
+			if (!*optarg || strlen(optarg) > 15 || strchr(optarg, '/')) {
+				cli_error("record: bad --name \"%s\": give a process name as /proc/PID/comm shows it "
+					  "(1 to 15 bytes; `ps -o comm` lists them)", cli_text(optarg));
+				free(pids);
+				return 2;
+			}
+			name = optarg;
+			break;
 		case 'e':
 			if (!*optarg || strlen(optarg) >= MARK_PROTO_MAX_STRING) {
 				cli_error("record: bad -e \"%s\": give one non-empty glob per -e", optarg);
+				free(pids);
 				return 2;
 			}
 			if (nglobs == MARK_PROTO_MAX_GLOBS) {
 				cli_error("record: at most %d -e globs", MARK_PROTO_MAX_GLOBS);
+				free(pids);
 				return 2;
 			}
 			globs[nglobs++] = optarg;
 			break;
 		case 'o': output = optarg; break;
 		case 'm':
-			if (parse_mode(optarg, &mode))
+			if (parse_mode(optarg, &mode)) {
+				free(pids);
 				return 2;
+			}
 			break;
 		case 'b':
-			if (parse_size(optarg, &bufsize))
+			if (parse_size(optarg, &bufsize)) {
+				free(pids);
 				return 2;
+			}
 			break;
 		case 'd': {
 			char *end;
 			duration = strtod(optarg, &end);
 			if (end == optarg || *end || !(duration > 0) || !isfinite(duration)) {
 				cli_error("record: bad --duration \"%s\": give a positive number of seconds", optarg);
+				free(pids);
 				return 2;
 			}
 			break;
 		}
 		case 'M':
-			if (cli_parse_max_size(optarg))
+			if (cli_parse_max_size(optarg)) {
+				free(pids);
 				return 2;
+			}
 			max_size_text = optarg;
 			break;
 		case 'R':
-			if (cli_parse_rotate(optarg))
+			if (cli_parse_rotate(optarg)) {
+				free(pids);
 				return 2;
+			}
 			rotate_text = optarg;
 			break;
 		case 'D': detach = true; break;
 		case 'q': quiet = true; break;
 		case 'f':
 			/* Refused here with its column, before the process is contacted. */
-			if (cli_filter_check("record", optarg) != 0)
+			if (cli_filter_check("record", optarg) != 0) {
+				free(pids);
 				return 2;
+			}
 			filter = optarg;
 			break;
-		case 'h': fputs(cli_record_pid_usage, stdout); return 0;
+		case 'h': fputs(cli_record_pid_usage, stdout); free(pids); return 0;
 		default:
 			cli_error("record: %s: unknown option or missing argument; see `mark record --help`",
 				  argv[optind - 1]);
+			free(pids);
 			return 2;
 		}
 	}
+	int status = 2;
+	struct rec_target *t = NULL;
+	size_t n = 0;
 	if (optind < argc) {
 		cli_error("record: unexpected argument \"%s\" with --pid (a command to run goes with "
 			  "`mark record -- CMD`, not with --pid)", argv[optind]);
-		return 2;
+		goto out;
 	}
-	if (!pid_text) {
-		cli_error("record: give the process with --pid PID");
-		return 2;
+	if (!npids && !name) {
+		cli_error("record: give the process with --pid PID (repeatable) or --name COMM");
+		goto out;
+	}
+	if (npids && name) {
+		cli_error("record: give either --pid PID... or --name COMM, not both");
+		goto out;
 	}
 	if (max_size_text && rotate_text && cli_check_rotate_within(max_size_text, rotate_text))
-		return 2;
+		goto out;
 	if (detach && duration > 0) {
 		cli_error("record: --detach and --duration do not go together: a detached recording runs until "
 			  "`mark stop PID` or the process's exit");
-		return 2;
+		goto out;
 	}
 	/* Parsed again here: cli_parse_* above checked them. */
 	size_t max_size = 0;
@@ -359,40 +456,98 @@ int cli_record_pid(int argc, char **argv)
 		mark_size_parse(max_size_text, &max_size);
 	if (rotate_text)
 		mark_rotate_parse(rotate_text, &rotate_size, &rotate_ms);
-	pid_t pid;
-	if (!ctl_parse_pid(pid_text, &pid))
-		return 2;
 	if (nglobs == 0)
 		globs[nglobs++] = "*";
 	globs[nglobs] = NULL;
-
-	struct ctl_conn c;
-	if (ctl_connect(&c, pid))
-		return 1;
-	if (check_globs(&c, globs, nglobs)) {
-		ctl_close(&c);
-		return 1;
+	status = 1;
+	if (name) {
+		if (ctl_pids_named("record", name, &pids, &npids, &pids_cap) != 0)
+			goto out;
+		if (npids == 0) {
+			cli_error("record: no process is named \"%s\" (the name /proc/PID/comm shows: at most 15 "
+				  "bytes of the program's name; `ps -eo pid,comm` lists them)", cli_text(name));
+			goto out;
+		}
 	}
-	struct stat pst;
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
-	if (stat(proc, &pst) != 0) {
-		ctl_close(&c);
-		return cli_error("process %d exited", (int)pid);
+	/* One process once, in pid order (the order of the messages and the summary). */
+	qsort(pids, npids, sizeof(*pids), cmp_pid);
+	t = calloc(npids, sizeof(*t));
+	if (!t) {
+		cli_error("record: out of memory");
+		goto out;
 	}
+	for (size_t i = 0; i < npids; i++)
+		if (i == 0 || pids[i] != pids[i - 1])
+			t[n++].pid = pids[i];
+	/*
+	 * --pid P...: all or nothing (each was named; a typo must not record
+	 * a subset silently).  --name: every process of that name that can be
+	 * recorded is; each other one is reported with the reason and skipped.
+	 */
+	const bool best_effort = name != NULL;
+	const bool multi = n > 1;
+	size_t usable = 0;
+	uid_t owner = 0;
+	gid_t group = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct rec_target *x = &t[i];
+		struct stat pst;
+		char proc[64];
+		bool ok = ctl_connect(&x->c, x->pid) == 0;
+		x->connected = ok;
+		if (ok && check_globs(&x->c, globs, nglobs))
+			ok = false;
+		snprintf(proc, sizeof(proc), "/proc/%d", (int)x->pid);
+		if (ok && stat(proc, &pst) != 0) {
+			cli_error("process %d exited", (int)x->pid);
+			ok = false;
+		}
+		if (ok) {
+			x->uid = pst.st_uid;
+			x->gid = pst.st_gid;
+			if (usable == 0) {
+				owner = x->uid;
+				group = x->gid;
+			} else if (x->uid != owner) {
+				/* The trace directory is private to one uid (the tracer refuses others). */
+				cli_error("record: process %d (%s) runs as uid %u, the other processes as uid %u: one "
+					  "trace directory belongs to one user; record it with a separate `mark record`",
+					  (int)x->pid, x->c.comm, (unsigned)x->uid, (unsigned)owner);
+				ok = false;
+			}
+		}
+		if (!ok) {
+			if (x->connected)
+				ctl_close(&x->c);
+			x->connected = false;
+			if (!best_effort)
+				goto out;
+			fprintf(stderr, "mark: record: process %d skipped (the reason is above); the other processes "
+				"named \"%s\" are recorded\n", (int)x->pid, cli_text(name));
+			continue;
+		}
+		usable++;
+	}
+	if (usable == 0) {
+		cli_error("record: none of the %zu processes named \"%s\" can be recorded (each said why above)", n,
+			  cli_text(name));
+		goto out;
+	}
+	pid_t first = 0;
+	for (size_t i = 0; i < n && !first; i++)
+		if (t[i].connected)
+			first = t[i].pid;
 	char dir[PATH_MAX], leaf[NAME_MAX + 1];
 	bool created = false;
 	int parent_fd = -1;
-	if (!prepare_dir(output, pid, pst.st_uid, pst.st_gid, dir, sizeof(dir), &created, &parent_fd, leaf)) {
-		ctl_close(&c);
-		return 1;
-	}
+	if (!prepare_dir(output, first, owner, group, dir, sizeof(dir), &created, &parent_fd, leaf))
+		goto out;
 	if (strlen(dir) >= MARK_PROTO_MAX_STRING) {
 		if (created)
 			unlinkat(parent_fd, leaf, AT_REMOVEDIR);
 		close(parent_fd);
-		ctl_close(&c);
-		return cli_error("record: the trace directory path is longer than %d bytes", MARK_PROTO_MAX_STRING - 1);
+		cli_error("record: the trace directory path is longer than %d bytes", MARK_PROTO_MAX_STRING - 1);
+		goto out;
 	}
 
 	struct mark_proto_buf req;
@@ -415,26 +570,66 @@ int cli_record_pid(int argc, char **argv)
 	for (size_t i = 0; i < nglobs; i++)
 		mark_proto_add_str(&req, MARK_TAG_GLOB, globs[i]);
 	mark_proto_end(&req);
-	int r = ctl_request(&c, &req, CTL_TIMEOUT_MS);
+	/*
+	 * Every process gets the same directory and writes its own DIR/pid-P/
+	 * (as forked children do), each with its own clock mapping its TSC to
+	 * wall-clock time: readers merge them by time (docs/control.md).
+	 */
+	size_t started = 0;
+	bool abort_all = false;
+	for (size_t i = 0; i < n && !abort_all; i++) {
+		struct rec_target *x = &t[i];
+		if (!x->connected)
+			continue;
+		snprintf(x->sub, sizeof(x->sub), "%s/%s%d", dir, MARK_TF_CHILD_PREFIX, (int)x->pid);
+		int r = ctl_request(&x->c, &req, CTL_TIMEOUT_MS);
+		if (r == 0 && ctl_reply_error(&x->c, "record"))
+			r = 1;
+		if (r == 0) {
+			x->started = true;
+			started++;
+			continue;
+		}
+		ctl_close(&x->c);
+		x->connected = false;
+		if (best_effort)
+			fprintf(stderr, "mark: record: process %d skipped (the reason is above)\n", (int)x->pid);
+		else
+			abort_all = true;
+	}
 	mark_proto_buf_free(&req);
-	if (r == 0 && ctl_reply_error(&c, "record"))
-		r = 1;
-	if (r) {
+	if (abort_all) {
+		/* All or nothing: end what started (a controller's recording ends with its connection). */
+		for (size_t i = 0; i < n; i++) {
+			if (!t[i].started)
+				continue;
+			if (detach && ctl_stop_dir(&t[i].c, dir) == 0)
+				ctl_reply_error(&t[i].c, "record: undoing the start");
+			t[i].started = false;
+			fprintf(stderr, "mark: record: stopped the recording of process %d again: the command "
+				"records all of its --pid processes or none\n", (int)t[i].pid);
+		}
+		started = 0;
+	}
+	if (started == 0) {
 		/* Leave no empty directory of ours behind for a recording that never started. */
 		if (created)
 			unlinkat(parent_fd, leaf, AT_REMOVEDIR);   /* only if still empty */
 		close(parent_fd);
-		ctl_close(&c);
-		return 1;
+		goto out;
 	}
 	close(parent_fd);
+	status = 0;
 	if (detach) {
-		/* No controller: the process records until `mark stop PID` or its exit. */
-		ctl_close(&c);
-		if (!quiet)
-			fprintf(stderr, "mark: process %d (%s) records into %s, detached; `mark stop %d` ends the "
-				"recording\n", (int)pid, c.comm, dir, (int)pid);
-		return 0;
+		/* No controller: each process records until `mark stop PID` or its exit. */
+		for (size_t i = 0; i < n; i++) {
+			if (!t[i].started)
+				continue;
+			if (!quiet)
+				fprintf(stderr, "mark: process %d (%s) records into %s, detached; `mark stop %d` ends the "
+					"recording\n", (int)t[i].pid, t[i].c.comm, dir, (int)t[i].pid);
+		}
+		goto out;
 	}
 
 	struct sigaction sa = { .sa_handler = on_stop_signal }, old[3];
@@ -443,15 +638,28 @@ int cli_record_pid(int argc, char **argv)
 	for (int i = 0; i < 3; i++)
 		sigaction(sigs[i], &sa, &old[i]);
 	if (!quiet) {
-		fprintf(stderr, "mark: recording process %d (%s) into %s", (int)pid, c.comm, dir);
+		if (!multi) {
+			fprintf(stderr, "mark: recording process %d (%s) into %s", (int)t[0].pid, t[0].c.comm, dir);
+		} else {
+			fprintf(stderr, "mark: recording %zu processes (", started);
+			const char *sep = "";
+			for (size_t i = 0; i < n; i++)
+				if (t[i].started) {
+					fprintf(stderr, "%s%d %s", sep, (int)t[i].pid, t[i].c.comm);
+					sep = ", ";
+				}
+			fprintf(stderr, ") into %s", dir);
+		}
 		if (duration > 0)
 			fprintf(stderr, " for %g s", duration);
 		fprintf(stderr, "; Ctrl-C stops\n");
 	}
 	struct liveline *line = quiet ? NULL : liveline_start(dir);
 	double end = duration > 0 ? now_s() + duration : 0;
-	bool exited = false;
-	while (!stop_requested) {
+	struct pollfd *pfd = calloc(n, sizeof(*pfd));
+	size_t *which = calloc(n, sizeof(*which));
+	size_t running = started;
+	while (!stop_requested && running > 0 && pfd && which) {
 		int timeout = 250;
 		if (end > 0) {
 			double left = end - now_s();
@@ -460,40 +668,70 @@ int cli_record_pid(int argc, char **argv)
 			if (left * 1000 < timeout)
 				timeout = (int)(left * 1000) + 1;
 		}
-		struct pollfd pfd = { .fd = c.fd, .events = POLLIN };
-		int pr = poll(&pfd, 1, timeout);
-		if (pr > 0) {
+		nfds_t np = 0;
+		for (size_t i = 0; i < n; i++)
+			if (t[i].started && !t[i].exited) {
+				pfd[np] = (struct pollfd){ .fd = t[i].c.fd, .events = POLLIN };
+				which[np++] = i;
+			}
+		int pr = poll(pfd, np, timeout);
+		for (nfds_t k = 0; pr > 0 && k < np; k++) {
+			if (!pfd[k].revents)
+				continue;
 			/* The agent sends nothing unasked: readable means closed. */
 			char byte;
-			if (recv(c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) {
-				exited = true;
-				break;
-			}
+			struct rec_target *x = &t[which[k]];
+			if (recv(x->c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
+				continue;
+			/*
+			 * That process exited (or its agent ended our connection):
+			 * its trace is finished (or completed from its buffers)
+			 * now; the others record on.
+			 */
+			x->exited = true;
+			running--;
+			if (!quiet)
+				fprintf(stderr, "%smark: process %d (%s) exited during the recording%s\n",
+					line ? "\r\033[K" : "", (int)x->pid, x->c.comm,
+					running ? "; the other processes record on" : "");
+			if (finish_after_exit(multi ? x->sub : dir, x->pid))
+				status = 1;
 		}
 	}
+	free(pfd);
+	free(which);
 	liveline_stop(line);
 	for (int i = 0; i < 3; i++)
 		sigaction(sigs[i], &old[i], NULL);
 
-	int status = 0;
-	if (!exited) {
-		r = ctl_simple_request(&c, MARK_MSG_TRACE_STOP, 60000);
-		if (r == 0 && ctl_reply_error(&c, "record: stopping"))
+	for (size_t i = 0; i < n; i++) {
+		struct rec_target *x = &t[i];
+		if (!x->started || x->exited)
+			continue;
+		int r = ctl_simple_request(&x->c, MARK_MSG_TRACE_STOP, 60000);
+		if (r == 0 && ctl_reply_error(&x->c, "record: stopping")) {
 			status = 1;
-		else if (r)
-			exited = ctl_process_gone(pid);
-		if (r && !exited)
-			status = 1;
-	}
-	ctl_close(&c);
-	if (exited) {
-		if (!quiet)
-			fprintf(stderr, "mark: process %d (%s) exited during the recording\n", (int)pid, c.comm);
-		if (finish_after_exit(dir, pid))
-			status = 1;
+		} else if (r) {
+			x->exited = ctl_process_gone(x->pid);
+			if (!x->exited)
+				status = 1;
+			else {
+				if (!quiet)
+					fprintf(stderr, "mark: process %d (%s) exited during the recording\n", (int)x->pid,
+						x->c.comm);
+				if (finish_after_exit(multi ? x->sub : dir, x->pid))
+					status = 1;
+			}
+		}
 	}
 	if (!quiet)
-		print_summary(dir, pid, c.comm);
+		print_totals(dir, t, n, multi);
+out:
+	for (size_t i = 0; t && i < n; i++)
+		if (t[i].connected)
+			ctl_close(&t[i].c);
+	free(t);
+	free(pids);
 	return status;
 }
 

@@ -5,6 +5,10 @@
 #include "trace_value.h"
 #include "trace_time.h"
 #include "filter/filter.h"
+#include "trace_native.h"
+
+#include <math.h>
+#include <signal.h>
 
 #include <getopt.h>
 #include <stdint.h>
@@ -31,6 +35,14 @@ static const char view_usage[] =
 	"                     an event without a field EXPR names is not shown\n"
 	"  -r, --relative     times in seconds since the first event instead of clock time\n"
 	"  -u, --utc          clock times in UTC instead of the local time zone\n"
+	"  -F, --follow       keep printing events as they reach the trace, like tail -f,\n"
+	"                     for a recording in progress (mark's own traces: DIR/pid-P/\n"
+	"                     of every process and their chunks); ends when every\n"
+	"                     process's recording has ended, or on Ctrl-C, with a\n"
+	"                     summary on stderr.  Events print in time order, each\n"
+	"                     once it is --holdback old\n"
+	"      --holdback SECONDS  how long --follow holds an event back for older ones\n"
+	"                     from other threads and processes (default 1; decimals)\n"
 	"      --progress     show the reading progress on stderr (by default only when\n"
 	"                     stderr is a terminal and stdout is not)\n"
 	"  -h, --help         this help\n"
@@ -214,6 +226,64 @@ static void view_discarded(const struct trace_loss *loss, void *arg)
 		flush_lines(v);
 }
 
+static volatile sig_atomic_t follow_stop;
+
+static void on_follow_signal(int sig)
+{
+	(void)sig;
+	follow_stop = 1;
+}
+
+/* --follow: write what each round printed, at once (a reader waits for it). */
+static int follow_flush(void *arg)
+{
+	struct view_state *v = arg;
+	int rc = flush_lines(v);
+	if (fflush(stdout) != 0)
+		rc = 1;
+	return rc;
+}
+
+static int follow_finished(const char *path)
+{
+	struct live_stats st;
+	if (live_stats_read_one(path, &st) != 0)
+		return -1;
+	return st.unfinished == 0;
+}
+
+/* `mark view --follow DIR`: see trace_native_follow(). */
+static int view_follow(const char *dir, struct view_state *v, double holdback)
+{
+	if (trace_check_directory(dir) != 0)
+		return 1;
+	struct sigaction sa = { .sa_handler = on_follow_signal }, old[2];
+	sigemptyset(&sa.sa_mask);
+	const int sigs[2] = { SIGINT, SIGTERM };
+	for (int i = 0; i < 2; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	uint64_t late = 0;
+	size_t traces = 0;
+	struct trace_follow_opts fo = { .holdback_ns = (int64_t)(holdback * 1e9), .stop = &follow_stop,
+					.flush = follow_flush, .late = &late, .traces = &traces,
+					.finished = follow_finished };
+	struct trace_reader_ops ops = { .native_ok = true, .event = view_event, .discarded = view_discarded };
+	int r = trace_native_follow(dir, &ops, v, &fo);
+	follow_flush(v);
+	for (int i = 0; i < 2; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	fprintf(stderr, "mark: follow: %" PRIu64 " events shown, %" PRIu64 " lost, from %zu trace%s; %s\n", v->shown,
+		v->lost, traces, traces == 1 ? "" : "s",
+		follow_stop ? "stopped by a signal" : r == 0 || r == 1 ? "the recording ended" : "stopped");
+	if (late)
+		fprintf(stderr, "mark: follow: %" PRIu64 " events reached the trace more than the hold-back (%g s) "
+			"after others printed before them and were printed late, out of order; `mark view %s` "
+			"shows them in order (or use a longer --holdback)\n", late, holdback, cli_text(dir));
+	/* A process killed during the recording: its last events are in its buffers. */
+	live_warn_incomplete(stderr, dir, false);
+	return r == 0 || r == 2 ? 0 : 1;
+}
+
 static int view_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -223,17 +293,20 @@ static int view_run(int argc, char **argv)
 		{ "utc", no_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "progress", no_argument, NULL, 'P' },
+		{ "follow", no_argument, NULL, 'F' },
+		{ "holdback", required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct view_state v = { .globs = NULL };
-	bool progress = false;
+	bool progress = false, follow = false;
+	double holdback = 1.0;
 	const char *filter_text = NULL;
 	char *globs[argc > 0 ? argc : 1];
 	v.globs = globs;
 	int c;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+e:f:ruh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:f:ruhF", opts, NULL)) != -1) {
 		switch (c) {
 		case 'e':
 			if (cli_glob_check("view", "-e", optarg) != 0)
@@ -245,6 +318,17 @@ static int view_run(int argc, char **argv)
 		case 'u': v.utc = 1; break;
 		case 'h': fputs(view_usage, stdout); return 0;
 		case 'P': progress = true; break;
+		case 'F': follow = true; break;
+		case 'H': {
+			char *end;
+			holdback = strtod(optarg, &end);
+			if (end == optarg || *end || !(holdback >= 0) || !isfinite(holdback) || holdback > 3600) {
+				cli_error("view: bad --holdback \"%s\": give seconds, 0 to 3600 (decimals allowed)",
+					  cli_text(optarg));
+				return 2;
+			}
+			break;
+		}
 		default:
 			cli_error("view: %s: unknown option or missing argument; see `mark view --help`",
 				  argv[optind - 1]);
@@ -262,6 +346,16 @@ static int view_run(int argc, char **argv)
 	v.filter = filter;
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	if (follow) {
+		int st = view_follow(argv[optind], &v, holdback);
+		strbuf_release(&v.line);
+		mark_filter_free(filter);
+		for (size_t i = 0; i < v.nnames; i++)
+			free(v.names[i]);
+		for (size_t i = 0; i < VIEW_NAME_SLOTS; i++)
+			free(v.escaped[i].text);
+		return st;
+	}
 	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(progress, true),
 					.event = view_event, .discarded = view_discarded };
 	int r = trace_read(argv[optind], &ops, &v);

@@ -10,6 +10,7 @@
 #include "agent/agent.h"
 #include "text.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -419,4 +420,51 @@ int ctl_stop_dir(struct ctl_conn *c, const char *dir)
 	int r = ctl_request(c, &req, 60000);
 	mark_proto_buf_free(&req);
 	return r;
+}
+
+/*
+ * `--name COMM` (record, stop): every process whose /proc/PID/comm is COMM (this command
+ * excepted), appended to *pids.  comm is what the kernel keeps (the first
+ * 15 bytes of the program's name, or what the program set with
+ * PR_SET_NAME); it is compared byte for byte, never printed unescaped.
+ * Returns 0, or -1 (said, prefixed with `what`).
+ */
+int ctl_pids_named(const char *what, const char *comm, pid_t **pids, size_t *n, size_t *cap)
+{
+	DIR *d = opendir("/proc");
+	if (!d) {
+		cli_error("%s: cannot list /proc to find the processes named \"%s\": %s", what, cli_text(comm),
+			  strerror(errno));
+		return -1;
+	}
+	struct dirent *de;
+	int rc = 0;
+	while (rc == 0 && (de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		if (end == de->d_name || *end || pid <= 0 || pid > INT_MAX || pid == (long)getpid())
+			continue;
+		char path[64], name[64];
+		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;   /* gone meanwhile, or hidden (hidepid=): not ours to record */
+		ssize_t len = read(fd, name, sizeof(name) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		name[len] = '\0';
+		if (name[len - 1] == '\n')
+			name[len - 1] = '\0';
+		if (strcmp(name, comm) != 0)
+			continue;
+		if (*n == *cap && cli_array_grow(pids, cap, sizeof(**pids), 16)) {
+			cli_error("%s: out of memory listing the processes named \"%s\"", what, cli_text(comm));
+			rc = -1;
+			break;
+		}
+		(*pids)[(*n)++] = (pid_t)pid;
+	}
+	closedir(d);
+	return rc;
 }

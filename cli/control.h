@@ -46,6 +46,12 @@ struct ctl_conn {
 /* The process has exited (no such process, or a zombie). */
 bool ctl_process_gone(pid_t pid);
 
+/*
+ * `--name COMM`: append to *pids (cli_array_grow'n, *n of *cap) every
+ * process whose /proc/PID/comm is exactly COMM, this one excepted.
+ * Returns 0, or -1 after an error message prefixed with `what`.
+ */
+int ctl_pids_named(const char *what, const char *comm, pid_t **pids, size_t *n, size_t *cap);
 /* Parse a PID argument; prints an error and returns false if it is not one. */
 bool ctl_parse_pid(const char *text, pid_t *pid);
 

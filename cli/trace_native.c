@@ -52,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -134,6 +135,9 @@ struct tn_reader {
 	uint64_t next_index;
 	int64_t last_ns;
 	bool have_last;
+	/* --follow (trace_native_follow): a stream's end is "nothing complete yet" */
+	bool follow;
+	size_t shown_traces;         /* ntraces as the callbacks see it          */
 	/* progress (ops->progress) */
 	bool progress, tty;
 	uint64_t total_bytes, events;
@@ -306,6 +310,17 @@ static void free_class(struct tn_class *k)
 }
 
 /* One `event { ... };` block as metadata.c writes it; NULL if it is not. */
+/* What a trace owns besides its path (which is the caller's). */
+static void free_trace_contents(struct tn_trace *t)
+{
+	if (t->classes)
+		for (size_t j = 0; j <= MARK_TF_MAX_ID; j++)
+			free_class(t->classes[j]);
+	free(t->classes);
+	free(t->procname);
+	free(t->hostname);
+}
+
 static struct tn_class *parse_event(struct cur *c, unsigned *id)
 {
 	struct tn_class *k = calloc(1, sizeof(*k) + MAX_FIELDS * sizeof(struct tn_field));
@@ -655,6 +670,30 @@ static int load_packet(struct tn_reader *r, struct tn_stream *s)
 }
 
 /*
+ * Following a recording, the tracer describes markers as they appear
+ * (metadata is replaced whole, by rename, before any packet holds their
+ * events: src/tracer/consumer.c ensure_metadata).  Read it again and adopt
+ * the classes of ids we did not have; classes already in use are kept (an
+ * id's class never changes within a trace, and streams point at them).
+ * The clock is kept too, so that times read so far and from now on compare.
+ */
+static bool reload_classes(struct tn_reader *r, struct tn_trace *t)
+{
+	struct tn_trace fresh = { .path = t->path, .index = t->index };
+	bool adopted = false;
+	if (load_metadata(r, &fresh) == 0 && memcmp(fresh.uuid, t->uuid, sizeof(t->uuid)) == 0) {
+		for (size_t j = 0; j <= MARK_TF_MAX_ID; j++)
+			if (!t->classes[j] && fresh.classes[j]) {
+				t->classes[j] = fresh.classes[j];
+				fresh.classes[j] = NULL;
+				adopted = true;
+			}
+	}
+	free_trace_contents(&fresh);
+	return adopted;
+}
+
+/*
  * Decode the event at the stream's position (or move to the next packet).
  * Returns 1 when s has a next message, 0 at the end of the stream, -1 on
  * error (printed).
@@ -666,7 +705,9 @@ static int next_message(struct tn_reader *r, struct tn_stream *s)
 		uint64_t pos = (s->pos + 7) & ~(uint64_t)7;
 		if (pos >= s->content_bytes) {
 			s->pkt_off += s->pkt_bytes;
-			if (s->pkt_off >= s->file_size)
+			s->pkt_bytes = s->content_bytes = s->pos = 0;
+			/* Following, the next packet may still be being written: follow_poll() loads it once whole. */
+			if (r->follow || s->pkt_off >= s->file_size)
 				return 0;
 			return load_packet(r, s) == 0 ? 1 : -1;
 		}
@@ -678,6 +719,8 @@ static int next_message(struct tn_reader *r, struct tn_stream *s)
 		}
 		unsigned id = le16(p + pos + 8);
 		const struct tn_class *k = id <= MARK_TF_MAX_ID ? t->classes[id] : NULL;
+		if (!k && r->follow && id <= MARK_TF_MAX_ID && reload_classes(r, t))
+			k = t->classes[id];   /* a marker described after we read the metadata */
 		if (!k) {
 			tn_error(r, t, s->name, s->pkt_off + pos, "event id %u is not in the metadata", id);
 			return -1;
@@ -793,17 +836,24 @@ static int cmp_stream(const void *a, const void *b)
 	return x->instance_id < y->instance_id ? -1 : x->instance_id > y->instance_id;
 }
 
+/* A listing of the directory dfd (a descriptor of its own: dfd stays usable), or NULL. */
+static DIR *dir_listing(int dfd)
+{
+	int lfd = dup(dfd);
+	DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+	if (!d && lfd >= 0)
+		close(lfd);
+	return d;
+}
+
 /* Open the stream files of t.  0, TRACE_NATIVE_NOT_MINE or -1 (printed). */
 static int open_streams(struct tn_reader *r, struct tn_trace *t)
 {
 	int dfd = open(t->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return TRACE_NATIVE_NOT_MINE;
-	int lfd = dup(dfd);
-	DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+	DIR *d = dir_listing(dfd);
 	if (!d) {
-		if (lfd >= 0)
-			close(lfd);
 		close(dfd);
 		return TRACE_NATIVE_NOT_MINE;
 	}
@@ -871,13 +921,7 @@ static void free_reader(struct tn_reader *r)
 	free(r->streams);
 	free(r->heap);
 	for (size_t i = 0; i < r->ntraces; i++) {
-		struct tn_trace *t = &r->traces[i];
-		if (t->classes)
-			for (size_t j = 0; j <= MARK_TF_MAX_ID; j++)
-				free_class(t->classes[j]);
-		free(t->classes);
-		free(t->procname);
-		free(t->hostname);
+		free_trace_contents(&r->traces[i]);
 	}
 	free(r->traces);
 }
@@ -966,16 +1010,47 @@ static void packet_begins(struct tn_reader *r, struct tn_stream *s, const struct
 			.pid = s->trace->vpid > 0 ? s->trace->vpid : -1,
 			.tid = s->tid > 0 ? s->tid : -1,
 			.procname = s->trace->procname,
-			.ntraces = r->ntraces,
+			.ntraces = r->shown_traces,
 		};
 		ops->discarded(&loss, arg);
 	}
 }
 
+/* Hand the stream's current message (a packet beginning or an event) to the callbacks. */
+static int emit_message(struct tn_reader *r, struct tn_stream *s, const struct trace_reader_ops *ops, void *arg)
+{
+	if (s->at_packet) {
+		packet_begins(r, s, ops, arg);
+		return 0;
+	}
+	if (!ops->event)
+		return 0;
+	const uint8_t *p = s->buf + s->ev_off;
+	struct trace_native_event nev = { .trace = s->trace, .cls = s->cls, .payload = p + 16, .end = s->buf + s->ev_end };
+	struct trace_event ev = {
+		.name = s->cls->name,
+		.has_time = true,
+		.ns = s->ns,
+		.clock_is_epoch = true,
+		.cpu = le32(p + 12),
+		.pid = s->trace->vpid > 0 ? s->trace->vpid : -1,
+		.tid = s->tid > 0 ? s->tid : -1,
+		.stream_index = s->index,
+		.procname = s->trace->procname,
+		.trace = s->trace,
+		.native = &nev,
+		.ntraces = r->shown_traces,
+	};
+	int rc = ops->event(&ev, arg);
+	if (rc == 0)
+		progress_tick(r);
+	return rc;
+}
+
 int trace_native_read(char *const *paths, size_t n, const char *directory, const struct trace_reader_ops *ops,
 		      void *arg)
 {
-	struct tn_reader r = { .directory = directory, .ntraces = n };
+	struct tn_reader r = { .directory = directory, .ntraces = n, .shown_traces = n };
 	int rc = 0;
 	if (!(r.traces = calloc(n ? n : 1, sizeof(*r.traces)))) {
 		fprintf(stderr, "mark: out of memory reading %s\n", cli_text(directory));
@@ -1021,30 +1096,9 @@ int trace_native_read(char *const *paths, size_t n, const char *directory, const
 		}
 		r.last_ns = s->ns;
 		r.have_last = true;
-		if (s->at_packet) {
-			packet_begins(&r, s, ops, arg);
-		} else if (ops->event) {
-			const uint8_t *p = s->buf + s->ev_off;
-			struct trace_native_event nev = { .trace = s->trace, .cls = s->cls, .payload = p + 16, .end = s->buf + s->ev_end };
-			struct trace_event ev = {
-				.name = s->cls->name,
-				.has_time = true,
-				.ns = s->ns,
-				.clock_is_epoch = true,
-				.cpu = le32(p + 12),
-				.pid = s->trace->vpid > 0 ? s->trace->vpid : -1,
-				.tid = s->tid > 0 ? s->tid : -1,
-				.stream_index = s->index,
-				.procname = s->trace->procname,
-				.trace = s->trace,
-				.native = &nev,
-				.ntraces = r.ntraces,
-			};
-			rc = ops->event(&ev, arg);
-			if (rc != 0)
-				break;
-			progress_tick(&r);
-		}
+		rc = emit_message(&r, s, ops, arg);
+		if (rc != 0)
+			break;
 		int more = next_message(&r, s);
 		if (more < 0) {
 			rc = -1;
@@ -1056,6 +1110,351 @@ int trace_native_read(char *const *paths, size_t n, const char *directory, const
 	}
 	if (r.progress)
 		progress_draw(&r, true, rc == 0);
+	free_reader(&r);
+	return rc;
+}
+
+/* ---------------- following a recording in progress ---------------- */
+
+/*
+ * trace_native_follow(): `mark view --follow DIR`.
+ *
+ * What is safe to read: the consumer appends whole packets to a stream
+ * file with one writev (header first, src/tracer/consumer.c emit_packet),
+ * and the kernel extends a file's size only over bytes already copied in,
+ * so a packet whose header we can read and whose packet_size bytes all lie
+ * below the file's size is complete.  A shorter tail is a packet still
+ * being written (or, after a crash, one recovery will cut off): we wait.
+ * Every packet is then checked as load_packet() always does; one that is
+ * bad ends that stream (said on stderr), never the others.
+ *
+ * Files and directories: DIR itself and every sub-directory of DIR (not
+ * deeper, no dot names) that holds a `metadata` file is a trace: pid-P/ of
+ * each process, pid-P.chunk-K/ of chunks.  A stream file is known by device
+ * and inode, so one renamed from pid-P/ into a sealed chunk while we read
+ * it is the same stream (our descriptor keeps reading it, even if
+ * --max-size deletes the chunk later), never read twice.
+ *
+ * Order: within a stream, as written.  Across streams, the message with
+ * the least time is handed out once it is older than `holdback` before the
+ * wall clock (the trace's clock is wall-clock time, docs/tracer.md
+ * "Clock"): a live stream's next packet is written within about 10 ms of
+ * its events (the consumer's period), so any event recorded before it has
+ * reached a file by then, unless its process was not scheduled for longer
+ * than the hold-back.  Such a late event is printed when it arrives, out of
+ * order, and counted (*fo->late).  When the recording has ended, the rest
+ * is handed out in order at once.
+ *
+ * The end: every process's trace (DIR/pid-P/, its .mark-stats) says stopped
+ * or recovered, or its process is gone (killed: `mark recover` completes
+ * it); or *fo->stop (SIGINT).
+ */
+struct fl_state {
+	struct tn_trace **traces;    /* each malloc'd: streams point at them     */
+	size_t cap;
+	struct fl_dir { dev_t dev; ino_t ino; } *tdirs;   /* per trace            */
+	struct fl_file { dev_t dev; ino_t ino; } *files;  /* per stream           */
+	size_t files_cap;
+	bool *dead;                  /* per stream: bad input, not read any more */
+	size_t dead_cap;
+	bool failed;
+};
+
+/* Larger than any packet the tracer writes (at most a buffer, <= 4 GiB). */
+#define FOLLOW_MAX_PACKET (UINT64_C(4) << 30)
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A directory of DIR holding a mark trace we do not know yet: add it. */
+static void fl_add_trace(struct tn_reader *r, struct fl_state *f, const char *directory, const char *name,
+			 const struct stat *st)
+{
+	for (size_t i = 0; i < r->ntraces; i++)
+		if (f->tdirs[i].dev == st->st_dev && f->tdirs[i].ino == st->st_ino)
+			return;
+	struct tn_trace *t = calloc(1, sizeof(*t));
+	if (!t || asprintf(&t->path, "%s%s%s", directory, *name ? "/" : "", name) < 0) {
+		free(t);
+		return;
+	}
+	t->index = r->ntraces;
+	/* No metadata yet (the tracer writes it first thing): try again next round. */
+	if (load_metadata(r, t) != 0) {
+		free_trace_contents(t);
+		free(t->path);
+		free(t);
+		return;
+	}
+	if (r->ntraces == f->cap) {
+		size_t cap = f->cap;
+		if (cli_array_grow(&f->traces, &cap, sizeof(*f->traces), 8) ||
+		    cli_array_grow(&f->tdirs, &f->cap, sizeof(*f->tdirs), 8)) {
+			fprintf(stderr, "mark: out of memory following %s\n", cli_text(directory));
+			f->failed = true;
+			return;   /* t leaks: we are about to stop */
+		}
+	}
+	f->traces[r->ntraces] = t;
+	f->tdirs[r->ntraces] = (struct fl_dir){ st->st_dev, st->st_ino };
+	r->ntraces++;
+}
+
+/* New stream files of trace t (opened relative to its directory, never through a link). */
+static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_trace *t)
+{
+	int dfd = open(t->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = dfd < 0 ? NULL : dir_listing(dfd);
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;   /* deleted (--max-size): its streams we opened read on */
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || strcmp(de->d_name, MARK_TF_METADATA) == 0)
+			continue;
+		struct stat st;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		bool known = false;
+		for (size_t i = 0; i < r->nstreams && !known; i++)
+			known = f->files[i].dev == st.st_dev && f->files[i].ino == st.st_ino;
+		if (known)
+			continue;
+		int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		struct stat fst;
+		if (fd < 0)
+			continue;   /* renamed into a chunk meanwhile: found there */
+		if (fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode) || fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
+			close(fd);
+			continue;
+		}
+		struct tn_stream *s = calloc(1, sizeof(*s));
+		if (!s || !(s->name = strdup(de->d_name)) ||
+		    (r->nstreams == r->cap && (cli_array_grow(&r->heap, &(size_t){ r->cap }, sizeof(*r->heap), 16) ||
+					      cli_array_grow(&f->files, &(size_t){ r->cap }, sizeof(*f->files), 16) ||
+					      cli_array_grow(&f->dead, &(size_t){ r->cap }, sizeof(*f->dead), 16) ||
+					      cli_array_grow(&r->streams, &r->cap, sizeof(*r->streams), 16)))) {
+			fprintf(stderr, "mark: out of memory following %s\n", cli_text(r->directory));
+			if (s)
+				free(s->name);
+			free(s);
+			close(fd);
+			f->failed = true;
+			break;
+		}
+		s->trace = t;
+		s->fd = fd;
+		s->tid = -1;
+		f->files[r->nstreams] = (struct fl_file){ st.st_dev, st.st_ino };
+		f->dead[r->nstreams] = false;
+		r->streams[r->nstreams++] = s;
+	}
+	closedir(d);
+	close(dfd);
+}
+
+static void fl_discover(struct tn_reader *r, struct fl_state *f, const char *directory)
+{
+	int dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd < 0 ? NULL : dir_listing(dfd);
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	struct stat st;
+	if (faccessat(dfd, MARK_TF_METADATA, F_OK, AT_SYMLINK_NOFOLLOW) == 0 && fstat(dfd, &st) == 0)
+		fl_add_trace(r, f, directory, "", &st);
+	struct dirent *de;
+	while ((de = readdir(d)) && !f->failed) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+			continue;
+		int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			continue;
+		if (faccessat(sub, MARK_TF_METADATA, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			fl_add_trace(r, f, directory, de->d_name, &st);
+		close(sub);
+	}
+	closedir(d);
+	close(dfd);
+	for (size_t i = 0; i < r->ntraces && !f->failed; i++)
+		fl_add_streams(r, f, f->traces[i]);
+}
+
+/*
+ * Load the stream's next packet if it is whole in the file.  1: s has a
+ * next message; 0: nothing complete yet; -1: bad input (printed).
+ */
+static int fl_poll_stream(struct tn_reader *r, struct tn_stream *s)
+{
+	struct stat st;
+	if (fstat(s->fd, &st) != 0)
+		return 0;
+	uint64_t size = (uint64_t)st.st_size;
+	uint8_t h[PKT_HEADER];
+	if (size < s->pkt_off || size - s->pkt_off < PKT_HEADER || !read_at(s->fd, h, sizeof(h), s->pkt_off))
+		return 0;
+	if (s->pkt_off == 0)
+		s->instance_id = le64(h + 24);   /* load_packet checks every later packet against it */
+	uint64_t bytes = le64(h + 56) / 8;
+	/*
+	 * The header is written first, whole: a bad magic or an impossible
+	 * size is bad data now, not a packet in progress (load_packet says
+	 * which).  Otherwise a packet not yet all in the file is in progress.
+	 */
+	bool sane = le32(h) == MARK_TF_CTF_MAGIC && bytes >= PKT_HEADER && bytes <= FOLLOW_MAX_PACKET;
+	if (sane && size - s->pkt_off < bytes)
+		return 0;
+	s->file_size = size;
+	return load_packet(r, s) == 0 ? 1 : -1;   /* a packet beginning: its events follow from next_message() */
+}
+
+/* Insert s into the heap of streams with a next message. */
+static void heap_push(struct tn_reader *r, struct tn_stream *s)
+{
+	size_t i = r->nheap++;
+	r->heap[i] = s;
+	while (i > 0) {
+		size_t up = (i - 1) / 2;
+		if (!before(r->heap[i], r->heap[up]))
+			break;
+		struct tn_stream *tmp = r->heap[i];
+		r->heap[i] = r->heap[up];
+		r->heap[up] = tmp;
+		i = up;
+	}
+}
+
+/* Has every process's recording ended?  (At least one trace must exist.) */
+static bool fl_recording_ended(const struct tn_reader *r, const struct fl_state *f,
+			       const struct trace_follow_opts *fo)
+{
+	size_t live = 0;
+	for (size_t i = 0; i < r->ntraces; i++) {
+		const struct tn_trace *t = f->traces[i];
+		const char *base = strrchr(t->path, '/');
+		base = base ? base + 1 : t->path;
+		/* Sealed chunks (pid-P.chunk-K) and exec'd images (pid-P.K) are finished by definition. */
+		char *end;
+		if (strncmp(base, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) != 0)
+			continue;
+		long pid = strtol(base + strlen(MARK_TF_CHILD_PREFIX), &end, 10);
+		if (*end || pid <= 0 || pid > INT_MAX)
+			continue;
+		live++;
+		int done = fo->finished(t->path);
+		if (done < 0)
+			return false;   /* no statistics yet: the process is starting */
+		if (done > 0)
+			continue;   /* stopped or recovered */
+		if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
+			return false;   /* still running (a reused pid reads as running: we wait) */
+	}
+	return live > 0 || r->ntraces > 0;
+}
+
+int trace_native_follow(const char *directory, const struct trace_reader_ops *ops, void *arg,
+			const struct trace_follow_opts *fo)
+{
+	struct tn_reader r = { .directory = directory, .follow = true, .shown_traces = 2 };
+	struct fl_state f = { 0 };
+	int rc = 0;
+	bool ending = false;
+	int64_t last_shown = INT64_MIN;
+	for (;;) {
+		bool stop = fo->stop && *fo->stop;
+		/* Read the end state before the last look at the files: what was written before it is then seen. */
+		bool ended = stop || fl_recording_ended(&r, &f, fo);
+		fl_discover(&r, &f, directory);
+		if (f.failed) {
+			rc = -1;
+			break;
+		}
+		for (size_t i = 0; i < r.nstreams; i++) {
+			struct tn_stream *s = r.streams[i];
+			bool queued = false;
+			for (size_t k = 0; k < r.nheap && !queued; k++)
+				queued = r.heap[k] == s;
+			if (queued || f.dead[i])
+				continue;
+			int got = fl_poll_stream(&r, s);
+			if (got < 0) {
+				f.dead[i] = true;
+				rc = 1;
+			} else if (got > 0) {
+				heap_push(&r, s);
+			}
+		}
+		const int64_t release = ended ? INT64_MAX : realtime_ns() - fo->holdback_ns;
+		while (r.nheap > 0 && r.heap[0]->ns <= release) {
+			struct tn_stream *s = r.heap[0];
+			if (!s->at_packet && s->ns < last_shown && fo->late)
+				(*fo->late)++;
+			if (!s->at_packet && s->ns > last_shown)
+				last_shown = s->ns;
+			int e = emit_message(&r, s, ops, arg);
+			if (e != 0) {
+				rc = e;
+				goto done;
+			}
+			int more = next_message(&r, s);
+			/* The packet is done: its next one, if whole already, keeps the stream in the merge. */
+			if (more == 0)
+				more = fl_poll_stream(&r, s);
+			if (more <= 0) {
+				if (more < 0) {
+					for (size_t i = 0; i < r.nstreams; i++)
+						if (r.streams[i] == s)
+							f.dead[i] = true;
+					rc = 1;
+				}
+				r.heap[0] = r.heap[--r.nheap];
+			}
+			heap_down(&r, 0);
+		}
+		if (fo->flush && fo->flush(arg) != 0)
+			break;   /* stdout closed */
+		if (ended && ending)
+			break;   /* a whole round after the end was seen: nothing more can come */
+		ending = ended;
+		if (!ended) {
+			struct timespec nap = { 0, 100 * 1000000 };   /* a poll period, not synchronisation */
+			nanosleep(&nap, NULL);
+		}
+	}
+	/* What a stream still holds beyond its last whole packet was never shown: say so. */
+	for (size_t i = 0; rc == 0 && i < r.nstreams; i++) {
+		struct tn_stream *s = r.streams[i];
+		struct stat st;
+		if (!f.dead[i] && fstat(s->fd, &st) == 0 && (uint64_t)st.st_size > s->pkt_off)
+			fprintf(stderr, "mark: follow: %s/%s ends in %" PRIu64 " bytes of a packet that was not "
+				"finished; its events are not shown\n", cli_text(s->trace->path), cli_text(s->name),
+				(uint64_t)st.st_size - s->pkt_off);
+	}
+done:
+	if (fo->traces)
+		*fo->traces = r.ntraces;
+	free(f.files);
+	free(f.dead);
+	free(f.tdirs);
+	/* free_reader frees an array of traces: ours are separate allocations. */
+	for (size_t i = 0; i < r.ntraces; i++) {
+		struct tn_trace *t = f.traces[i];
+		free_trace_contents(t);
+		free(t->path);
+		free(t);
+	}
+	free(f.traces);
+	r.ntraces = 0;
 	free_reader(&r);
 	return rc;
 }

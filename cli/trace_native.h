@@ -24,6 +24,28 @@
 int trace_native_read(char *const *paths, size_t n, const char *directory, const struct trace_reader_ops *ops,
 		      void *arg);
 
+/*
+ * `mark view --follow`: print the events of the mark trace(s) in
+ * `directory` as they reach the files, until the recording ends or
+ * *stop is set (see the comment in trace_native.c for the order given).
+ * Returns 0, the event callback's non-zero value, 1 if some stream held
+ * bad data (said; the others were read on), or -1 on error (said).
+ */
+#include <signal.h>
+struct trace_follow_opts {
+	int64_t holdback_ns;              /* how long a message waits for older ones   */
+	volatile sig_atomic_t *stop;      /* set by a signal handler: end now           */
+	int (*flush)(void *arg);          /* after each round: write what was printed   */
+	uint64_t *late;                   /* events printed out of order (arrived late) */
+	size_t *traces;                   /* traces (processes, chunks) read            */
+	/* Has the recording of the process whose trace is at path ended
+	 * (1), does it run (0), or has it no statistics yet (-1)?  (From its
+	 * .mark-stats: liveline.h; a callback so that this reader links alone.) */
+	int (*finished)(const char *path);
+};
+int trace_native_follow(const char *directory, const struct trace_reader_ops *ops, void *arg,
+			const struct trace_follow_opts *fo);
+
 void trace_native_payload_append(struct strbuf *sb, const struct trace_native_event *ev,
 				 enum trace_value_style style);
 size_t trace_native_payload_count(const struct trace_native_event *ev);

@@ -55,6 +55,19 @@ if(TARGET mark_cli)
   endforeach()
 endif()
 
+# Several processes in one recording (--pid P1 --pid P2, --name COMM) and
+# `mark view --follow` (issue 13 §4; tests/agent/test_multi.py).
+add_executable(step_target agent/step_target.c)
+target_link_libraries(step_target PRIVATE mark)
+if(TARGET mark_cli)
+  foreach(case pids name follow follow_rotate follow_killed follow_damaged controller_killed)
+    add_test(NAME agent_multi_${case}
+      COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_multi.py ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:step_target> ${CMAKE_CURRENT_BINARY_DIR}/agent-work/multi_${case})
+    set_tests_properties(agent_multi_${case} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
+
 # The fuzz target is built by run.sh with its own sanitizers: running it again
 # in the ASan/TSan builds of `make test` would repeat the same work.
 add_test(NAME agent_fuzz_short
