@@ -61,6 +61,7 @@ def main():
         ("view", [mark, "view", trace], env_native),
         ("view_filter", [mark, "view", "-e", "rb_req_*", trace], env_native),
         ("export", [mark, "export", "-o", "-", trace], env_native),
+        ("export_otlp", [mark, "export", "--format", "otlp", "-o", "-", trace], env_native),
     ]
     med, cpu_med = {}, {}
     for name, args, env in rows:
@@ -101,7 +102,7 @@ def main():
             print("I reader_goal %s %.1f M events/s (goal >= %d M): %s; %.1f M per CPU-second"
                   % (name, rate, goal, "met" if rate >= goal else "NOT met", crate))
     if "cat" in med:
-        for name in ("stats", "view", "export"):
+        for name in ("stats", "view", "export", "export_otlp"):
             if name in med:
                 print("I reader_vs_cat %s reads at %.0f%% of cat's MB/s" % (name, 100 * med["cat"] / med[name]))
     return 0

@@ -26,7 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "pydeps"))
-from test_cli import check, fresh, main, need_babeltrace2, run, skip  # noqa: E402
+from test_cli import check, fresh, main, need_babeltrace2, run, skip, skip_forked_child_under_tsan  # noqa: E402
 
 ROUNDS = 300          # per thread; otlp_target.c has 2 threads
 BATCH = 512           # the most spans or log records export_otlp.c puts in one request
@@ -318,6 +318,7 @@ def case_file(mark, target, workdir):
 def case_fork(mark, target, workdir):
     """Two processes (a forked child's trace in pid-CHILD/): each its resource."""
     schemas()
+    skip_forked_child_under_tsan(target)
     trace = record(mark, target, workdir, "fork", "40", "fork")
     evs = ctf_events(trace)
     check(len({e["pid"] for e in evs}) == 2, "the trace has %d processes, expected 2" % len({e["pid"] for e in evs}))
