@@ -140,6 +140,17 @@ static void add_hex_id(struct strbuf *sb, uint64_t v)
 	strbuf_add(sb, hex, 16);
 }
 
+/* `"traceId": "<32 hex>", "spanId": "<16 hex>"` of an open span. */
+static void add_span_ids(struct strbuf *sb, const struct otlp_open *o)
+{
+	strbuf_add_lit(sb, "\"traceId\": \"");
+	add_hex_id(sb, o->trace_hi);
+	add_hex_id(sb, o->trace_lo);
+	strbuf_add_lit(sb, "\", \"spanId\": \"");
+	add_hex_id(sb, o->span_id);
+	strbuf_add_lit(sb, "\"");
+}
+
 /* ---------------- output ---------------- */
 
 static int http_post(struct otlp_http *h, enum otlp_kind kind, const struct iovec *body, int nbody);
@@ -351,12 +362,8 @@ static void span_done(struct otlp_export *x, const struct pair_span *span, int w
 	struct otlp_open *o = &t->stack[--t->depth];
 	struct otlp_proc *p = t->proc;
 	struct strbuf *sb = item_begin(p, OTLP_TRACES);
-	strbuf_add_lit(sb, "{\"traceId\": \"");
-	add_hex_id(sb, o->trace_hi);
-	add_hex_id(sb, o->trace_lo);
-	strbuf_add_lit(sb, "\", \"spanId\": \"");
-	add_hex_id(sb, o->span_id);
-	strbuf_add_lit(sb, "\"");
+	strbuf_add_lit(sb, "{");
+	add_span_ids(sb, o);
 	if (t->depth) {
 		strbuf_add_lit(sb, ", \"parentSpanId\": \"");
 		add_hex_id(sb, t->stack[t->depth - 1].span_id);
@@ -501,13 +508,8 @@ static int otlp_event(const struct trace_event *ev, void *arg)
 		return oom(x);
 	add_attributes(sb, tid, x->tmp.data, x->tmp.len);
 	if (t->depth) {
-		const struct otlp_open *o = &t->stack[t->depth - 1];
-		strbuf_add_lit(sb, ", \"traceId\": \"");
-		add_hex_id(sb, o->trace_hi);
-		add_hex_id(sb, o->trace_lo);
-		strbuf_add_lit(sb, "\", \"spanId\": \"");
-		add_hex_id(sb, o->span_id);
-		strbuf_add_lit(sb, "\"");
+		strbuf_add_lit(sb, ", ");
+		add_span_ids(sb, &t->stack[t->depth - 1]);
 	}
 	strbuf_add_lit(sb, "}");
 	x->logs++;
