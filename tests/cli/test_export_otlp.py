@@ -26,7 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "pydeps"))
-from test_cli import check, fresh, main, need_babeltrace2, run, skip, skip_forked_child_under_tsan  # noqa: E402
+from test_cli import check, fixture, fresh, main, need_babeltrace2, run, skip, skip_forked_child_under_tsan  # noqa: E402
 
 ROUNDS = 300          # per thread; otlp_target.c has 2 threads
 BATCH = 512           # the most spans or log records export_otlp.c puts in one request
@@ -48,6 +48,29 @@ def record(mark, target, workdir, name, *args):
     r = run([mark, "record", "-q", "--mode", "block", "-o", trace, "--", target] + list(args), timeout=600)
     check(r.returncode == 0, "record %s: exit %d: %s" % (name, r.returncode, r.stderr[-400:]))
     return trace
+
+
+def json_text(raw):
+    """The string mark's JSON escaping (cli/text.c, shared with the Chrome
+    export) gives a %s's bytes: printable UTF-8 as it is; every other byte
+    (not UTF-8, or a C1 or bidirectional control) as the character U+00XX."""
+    out, i = [], 0
+    while i < len(raw):
+        b = raw[i]
+        n = 2 if 0xc2 <= b <= 0xdf else 3 if 0xe0 <= b <= 0xef else 4 if 0xf0 <= b <= 0xf4 else 1
+        if n > 1:
+            try:
+                c = raw[i:i + n].decode("utf-8")
+                cp = ord(c)
+                if len(c) == 1 and not (cp <= 0x9f or 0x202a <= cp <= 0x202e or 0x2066 <= cp <= 0x2069):
+                    out.append(c)
+                    i += n
+                    continue
+            except UnicodeDecodeError:
+                pass
+        out.append(chr(b))
+        i += 1
+    return "".join(out)
 
 
 def ctf_events(trace):
@@ -73,7 +96,7 @@ def ctf_events(trace):
                 v = v.selected_option
             fc = v.cls
             if isinstance(v, bt2._StringFieldConst):
-                val = {"stringValue": str(v)}
+                val = {"stringValue": json_text(str(v).encode("utf-8", "surrogateescape"))}
             elif isinstance(v, bt2._RealFieldConst):
                 val = {"doubleValue": float(v)}
             elif isinstance(fc, bt2._UnsignedEnumerationFieldClassConst) and len(fc) == 256:
@@ -86,7 +109,7 @@ def ctf_events(trace):
                 val = {"intValue": str(int(v))}
             fields.append((k, val))
         evs.append({"name": ev.name, "ns": msg.default_clock_snapshot.ns_from_origin,
-                    "pid": int(env["vpid"]), "procname": str(env["procname"]),
+                    "pid": int(env["vpid"] if "vpid" in env else env["pid"]), "procname": str(env["procname"]),
                     "tid": int(ev.packet.context_field["tid"]), "fields": fields})
     return evs
 
@@ -326,6 +349,22 @@ def case_fork(mark, target, workdir):
     export(mark, trace, out)
     spans, logs, _ = read_jsonl(out)
     compare(spans, logs, evs)
+
+
+def case_lossy(mark, target, workdir):
+    """A hand-made CTF trace (make_ctf.py, read through libbabeltrace2) with
+    lost events, a begin never ended and strings with every escape form."""
+    schemas()
+    need_babeltrace2()
+    trace = fixture(workdir)
+    evs = ctf_events(trace)
+    out = os.path.join(workdir, "lossy.jsonl")
+    r = export(mark, trace, out)
+    check(re.search(r"\(\d+ ended by the export\).*\((\d+) events lost", r.stderr) is not None and
+          not re.search(r"\(0 events lost", r.stderr), "the summary does not count the lost events: %s" % r.stderr)
+    spans, logs, _ = read_jsonl(out)
+    compare(spans, logs, evs)
+    check(any("mark.end_missing" in attrs(s["attributes"]) for s in spans), "no span ended by the export")
 
 
 class Receiver(http.server.ThreadingHTTPServer):
