@@ -458,6 +458,15 @@ def case_post_fail(mark, target, workdir):
     check(url in r.stderr and "503" in r.stderr, "the error names neither the endpoint nor the status: %s" % r.stderr)
     check(2 <= len(recv.requests) <= 10, "%d attempts (bounded retries expected)" % len(recv.requests))
     check(took < 120, "gave up after %.0f s" % took)
+    # a status that retrying cannot fix: one attempt, its status and body in the message
+    recv = Receiver(always=400)
+    url = serve(recv)
+    r = run([mark, "export", "--format", "otlp", "--endpoint", url + "/", trace], timeout=300)
+    recv.shutdown()
+    check(r.returncode == 1 and len(recv.requests) == 1 and "400" in r.stderr and "busy" in r.stderr,
+          "400: exit %d after %d requests: %s" % (r.returncode, len(recv.requests), r.stderr))
+    check(all(q[0] in ("/v1/traces", "/v1/logs") for q in recv.requests),
+          "URL/ posted to %s" % [q[0] for q in recv.requests])
     # a port nobody listens on
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
