@@ -883,6 +883,9 @@ int export_otlp(const struct export_otlp_options *o, int nargs, char **args)
 			" log records (%" PRIu64 " events lost by the tracer) %s %s%s\n",
 			x.spans, x.ended_by_export, x.logs, x.lost, o->output ? "written to" : "sent to",
 			cli_text(o->output ? o->output : o->endpoint), o->output ? "" : " (ENDPOINT/v1/traces, /v1/logs)");
+	if (x.orphans)
+		fprintf(stderr, "mark export: warning: %" PRIu64 " span ends matched no begin this export saw "
+				"(left out); please report it with the trace\n", x.orphans);
 	for (size_t i = 0; i < x.table_size; i++) {
 		struct otlp_thread *t = x.threads[i];
 		if (!t)
