@@ -365,6 +365,21 @@ def case_lossy(mark, target, workdir):
     spans, logs, _ = read_jsonl(out)
     compare(spans, logs, evs)
     check(any("mark.end_missing" in attrs(s["attributes"]) for s in spans), "no span ended by the export")
+    # test_pairs.py's trace of exact times: one pair spans 3 lost events
+    from test_pairs import b, e, write_trace
+    trace = fresh(workdir, "lost")
+    write_trace(trace, [
+        (101, [(0, [b(1000), e(2000), b(3000), e(5000), b(6000), e(10000), b(20000)]),
+               (3, [e(30000), b(31000), e(32000)])]),
+        (102, [(0, [b(1500), b(1600), e(2100), e(9500), e(9600)])]),
+    ])
+    out = os.path.join(workdir, "lost.jsonl")
+    export(mark, trace, out)
+    spans, logs, _ = read_jsonl(out)
+    compare(spans, logs, ctf_events(trace))
+    lossy = [s for s in spans if attrs(s["attributes"]).get("mark.spans_lost_events") == {"boolValue": True}]
+    check(len(lossy) == 1 and int(lossy[0]["endTimeUnixNano"]) - int(lossy[0]["startTimeUnixNano"]) == 10000,
+          "spans marked as spanning lost events: %s, expected the one of 10000 ns" % lossy)
 
 
 class Receiver(http.server.ThreadingHTTPServer):
