@@ -22,9 +22,12 @@
  * clock time is in otherData (trace_start_ns, trace_start_utc).
  *
  * `--format perfetto` (a native Perfetto protobuf trace) is written by
- * cli/export_perfetto.c, with the output file handling of this one.
+ * cli/export_perfetto.c, with the output file handling of this one;
+ * `--format otlp` (OpenTelemetry OTLP/JSON, to a file or an endpoint) by
+ * cli/export_otlp.c.
  */
 #include "command.h"
+#include "export_otlp.h"
 #include "export_perfetto.h"
 #include "pairs.h"
 #include "trace_reader.h"
@@ -44,6 +47,7 @@
 
 static const char export_usage[] =
 	"usage: mark export [--format chrome|perfetto] [--pair BEGIN,END]... -o FILE DIR\n"
+	"       mark export --format otlp [--pair BEGIN,END]... (-o FILE.jsonl | --endpoint URL) DIR\n"
 	"\n"
 	"Convert the CTF trace in DIR (as written by `mark record`) to another format.\n"
 	"\n"
@@ -68,12 +72,26 @@ static const char export_usage[] =
 	"           the trace's clock, lost events as \"mark_lost_events\" instants.\n"
 	"           Written as it is read: memory does not grow with the trace.\n"
 	"           Mapping and string rules: docs/export.md.\n"
+	"  otlp     OpenTelemetry OTLP/JSON: one ExportTraceServiceRequest or\n"
+	"           ExportLogsServiceRequest per line (at most 512 spans or log records\n"
+	"           each), for the Collector's otlpjsonfile receiver, or POSTed to an\n"
+	"           OTLP/HTTP endpoint.  Begin/end pairs become spans (nested pairs\n"
+	"           as children, the begin's arguments as attributes), every other\n"
+	"           event a log record (body: the marker name; attributes: its\n"
+	"           arguments) in the span open on its thread; service.name and\n"
+	"           process.pid per process, thread.id on each.  See docs/export.md.\n"
 	"\n"
 	"Options:\n"
-	"  -f, --format FMT   output format: chrome (the default) or perfetto\n"
-	"  -o, --output FILE  write to FILE (\"-\" for standard output); required\n"
+	"  -f, --format FMT   output format: chrome (the default), perfetto or otlp\n"
+	"  -o, --output FILE  write to FILE (\"-\" for standard output); required but\n"
+	"                     with --endpoint\n"
 	"      --pair BEGIN,END  also make slices from these two markers (repeatable);\n"
 	"                     the slice is called BEGIN..END\n"
+	"      --endpoint URL  otlp: POST to URL/v1/traces and URL/v1/logs instead of\n"
+	"                     writing a file (http://HOST:PORT, 4318 by default; https is\n"
+	"                     not supported: put a Collector in front); a batch refused\n"
+	"                     with 429/502/503/504 or a failed connection is retried with\n"
+	"                     backoff (Retry-After honoured), 6 attempts at most\n"
 	"      --progress     show the reading progress on stderr (by default only when\n"
 	"                     stderr is a terminal, and FILE is not stdout on it)\n"
 	"  -h, --help         this help\n"
@@ -339,9 +357,10 @@ static int export_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "progress", no_argument, NULL, 'P' },
 		{ "pair", required_argument, NULL, 'p' },
+		{ "endpoint", required_argument, NULL, 'E' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *format = "chrome", *output = NULL;
+	const char *format = "chrome", *output = NULL, *endpoint = NULL;
 	bool progress = false;
 	int c;
 	const char **pair_args = calloc((size_t)argc + 1, sizeof(*pair_args));
@@ -357,12 +376,25 @@ static int export_run(int argc, char **argv)
 		case 'h': fputs(export_usage, stdout); free(pair_args); return 0;
 		case 'P': progress = true; break;
 		case 'p': pair_args[npair_args++] = optarg; break;
+		case 'E': endpoint = optarg; break;
 		default:
 			cli_error("export: %s: unknown option or missing argument; see `mark export --help`",
 				  argv[optind - 1]);
 			free(pair_args);
 			return 2;
 		}
+	}
+	if (strcmp(format, "otlp") == 0) {
+		struct export_otlp_options oo = { .output = output, .endpoint = endpoint, .pairs = pair_args,
+						  .npairs = npair_args, .progress = progress };
+		int st = export_otlp(&oo, argc - optind, argv + optind);
+		free(pair_args);
+		return st;
+	}
+	if (endpoint) {
+		cli_error("export: --endpoint is for --format otlp");
+		free(pair_args);
+		return 2;
 	}
 	struct export_state x = { .out = stdout };
 	char why[512];
@@ -387,7 +419,7 @@ static int export_write(struct export_state *x, const char *format, const char *
 			char **argv)
 {
 	if (strcmp(format, "chrome") != 0 && strcmp(format, "perfetto") != 0) {
-		cli_error("export: unknown format \"%s\"; the supported formats are: chrome, perfetto", format);
+		cli_error("export: unknown format \"%s\"; the supported formats are: chrome, perfetto, otlp", format);
 		return 2;
 	}
 	if (optind != argc - 1) {
@@ -497,4 +529,5 @@ close:
 	return status;
 }
 
-MARK_CLI_COMMAND(export, "export", "convert a trace to Chrome JSON or a Perfetto trace", export_run);
+MARK_CLI_COMMAND(export, "export", "convert a trace to Chrome JSON, a Perfetto trace or OpenTelemetry (OTLP)",
+		 export_run);

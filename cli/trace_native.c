@@ -1627,14 +1627,23 @@ bool trace_native_field_value(const struct trace_native_event *ev, const char *n
 void trace_native_payload_append(struct strbuf *sb, const struct trace_native_event *ev,
 				 enum trace_value_style style)
 {
-	const bool json = style == TRACE_VALUE_JSON;
+	const bool json = style == TRACE_VALUE_JSON, otlp = style == TRACE_VALUE_OTLP;
 	const struct tn_class *k = ev->cls;
 	const uint8_t *base = ev->payload - 16, *p = ev->payload;
 	if (json)
 		strbuf_add_lit(sb, "{");
+	else if (otlp)
+		strbuf_add_lit(sb, "[");
 	for (unsigned i = 0; i < k->nfields; i++) {
 		const struct tn_field *f = &k->fields[i];
-		if (json) {
+		if (otlp) {
+			/* a KeyValue; names are [A-Za-z0-9_]+ (ident()): a JSON string as they are */
+			if (i)
+				strbuf_add_lit(sb, ", ");
+			strbuf_add_lit(sb, "{\"key\": \"");
+			strbuf_add(sb, f->name, f->name_len);
+			strbuf_add_lit(sb, "\", \"value\": ");
+		} else if (json) {
 			/* names are [A-Za-z0-9_]+ (ident()): a JSON string as they are */
 			if (i)
 				strbuf_add_lit(sb, ", ");
@@ -1649,9 +1658,13 @@ void trace_native_payload_append(struct strbuf *sb, const struct trace_native_ev
 			strbuf_add_lit(sb, "=");
 		}
 		p = append_field_value(sb, f, base, p, style);
+		if (otlp)
+			strbuf_add_lit(sb, "}");
 	}
 	if (json)
 		strbuf_add_lit(sb, "}");
+	else if (otlp)
+		strbuf_add_lit(sb, "]");
 }
 
 void trace_native_args_each(const struct trace_native_event *ev, void (*fn)(const struct trace_arg *a, void *ctx),

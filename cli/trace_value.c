@@ -13,6 +13,26 @@
 static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_preferred_display_base base,
 			 enum trace_value_style style)
 {
+	if (style == TRACE_VALUE_OTLP) {
+		/* intValue is an int64 (a decimal string in OTLP/JSON): a larger
+		 * unsigned value, or one shown in another base (%p, %x), is a
+		 * stringValue of the JSON export's text. */
+		bool as_int = base == BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL && v <= INT64_MAX;
+		if (as_int)
+			strbuf_add_lit(sb, "{\"intValue\": \"");
+		else
+			strbuf_add_lit(sb, "{\"stringValue\": ");
+		if (as_int || base == BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL) {
+			if (!as_int)
+				strbuf_add_lit(sb, "\"");
+			strbuf_add_uint(sb, v, 1);
+			strbuf_add_lit(sb, "\"}");
+		} else {
+			add_unsigned(sb, v, base, TRACE_VALUE_JSON);
+			strbuf_add_lit(sb, "}");
+		}
+		return;
+	}
 	const char *q = style == TRACE_VALUE_JSON ? "\"" : "";
 	switch (base) {
 	case BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_HEXADECIMAL:
@@ -45,7 +65,11 @@ static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_p
 static void add_signed(struct strbuf *sb, int64_t v, bt_field_class_integer_preferred_display_base base,
 		       enum trace_value_style style)
 {
-	if (base == BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL)
+	if (base == BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL && style == TRACE_VALUE_OTLP) {
+		strbuf_add_lit(sb, "{\"intValue\": \"");
+		strbuf_add_int(sb, v);
+		strbuf_add_lit(sb, "\"}");
+	} else if (base == BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL)
 		strbuf_add_int(sb, v);
 	else
 		/* A non-decimal signed value shows its two's-complement bits, as printf("%x") does. */
@@ -339,6 +363,18 @@ static bool exact_shortest_double(char *text, double d)
 
 static void add_double(struct strbuf *sb, double d, bool single, enum trace_value_style style)
 {
+	if (style == TRACE_VALUE_OTLP) {
+		/* the protobuf JSON mapping spells the non-finite doubles as strings */
+		strbuf_add_lit(sb, "{\"doubleValue\": ");
+		if (isnan(d))
+			strbuf_add_lit(sb, "\"NaN\"");
+		else if (isinf(d))
+			strbuf_add(sb, d < 0 ? "\"-Infinity\"" : "\"Infinity\"", d < 0 ? 11 : 10);
+		else
+			add_double(sb, d, single, TRACE_VALUE_JSON);
+		strbuf_add_lit(sb, "}");
+		return;
+	}
 	if (!isfinite(d)) {
 		strbuf_addf(sb, style == TRACE_VALUE_JSON ? "\"%g\"" : "%g", d);
 		return;
@@ -423,9 +459,13 @@ static bool is_char_class(const bt_field_class *fc)
  * '\x01'), in JSON a string of that one byte (add_quoted's escapes; the
  * NUL byte, which ends a C string, as "\u0000").
  */
-static void add_char(struct strbuf *sb, unsigned char c, bool json)
+static void add_char(struct strbuf *sb, unsigned char c, enum trace_value_style style)
 {
-	if (json) {
+	if (style == TRACE_VALUE_OTLP) {
+		strbuf_add_lit(sb, "{\"stringValue\": ");
+		add_char(sb, c, TRACE_VALUE_JSON);
+		strbuf_add_lit(sb, "}");
+	} else if (style == TRACE_VALUE_JSON) {
 		char one[2] = { (char)c, '\0' };
 		if (c == 0)
 			strbuf_add(sb, "\"\\u0000\"", 8);
@@ -442,18 +482,65 @@ static void add_char(struct strbuf *sb, unsigned char c, bool json)
 	}
 }
 
+/*
+ * The OTLP AnyValue of the values that are not a scalar of the JSON text
+ * (true if it appended one): a bool, a bit array (its hex as a string),
+ * an array (arrayValue), a structure (kvlistValue), an option or a
+ * variant (the selected value; an absent option is the empty AnyValue),
+ * a type of no known mapping (the empty AnyValue).
+ */
+static bool append_otlp_compound(struct strbuf *sb, const bt_field *field, bt_field_class_type t,
+				 const bt_field_class *fc)
+{
+	if (t == BT_FIELD_CLASS_TYPE_BOOL) {
+		strbuf_addf(sb, "{\"boolValue\": %s}", bt_field_bool_get_value(field) ? "true" : "false");
+	} else if (t == BT_FIELD_CLASS_TYPE_BIT_ARRAY) {
+		strbuf_addf(sb, "{\"stringValue\": \"0x%" PRIx64 "\"}", bt_field_bit_array_get_value_as_integer(field));
+	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_ARRAY)) {
+		uint64_t n = bt_field_array_get_length(field);
+		strbuf_add_lit(sb, "{\"arrayValue\": {\"values\": [");
+		for (uint64_t i = 0; i < n; i++) {
+			if (i)
+				strbuf_add_lit(sb, ", ");
+			trace_value_append(sb, bt_field_array_borrow_element_field_by_index_const(field, i), TRACE_VALUE_OTLP);
+		}
+		strbuf_add_lit(sb, "]}}");
+	} else if (t == BT_FIELD_CLASS_TYPE_STRUCTURE) {
+		strbuf_add_lit(sb, "{\"kvlistValue\": {\"values\": ");
+		trace_payload_append(sb, field, TRACE_VALUE_OTLP);
+		strbuf_add_lit(sb, "}}");
+	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_OPTION)) {
+		const bt_field *inner = bt_field_option_borrow_field_const(field);
+		if (inner)
+			trace_value_append(sb, inner, TRACE_VALUE_OTLP);
+		else
+			strbuf_add_lit(sb, "{}");
+	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT)) {
+		trace_value_append(sb, bt_field_variant_borrow_selected_option_field_const(field), TRACE_VALUE_OTLP);
+	} else if (is_char_class(fc) || bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_INTEGER) ||
+		   t == BT_FIELD_CLASS_TYPE_SINGLE_PRECISION_REAL || t == BT_FIELD_CLASS_TYPE_DOUBLE_PRECISION_REAL ||
+		   t == BT_FIELD_CLASS_TYPE_STRING) {
+		return false;   /* scalars: trace_value_append's own branches */
+	} else {
+		strbuf_add_lit(sb, "{}");
+	}
+	return true;
+}
+
 void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_value_style style)
 {
 	bt_field_class_type t = bt_field_get_class_type(field);
 	const bt_field_class *fc = bt_field_borrow_class_const(field);
 	const bool json = style == TRACE_VALUE_JSON;
 
+	if (style == TRACE_VALUE_OTLP && append_otlp_compound(sb, field, t, fc))
+		return;
 	if (t == BT_FIELD_CLASS_TYPE_BOOL) {
 		strbuf_addf(sb, "%s", bt_field_bool_get_value(field) ? "true" : "false");
 	} else if (t == BT_FIELD_CLASS_TYPE_BIT_ARRAY) {
 		strbuf_addf(sb, json ? "\"0x%" PRIx64 "\"" : "0x%" PRIx64, bt_field_bit_array_get_value_as_integer(field));
 	} else if (is_char_class(fc)) {
-		add_char(sb, (unsigned char)bt_field_integer_unsigned_get_value(field), json);
+		add_char(sb, (unsigned char)bt_field_integer_unsigned_get_value(field), style);
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_UNSIGNED_INTEGER)) {
 		uint64_t v = bt_field_integer_unsigned_get_value(field);
 		add_unsigned(sb, v, bt_field_class_integer_get_preferred_display_base(fc), style);
@@ -545,15 +632,16 @@ static bool is_payload_selector(const bt_field_class *fc, uint64_t i)
 
 void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace_value_style style)
 {
+	const bool otlp = style == TRACE_VALUE_OTLP;
 	if (!payload || bt_field_get_class_type(payload) != BT_FIELD_CLASS_TYPE_STRUCTURE) {
-		if (style == TRACE_VALUE_JSON)
-			strbuf_add(sb, "{}", 2);
+		if (style != TRACE_VALUE_TEXT)
+			strbuf_add(sb, otlp ? "[]" : "{}", 2);
 		return;
 	}
 	const bt_field_class *fc = bt_field_borrow_class_const(payload);
 	uint64_t n = bt_field_class_structure_get_member_count(fc);
-	if (style == TRACE_VALUE_JSON)
-		strbuf_add(sb, "{", 1);
+	if (style != TRACE_VALUE_TEXT)
+		strbuf_add(sb, otlp ? "[" : "{", 1);
 	bool first = true;
 	for (uint64_t i = 0; i < n; i++) {
 		if (is_payload_selector(fc, i))
@@ -561,7 +649,14 @@ void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace
 		const char *name = bt_field_class_structure_member_get_name(
 			bt_field_class_structure_borrow_member_by_index_const(fc, i));
 		const bt_field *f = bt_field_structure_borrow_member_field_by_index_const(payload, i);
-		if (style == TRACE_VALUE_JSON) {
+		if (otlp) {
+			/* a KeyValue */
+			if (!first)
+				strbuf_add_lit(sb, ", ");
+			strbuf_add_lit(sb, "{\"key\": ");
+			strbuf_add_json_string(sb, name);
+			strbuf_add_lit(sb, ", \"value\": ");
+		} else if (style == TRACE_VALUE_JSON) {
 			if (!first)
 				strbuf_add(sb, ", ", 2);
 			strbuf_add_json_string(sb, name);
@@ -571,9 +666,11 @@ void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace
 		}
 		first = false;
 		trace_value_append(sb, f, style);
+		if (otlp)
+			strbuf_add_lit(sb, "}");
 	}
-	if (style == TRACE_VALUE_JSON)
-		strbuf_add(sb, "}", 1);
+	if (style != TRACE_VALUE_TEXT)
+		strbuf_add(sb, otlp ? "]" : "}", 1);
 }
 
 /* The typed value of one field (trace_payload_args_each): a variant or an
@@ -664,12 +761,16 @@ void trace_value_append_real(struct strbuf *sb, double d, enum trace_value_style
 
 void trace_value_append_char(struct strbuf *sb, unsigned char c, enum trace_value_style style)
 {
-	add_char(sb, c, style == TRACE_VALUE_JSON);
+	add_char(sb, c, style);
 }
 
 void trace_value_append_string(struct strbuf *sb, const char *text, enum trace_value_style style)
 {
-	if (style == TRACE_VALUE_JSON)
+	if (style == TRACE_VALUE_OTLP) {
+		strbuf_add_lit(sb, "{\"stringValue\": ");
+		strbuf_add_json_string(sb, text);
+		strbuf_add_lit(sb, "}");
+	} else if (style == TRACE_VALUE_JSON)
 		strbuf_add_json_string(sb, text);
 	else
 		strbuf_add_c_string(sb, text);

@@ -20,13 +20,24 @@
  *     numbers lose precision beyond 2^53, and the hex is what the user wrote),
  *     non-finite doubles become strings.
  */
-enum trace_value_style { TRACE_VALUE_TEXT, TRACE_VALUE_JSON };
+/*
+ *   TRACE_VALUE_OTLP: an OpenTelemetry AnyValue in OTLP/JSON
+ *     ({"intValue": "-3"}, {"doubleValue": 0.5}, {"stringValue": "x"}):
+ *     decimal integers within int64 are intValue (a decimal string, as
+ *     OTLP/JSON writes 64-bit integers); integers shown in another base
+ *     (%p, %x: "0x...") or beyond int64 are stringValue of the JSON text;
+ *     a %c a one-character stringValue; non-finite doubles "NaN",
+ *     "Infinity", "-Infinity"; arrays arrayValue, structures kvlistValue.
+ *     A payload is the attributes array [{"key": ..., "value": ...}, ...].
+ */
+enum trace_value_style { TRACE_VALUE_TEXT, TRACE_VALUE_JSON, TRACE_VALUE_OTLP };
 void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_value_style style);
 
 /*
  * Append the members of a payload structure:
  *   TEXT: "name=value name=value"   JSON: {"name": value, ...}
- * A NULL or empty payload appends nothing (TEXT) or {} (JSON).
+ *   OTLP: [{"key": "name", "value": ANYVALUE}, ...]
+ * A NULL or empty payload appends nothing (TEXT), {} (JSON) or [] (OTLP).
  */
 void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace_value_style style);
 

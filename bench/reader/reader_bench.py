@@ -62,6 +62,7 @@ def main():
         ("view_filter", [mark, "view", "-e", "rb_req_*", trace], env_native),
         ("export", [mark, "export", "-o", "-", trace], env_native),
         ("export_perfetto", [mark, "export", "--format", "perfetto", "-o", "-", trace], env_native),
+        ("export_otlp", [mark, "export", "--format", "otlp", "-o", "-", trace], env_native),
     ]
     med, cpu_med = {}, {}
     for name, args, env in rows:
@@ -95,14 +96,15 @@ def main():
     if "bt2_counter" in med and "stats" in med:
         print("I reader_ratio stats is %.1fx babeltrace2 -c sink.utils.counter (goal >= 10x)"
               % (med["bt2_counter"] / med["stats"]))
-    for name, goal in (("stats", 20), ("view", 10), ("view_filter", 10), ("export", 5), ("export_perfetto", 5)):
+    for name, goal in (("stats", 20), ("view", 10), ("view_filter", 10), ("export", 5), ("export_perfetto", 5),
+                       ("export_otlp", 5)):
         if name in med:
             rate = events / med[name] / 1e6
             crate = events / cpu_med[name] / 1e6
             print("I reader_goal %s %.1f M events/s (goal >= %d M): %s; %.1f M per CPU-second"
                   % (name, rate, goal, "met" if rate >= goal else "NOT met", crate))
     if "cat" in med:
-        for name in ("stats", "view", "export", "export_perfetto"):
+        for name in ("stats", "view", "export", "export_perfetto", "export_otlp"):
             if name in med:
                 print("I reader_vs_cat %s reads at %.0f%% of cat's MB/s" % (name, 100 * med["cat"] / med[name]))
     return 0

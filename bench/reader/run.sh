@@ -11,6 +11,7 @@
 #   view_filter    mark view -e rb_req_* > /dev/null
 #   export         mark export -o - > /dev/null (Chrome JSON)
 #   export_perfetto mark export --format perfetto -o - > /dev/null
+#   export_otlp    mark export --format otlp -o - > /dev/null (OTLP/JSON lines)
 # then stats_bench.py: stats_pairs (stats --histogram), stats_by (--by path).
 # and prints result lines for bench/report.py: events/s, MB/s, seconds and
 # peak RSS of each (reader_bench.py measures them with wait4's rusage).

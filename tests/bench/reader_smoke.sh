@@ -22,7 +22,7 @@ out=$(MARK_BENCH_READER_MB=4 MARK_BENCH_READER_DIR="$TMP/trace" \
 echo "$out"
 fail=0
 want_rows="cat:MB_per_s cat:peak_rss"
-for r in stats view view_filter export; do
+for r in stats view view_filter export export_perfetto export_otlp; do
 	want_rows="$want_rows $r:events_per_s $r:events_per_cpu_s $r:MB_per_s $r:seconds $r:peak_rss"
 done
 for r in stats_pairs stats_by; do   # stats_bench.py: the begin/end pairing

@@ -1,0 +1,911 @@
+/*
+ * `mark export --format otlp`: OpenTelemetry spans and log records in
+ * OTLP/JSON (the protobuf JSON mapping with OTLP's exceptions: trace and
+ * span ids as lowercase hex, enums as integers, 64-bit integers as
+ * decimal strings, lowerCamelCase names).  See docs/export.md for the
+ * mapping; in short:
+ *
+ *   - a begin/end pair (cli/pairs.h) is a span named after the pair, its
+ *     parent the pair open around it on the same thread; the begin's
+ *     arguments are its attributes, the end's (if any) one span event;
+ *   - every other event is a log record (body: the marker name,
+ *     attributes: its arguments) carrying the trace and span id of the
+ *     innermost span open on its thread;
+ *   - one resource per traced process (service.name, process.pid), and
+ *     thread.id on every span and log record.
+ *
+ * Ids are deterministic: a span's id hashes its process (pid, name, first
+ * event time), its thread, its start time and its position among the
+ * thread's begins; a root span starts a trace whose id hashes its span id,
+ * and the spans nested in it share that trace.  Exporting a trace twice
+ * gives the same bytes.
+ *
+ * Output is by batches: per process at most OTLP_BATCH spans and as many
+ * log records (or OTLP_BATCH_BYTES of JSON) wait, then go out as one
+ * ExportTraceServiceRequest or ExportLogsServiceRequest: one line of the
+ * file, or one POST to ENDPOINT/v1/traces or /v1/logs.  Memory: those
+ * buffers per process, and per thread its open spans (at most
+ * PAIRS_MAX_DEPTH); nothing per event.
+ *
+ * Single-threaded: everything runs in trace_read()'s callbacks and after.
+ */
+#define _GNU_SOURCE   /* strcasestr */
+#include "export_otlp.h"
+
+#include "command.h"
+#include "pairs.h"
+#include "trace_reader.h"
+#include "trace_value.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OTLP_BATCH 512                         /* spans or log records per request */
+#define OTLP_BATCH_BYTES (4u << 20)            /* below the Collector's 20 MiB default body limit */
+#define OTLP_NAME_SLOTS 256
+#define HTTP_ATTEMPTS 6                        /* the first try and 5 retries */
+#define HTTP_CONNECT_MS 10000
+#define HTTP_IO_SECONDS 30
+#define HTTP_RETRY_AFTER_MAX 30                /* seconds: a longer Retry-After is cut to this */
+
+enum otlp_kind { OTLP_TRACES, OTLP_LOGS };
+
+/* An OTLP/HTTP endpoint (--endpoint). */
+struct otlp_http {
+	const char *url;                       /* as given, for messages */
+	char host[256];                        /* for getaddrinfo (no brackets) */
+	char hostport[300];                    /* the Host header */
+	char port[6];
+	char prefix[1024];                     /* the URL's path, without a trailing '/' */
+	unsigned requests;
+};
+
+/* A span open on a thread: its begin was seen, its end not yet. */
+struct otlp_open {
+	uint64_t span_id;
+	uint64_t trace_hi, trace_lo;
+	char *attrs;                           /* the begin's arguments: OTLP attributes "[...]" */
+};
+
+struct otlp_proc {
+	const void *trace;                     /* trace_event.trace */
+	int64_t pid;
+	uint64_t seed;                         /* of the ids: pid, name, first event time */
+	char *resource;                        /* its "resource" object, JSON */
+	struct strbuf items[2];                /* spans, log records waiting (comma-separated) */
+	size_t nitems[2];
+};
+
+struct otlp_thread {
+	int64_t pid, tid;                      /* as pairs.h reports them */
+	struct otlp_proc *proc;
+	struct otlp_open *stack;
+	size_t depth, cap;
+	uint64_t begins;                       /* begins seen: a span id's position */
+	int64_t last_ns;
+};
+
+struct otlp_name {
+	const void *trace, *name;              /* compared by address; name NULL: empty */
+	char *json;
+};
+
+struct otlp_export {
+	FILE *out;                             /* file output, or NULL */
+	struct otlp_http *http;                /* endpoint output, or NULL */
+	struct pairs *pairs;
+	const struct trace_event *ev;          /* the event being read (pairs callbacks) */
+	struct otlp_proc **procs;
+	size_t nprocs, procs_cap;
+	struct otlp_proc *last_proc;
+	struct otlp_thread **threads;          /* hash table by (pid, tid), open addressing */
+	size_t nthreads, table_size;
+	struct otlp_thread *last_thread;
+	struct otlp_name names[OTLP_NAME_SLOTS];
+	struct strbuf tmp;
+	uint64_t spans, logs, lost, ended_by_export, orphans;
+	bool warned_clock;
+	bool failed;                           /* an error was printed: stop */
+};
+
+/* ---------------- ids ---------------- */
+
+/* One step of a 64-bit hash chain (the splitmix64 finaliser over h ^ v). */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2));
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static void add_hex_id(struct strbuf *sb, uint64_t v)
+{
+	char hex[16];
+	for (int i = 15; i >= 0; i--, v >>= 4)
+		hex[i] = "0123456789abcdef"[v & 15];
+	strbuf_add(sb, hex, 16);
+}
+
+/* `"traceId": "<32 hex>", "spanId": "<16 hex>"` of an open span. */
+static void add_span_ids(struct strbuf *sb, const struct otlp_open *o)
+{
+	strbuf_add_lit(sb, "\"traceId\": \"");
+	add_hex_id(sb, o->trace_hi);
+	add_hex_id(sb, o->trace_lo);
+	strbuf_add_lit(sb, "\", \"spanId\": \"");
+	add_hex_id(sb, o->span_id);
+	strbuf_add_lit(sb, "\"");
+}
+
+/* ---------------- output ---------------- */
+
+static int http_post(struct otlp_http *h, enum otlp_kind kind, const struct iovec *body, int nbody);
+
+/* The waiting items of one kind of a process as one request. */
+static int flush_items(struct otlp_export *x, struct otlp_proc *p, enum otlp_kind kind)
+{
+	struct strbuf *items = &p->items[kind];
+	if (p->nitems[kind] == 0 || x->failed)
+		return x->failed ? -1 : 0;
+	if (items->failed) {
+		cli_error("export: out of memory gathering a batch of %s", kind == OTLP_TRACES ? "spans" : "log records");
+		x->failed = true;
+		return -1;
+	}
+	static const char *const head[2] = { "{\"resourceSpans\": [{\"resource\": ",
+					     "{\"resourceLogs\": [{\"resource\": " };
+	static const char *const scope[2] = { ", \"scopeSpans\": [{\"scope\": {\"name\": \"mark\"}, \"spans\": [",
+					      ", \"scopeLogs\": [{\"scope\": {\"name\": \"mark\"}, \"logRecords\": [" };
+	static const char tail[] = "]}]}]}";
+	struct iovec iov[5] = {
+		{ (void *)head[kind], strlen(head[kind]) },
+		{ p->resource, strlen(p->resource) },
+		{ (void *)scope[kind], strlen(scope[kind]) },
+		{ items->data, items->len },
+		{ (void *)tail, sizeof(tail) - 1 },
+	};
+	int rc = 0;
+	if (x->http) {
+		rc = http_post(x->http, kind, iov, 5);
+	} else {
+		for (int i = 0; i < 5 && rc == 0; i++)
+			if (fwrite(iov[i].iov_base, 1, iov[i].iov_len, x->out) != iov[i].iov_len)
+				rc = -1;
+		if (rc == 0 && putc('\n', x->out) == EOF)
+			rc = -1;
+		if (rc != 0)
+			cli_error("export: writing the output failed: %s (check the space left where -o points)",
+				  strerror(errno));
+	}
+	if (rc != 0)
+		x->failed = true;
+	strbuf_reset(items);
+	p->nitems[kind] = 0;
+	return rc;
+}
+
+/* Start one more item of a kind in the process's batch (the comma). */
+static struct strbuf *item_begin(struct otlp_proc *p, enum otlp_kind kind)
+{
+	struct strbuf *sb = &p->items[kind];
+	if (p->nitems[kind]++)
+		strbuf_add_lit(sb, ", ");
+	return sb;
+}
+
+static int item_end(struct otlp_export *x, struct otlp_proc *p, enum otlp_kind kind)
+{
+	if (p->nitems[kind] >= OTLP_BATCH || p->items[kind].len >= OTLP_BATCH_BYTES || p->items[kind].failed)
+		return flush_items(x, p, kind);
+	return 0;
+}
+
+/* ---------------- processes and threads ---------------- */
+
+static struct otlp_proc *proc_of(struct otlp_export *x, const struct trace_event *ev)
+{
+	if (x->last_proc && x->last_proc->trace == ev->trace)
+		return x->last_proc;
+	for (size_t i = 0; i < x->nprocs; i++)
+		if (x->procs[i]->trace == ev->trace)
+			return x->last_proc = x->procs[i];
+	if (x->nprocs == x->procs_cap && cli_array_grow(&x->procs, &x->procs_cap, sizeof(*x->procs), 8) != 0)
+		return NULL;
+	struct otlp_proc *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->trace = ev->trace;
+	p->pid = ev->pid >= 0 ? ev->pid : 0;
+	uint64_t h = mix(0x6d61726b, (uint64_t)p->pid);
+	for (const char *c = ev->procname ? ev->procname : ""; *c; c++)
+		h = mix(h, (unsigned char)*c);
+	p->seed = mix(h, (uint64_t)(ev->has_time ? ev->ns : 0));
+	/* service.name: the process name, or the spec's "unknown_service" */
+	struct strbuf sb = { 0 };
+	strbuf_add_lit(&sb, "{\"attributes\": [{\"key\": \"service.name\", \"value\": {\"stringValue\": ");
+	strbuf_add_json_string(&sb, ev->procname && *ev->procname ? ev->procname : "unknown_service");
+	strbuf_add_lit(&sb, "}}");
+	if (ev->pid >= 0) {
+		strbuf_add_lit(&sb, ", {\"key\": \"process.pid\", \"value\": {\"intValue\": \"");
+		strbuf_add_int(&sb, ev->pid);
+		strbuf_add_lit(&sb, "\"}}");
+	}
+	strbuf_add_lit(&sb, "]}");
+	if (sb.failed) {
+		strbuf_release(&sb);
+		free(p);
+		return NULL;
+	}
+	p->resource = sb.data;
+	x->procs[x->nprocs++] = p;
+	return x->last_proc = p;
+}
+
+static size_t thread_slot(const struct otlp_export *x, int64_t pid, int64_t tid)
+{
+	size_t i = (size_t)mix((uint64_t)pid, (uint64_t)tid) & (x->table_size - 1);
+	while (x->threads[i] && (x->threads[i]->pid != pid || x->threads[i]->tid != tid))
+		i = (i + 1) & (x->table_size - 1);
+	return i;
+}
+
+/* The thread (pid, tid), made for process p if new (p NULL: only look). */
+static struct otlp_thread *thread_of(struct otlp_export *x, int64_t pid, int64_t tid, struct otlp_proc *p)
+{
+	struct otlp_thread *t = x->last_thread;
+	if (t && t->pid == pid && t->tid == tid)
+		return t;
+	if (x->table_size) {
+		t = x->threads[thread_slot(x, pid, tid)];
+		if (t)
+			return x->last_thread = t;
+	}
+	if (!p)
+		return NULL;
+	if (2 * (x->nthreads + 1) > x->table_size) {
+		/* keep the table at most half full: rehash into twice the slots */
+		size_t old_size = x->table_size, size = old_size ? 2 * old_size : 64;
+		struct otlp_thread **old = x->threads, **grown = calloc(size, sizeof(*grown));
+		if (!grown)
+			return NULL;
+		x->threads = grown;
+		x->table_size = size;
+		for (size_t i = 0; i < old_size; i++)
+			if (old[i])
+				x->threads[thread_slot(x, old[i]->pid, old[i]->tid)] = old[i];
+		free(old);
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	*t = (struct otlp_thread){ .pid = pid, .tid = tid, .proc = p };
+	x->threads[thread_slot(x, pid, tid)] = t;
+	x->nthreads++;
+	return x->last_thread = t;
+}
+
+/* ---------------- spans and log records ---------------- */
+
+/* The marker name as a JSON string, remembered per (trace, name pointer)
+ * as the Chrome export does (one reader hands one pointer per class). */
+static const char *name_json(struct otlp_export *x, const struct trace_event *ev)
+{
+	struct otlp_name *n = &x->names[(((uintptr_t)ev->name >> 4) ^ ((uintptr_t)ev->trace >> 6)) % OTLP_NAME_SLOTS];
+	if (n->name == ev->name && n->trace == ev->trace)
+		return n->json;
+	free(n->json);
+	*n = (struct otlp_name){ 0 };
+	struct strbuf sb = { 0 };
+	strbuf_add_json_string(&sb, ev->name);
+	if (sb.failed) {
+		strbuf_release(&sb);
+		return NULL;
+	}
+	*n = (struct otlp_name){ .trace = ev->trace, .name = ev->name, .json = sb.data };
+	return n->json;
+}
+
+static void add_time(struct strbuf *sb, const char *key, int64_t ns)
+{
+	/* fixed64: a time before the epoch (a clock without one) is 0 */
+	strbuf_add(sb, key, strlen(key));
+	strbuf_add_lit(sb, ": \"");
+	strbuf_add_uint(sb, ns > 0 ? (uint64_t)ns : 0, 1);
+	strbuf_add_lit(sb, "\"");
+}
+
+/* `"attributes": [thread.id, ARGS...]`, ARGS an OTLP payload "[...]". */
+static void add_attributes(struct strbuf *sb, int64_t tid, const char *args, size_t args_len)
+{
+	strbuf_add_lit(sb, "\"attributes\": [{\"key\": \"thread.id\", \"value\": {\"intValue\": \"");
+	strbuf_add_int(sb, tid);
+	strbuf_add_lit(sb, "\"}}");
+	if (args_len > 2) {
+		strbuf_add_lit(sb, ", ");
+		strbuf_add(sb, args + 1, args_len - 2);
+	}
+	strbuf_add_lit(sb, "]");
+}
+
+static const char *const given_up_reason[] = {
+	[PAIR_GIVEN_UP_INNER] = "its end event was lost; ended by an outer span's end",
+	[PAIR_GIVEN_UP_AT_END] = "no end event in the trace; ended at the thread's last event",
+	[PAIR_GIVEN_UP_TOO_DEEP] = "more than 256 spans open on the thread; all ended here",
+};
+
+/* A span ends (why < 0: by its end event, x->ev): the top of its thread's stack. */
+static void span_done(struct otlp_export *x, const struct pair_span *span, int why)
+{
+	if (x->failed)
+		return;
+	struct otlp_thread *t = thread_of(x, span->pid, span->tid, NULL);
+	if (!t || t->depth == 0) {
+		/* pairs.c pushed a begin this file did not (cannot happen: both
+		 * follow the same PAIR_BEGIN); counted, never a crash */
+		x->orphans++;
+		return;
+	}
+	struct otlp_open *o = &t->stack[--t->depth];
+	struct otlp_proc *p = t->proc;
+	struct strbuf *sb = item_begin(p, OTLP_TRACES);
+	strbuf_add_lit(sb, "{");
+	add_span_ids(sb, o);
+	if (t->depth) {
+		strbuf_add_lit(sb, ", \"parentSpanId\": \"");
+		add_hex_id(sb, t->stack[t->depth - 1].span_id);
+		strbuf_add_lit(sb, "\"");
+	}
+	strbuf_add_lit(sb, ", \"name\": ");
+	strbuf_add_json_string(sb, pairs_name(x->pairs, span->pair));
+	strbuf_add_lit(sb, ", \"kind\": 1, ");   /* SPAN_KIND_INTERNAL */
+	add_time(sb, "\"startTimeUnixNano\"", span->begin_ns);
+	strbuf_add_lit(sb, ", ");
+	add_time(sb, "\"endTimeUnixNano\"", span->end_ns);
+	strbuf_add_lit(sb, ", ");
+	size_t alen = o->attrs ? strlen(o->attrs) : 0;
+	if (why >= 0 || span->spans_loss) {
+		/* the export's own attributes after the begin's arguments: "[a, b" + ", c]" */
+		strbuf_reset(&x->tmp);
+		if (o->attrs)
+			strbuf_add(&x->tmp, o->attrs, alen - 1);
+		else
+			strbuf_add_lit(&x->tmp, "[");
+		if (why >= 0) {
+			if (x->tmp.len > 1)
+				strbuf_add_lit(&x->tmp, ", ");
+			strbuf_add_lit(&x->tmp, "{\"key\": \"mark.end_missing\", \"value\": {\"stringValue\": \"");
+			strbuf_add(&x->tmp, given_up_reason[why], strlen(given_up_reason[why]));
+			strbuf_add_lit(&x->tmp, "\"}}");
+			x->ended_by_export++;
+		}
+		if (span->spans_loss) {
+			if (x->tmp.len > 1)
+				strbuf_add_lit(&x->tmp, ", ");
+			strbuf_add_lit(&x->tmp, "{\"key\": \"mark.spans_lost_events\", \"value\": {\"boolValue\": true}}");
+		}
+		strbuf_add_lit(&x->tmp, "]");
+		if (x->tmp.failed)
+			sb->failed = 1;   /* reported by the batch's flush */
+		add_attributes(sb, span->tid, x->tmp.data ? x->tmp.data : "[]", x->tmp.data ? x->tmp.len : 2);
+	} else {
+		add_attributes(sb, span->tid, o->attrs ? o->attrs : "[]", o->attrs ? alen : 2);
+	}
+	if (why < 0 && x->ev && trace_event_payload_count(x->ev) > 0) {
+		/* the end's arguments: one span event at the end */
+		const char *name = name_json(x, x->ev);
+		strbuf_add_lit(sb, ", \"events\": [{");
+		add_time(sb, "\"timeUnixNano\"", span->end_ns);
+		strbuf_add_lit(sb, ", \"name\": ");
+		strbuf_add(sb, name ? name : "\"\"", name ? strlen(name) : 2);
+		strbuf_add_lit(sb, ", \"attributes\": ");
+		trace_event_payload_append(sb, x->ev, TRACE_VALUE_OTLP);
+		strbuf_add_lit(sb, "}]");
+		if (!name)
+			sb->failed = 1;
+	}
+	strbuf_add_lit(sb, "}");
+	free(o->attrs);
+	o->attrs = NULL;
+	x->spans++;
+	item_end(x, p, OTLP_TRACES);
+}
+
+static void otlp_span(const struct pair_span *span, void *arg)
+{
+	span_done(arg, span, -1);
+}
+
+static void otlp_given_up(const struct pair_span *span, enum pair_given_up why, void *arg)
+{
+	span_done(arg, span, (int)why);
+}
+
+static int oom(struct otlp_export *x)
+{
+	cli_error("export: out of memory converting an event");
+	x->failed = true;
+	return 1;
+}
+
+static int otlp_event(const struct trace_event *ev, void *arg)
+{
+	struct otlp_export *x = arg;
+	if (x->failed)
+		return 1;
+	if (ev->has_time && !ev->clock_is_epoch && !x->warned_clock) {
+		x->warned_clock = true;
+		fprintf(stderr, "mark export: warning: the trace's clock has no offset from the Unix epoch; "
+				"OTLP times are its raw times (ns from the clock's origin)\n");
+	}
+	struct otlp_proc *p = proc_of(x, ev);
+	/* the ids pairs.h reports: pid 0 and one "thread" per stream when unknown */
+	int64_t pid = ev->pid >= 0 ? ev->pid : 0;
+	int64_t tid = ev->tid >= 0 ? ev->tid : (int64_t)ev->stream_index;
+	struct otlp_thread *t = p ? thread_of(x, pid, tid, p) : NULL;
+	if (!t)
+		return oom(x);
+	int64_t ns = ev->has_time ? ev->ns : t->last_ns;   /* untimed: the thread's last time, as pairs.c */
+	t->last_ns = ns;
+	x->ev = ev;
+	uint32_t pair;
+	enum pair_role role = pairs_event(x->pairs, ev, &pair);   /* ends spans: span_done() */
+	x->ev = NULL;
+	if (x->failed)
+		return 1;
+	if (role == PAIR_END)
+		return 0;
+	if (role == PAIR_BEGIN) {
+		if (t->depth == t->cap && cli_array_grow(&t->stack, &t->cap, sizeof(*t->stack), 8) != 0)
+			return oom(x);
+		struct otlp_open *o = &t->stack[t->depth];
+		*o = (struct otlp_open){ 0 };
+		o->span_id = mix(mix(mix(p->seed, (uint64_t)tid), (uint64_t)ns), t->begins++);
+		if (o->span_id == 0)
+			o->span_id = 1;   /* an all-zero id is invalid */
+		if (t->depth) {
+			o->trace_hi = t->stack[t->depth - 1].trace_hi;
+			o->trace_lo = t->stack[t->depth - 1].trace_lo;
+		} else {
+			o->trace_hi = mix(o->span_id, 1);
+			o->trace_lo = mix(o->span_id, 2) | 1;
+		}
+		struct strbuf a = { 0 };
+		trace_event_payload_append(&a, ev, TRACE_VALUE_OTLP);
+		if (a.failed) {
+			strbuf_release(&a);
+			return oom(x);
+		}
+		o->attrs = a.data;
+		t->depth++;
+		return 0;
+	}
+	const char *name = name_json(x, ev);
+	if (!name)
+		return oom(x);
+	struct strbuf *sb = item_begin(p, OTLP_LOGS);
+	strbuf_add_lit(sb, "{");
+	add_time(sb, "\"timeUnixNano\"", ns);
+	strbuf_add_lit(sb, ", \"body\": {\"stringValue\": ");
+	strbuf_add(sb, name, strlen(name));
+	strbuf_add_lit(sb, "}, ");
+	strbuf_reset(&x->tmp);
+	trace_event_payload_append(&x->tmp, ev, TRACE_VALUE_OTLP);
+	if (x->tmp.failed)
+		return oom(x);
+	add_attributes(sb, tid, x->tmp.data, x->tmp.len);
+	if (t->depth) {
+		strbuf_add_lit(sb, ", ");
+		add_span_ids(sb, &t->stack[t->depth - 1]);
+	}
+	strbuf_add_lit(sb, "}");
+	x->logs++;
+	return item_end(x, p, OTLP_LOGS) != 0;
+}
+
+static void otlp_discarded(const struct trace_loss *loss, void *arg)
+{
+	struct otlp_export *x = arg;
+	x->lost += loss->count;
+	pairs_loss(x->pairs, loss);
+}
+
+/* ---------------- OTLP/HTTP ---------------- */
+
+/* Parse http://HOST[:PORT][/PATH]; 0, or -1 after printing why (usage). */
+static int parse_endpoint(struct otlp_http *h, const char *url)
+{
+	h->url = url;
+	if (strncasecmp(url, "https://", 8) == 0) {
+		cli_error("export: --endpoint %s: https is not supported; run an OpenTelemetry Collector with an "
+			  "otlp receiver on plain http (on this machine or a trusted network) and let it forward "
+			  "over TLS, then give its http://HOST:4318",
+			  url);
+		return -1;
+	}
+	const char *why = NULL;
+	const char *s = url + 7, *host = s, *host_end;
+	if (strncasecmp(url, "http://", 7) != 0) {
+		why = "it does not start with http://";
+	} else if (*s == '[') {
+		host = s + 1;
+		host_end = strchr(host, ']');
+		if (!host_end)
+			why = "the IPv6 address has no closing ]";
+		else
+			s = host_end + 1;
+	} else {
+		host_end = s + strcspn(s, ":/?#");
+		s = host_end;
+	}
+	if (!why && host_end == host)
+		why = "no host";
+	if (!why && (size_t)(host_end - host) >= sizeof(h->host))
+		why = "the host name is too long";
+	long port = 4318;
+	if (!why && *s == ':') {
+		char *end;
+		errno = 0;
+		port = strtol(s + 1, &end, 10);
+		if (end == s + 1 || errno || port < 1 || port > 65535 || (*end && *end != '/'))
+			why = "the port is not a number from 1 to 65535";
+		s = end;
+	}
+	if (!why && *s && *s != '/')
+		why = "a query or fragment is not expected";
+	if (!why && strlen(s) >= sizeof(h->prefix))
+		why = "the path is too long";
+	for (const char *c = url; !why && *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f || *c == '?' || *c == '#')
+			why = "it holds a space, a control character, ? or #";
+	if (why) {
+		cli_error("export: --endpoint %s: %s; give http://HOST:PORT, e.g. http://localhost:4318", url, why);
+		return -1;
+	}
+	memcpy(h->host, host, (size_t)(host_end - host));
+	h->host[host_end - host] = '\0';
+	snprintf(h->port, sizeof(h->port), "%ld", port);
+	snprintf(h->hostport, sizeof(h->hostport), "%s%s%s:%ld", host[-1] == '[' ? "[" : "", h->host,
+		 host[-1] == '[' ? "]" : "", port);
+	snprintf(h->prefix, sizeof(h->prefix), "%s", s);
+	size_t n = strlen(h->prefix);
+	while (n && h->prefix[n - 1] == '/')
+		h->prefix[--n] = '\0';
+	return 0;
+}
+
+/* A connected TCP socket to the endpoint, or -1 (errno; *what says which step). */
+static int http_connect(const struct otlp_http *h, const char **what)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	int gai = getaddrinfo(h->host, h->port, &hints, &ai);
+	if (gai != 0) {
+		*what = gai_strerror(gai);
+		errno = 0;
+		return -1;
+	}
+	int fd = -1, err = ECONNREFUSED;
+	for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+		if (fd < 0) {
+			err = errno;
+			continue;
+		}
+		if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+			err = errno;
+			if (err == EINPROGRESS) {
+				/* bounded: the connect timeout */
+				struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+				int r = poll(&pfd, 1, HTTP_CONNECT_MS);
+				socklen_t len = sizeof(err);
+				if (r == 0)
+					err = ETIMEDOUT;
+				else if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+					err = errno;
+			}
+			if (err != 0 && err != EINPROGRESS) {
+				close(fd);
+				fd = -1;
+				continue;
+			}
+		}
+		/* blocking from here on, every send and receive bounded */
+		int fl = fcntl(fd, F_GETFL);
+		struct timeval tv = { .tv_sec = HTTP_IO_SECONDS };
+		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
+		    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0 ||
+		    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) {
+			err = errno;
+			close(fd);
+			fd = -1;
+		}
+	}
+	freeaddrinfo(ai);
+	if (fd < 0) {
+		*what = "cannot connect";
+		errno = err;
+	}
+	return fd;
+}
+
+/* Send every byte of iov[0..n) (modified); 0 or -1 (errno). */
+static int send_all(int fd, struct iovec *iov, int n)
+{
+	while (n > 0) {
+		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);   /* a closed peer is an error, not SIGPIPE */
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		while (n > 0 && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n > 0) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+/*
+ * One POST.  Returns the HTTP status, or -1 when no answer came (errno,
+ * *what); *retry_after the Retry-After seconds (-1 if none); reply[] the
+ * start of the answer's body, for messages.
+ */
+static int http_once(struct otlp_http *h, const char *path, const struct iovec *body, int nbody, const char **what,
+		     long *retry_after, char *reply, size_t reply_len)
+{
+	*retry_after = -1;
+	reply[0] = '\0';
+	size_t len = 0;
+	for (int i = 0; i < nbody; i++)
+		len += body[i].iov_len;
+	int fd = http_connect(h, what);
+	if (fd < 0)
+		return -1;
+	char head[2048];
+	int hl = snprintf(head, sizeof(head),
+			  "POST %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: mark-export\r\n"
+			  "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+			  h->prefix, path, h->hostport, len);
+	struct iovec iov[8];
+	iov[0] = (struct iovec){ head, (size_t)hl };
+	for (int i = 0; i < nbody && i < 7; i++)
+		iov[i + 1] = body[i];
+	if (send_all(fd, iov, nbody + 1) != 0) {
+		*what = "sending the request failed";
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	/* the answer: status line and headers, and as much body as fits */
+	char buf[16384];
+	size_t got = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + got, sizeof(buf) - 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			*what = errno == EAGAIN || errno == EWOULDBLOCK ? "no answer in time" : "reading the answer failed";
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				errno = ETIMEDOUT;
+			int e = errno;
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		got += (size_t)r;
+		buf[got] = '\0';
+		if (r == 0 || got == sizeof(buf) - 1)
+			break;
+		/* Connection: close asked for; a server may still keep it open:
+		 * stop once the headers and Content-Length bytes are in */
+		char *end = strstr(buf, "\r\n\r\n");
+		if (end) {
+			const char *cl = strcasestr(buf, "\r\nContent-Length:");
+			if (cl && cl < end && got - (size_t)(end + 4 - buf) >= strtoul(cl + 17, NULL, 10))
+				break;
+		}
+	}
+	close(fd);
+	int status = 0;
+	if (sscanf(buf, "HTTP/1.%*[01] %3d", &status) != 1 || status < 100) {
+		*what = "the answer is not HTTP";
+		errno = EPROTO;
+		return -1;
+	}
+	char *end = strstr(buf, "\r\n\r\n");
+	if (end) {
+		*end = '\0';
+		const char *ra = strcasestr(buf, "\r\nRetry-After:");
+		if (ra) {
+			char *e;
+			long v = strtol(ra + 14, &e, 10);
+			if (e != ra + 14 && v >= 0)
+				*retry_after = v;   /* an HTTP date is not honoured: the backoff applies */
+		}
+		snprintf(reply, reply_len, "%s", end + 4);
+	}
+	return status;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* POST a request to ENDPOINT/v1/traces or /v1/logs, retrying what may pass later. */
+static int http_post(struct otlp_http *h, enum otlp_kind kind, const struct iovec *body, int nbody)
+{
+	const char *path = kind == OTLP_TRACES ? "/v1/traces" : "/v1/logs";
+	long backoff_ms = 500;
+	for (int attempt = 1;; attempt++) {
+		const char *what = "";
+		long retry_after;
+		char reply[256];
+		struct iovec copy[8];
+		memcpy(copy, body, (size_t)nbody * sizeof(*copy));
+		int status = http_once(h, path, copy, nbody, &what, &retry_after, reply, sizeof(reply));
+		int err = errno;
+		h->requests++;
+		if (status >= 200 && status < 300)
+			return 0;
+		bool again = status < 0 || status == 429 || status == 502 || status == 503 || status == 504;
+		if (!again || attempt == HTTP_ATTEMPTS) {
+			if (status < 0)
+				cli_error("export: POST http://%s%s%s: %s: %s%s; is an OpenTelemetry Collector (otlp receiver, "
+					  "protocols: http) listening there?",
+					  h->hostport, h->prefix, path, what, err ? strerror(err) : "", again ? " (gave up after 6 attempts)" : "");
+			else
+				cli_error("export: POST http://%s%s%s: HTTP status %d%s%s%s; %s", h->hostport, h->prefix, path,
+					  status,
+					  reply[0] ? " (" : "", reply, reply[0] ? ")" : "",
+					  again ? "the endpoint still refused after 6 attempts; try again later"
+						: "the endpoint refused the data; check its logs");
+			return -1;
+		}
+		long ms = retry_after >= 0 ? (retry_after > HTTP_RETRY_AFTER_MAX ? HTTP_RETRY_AFTER_MAX : retry_after) * 1000
+					   : backoff_ms;
+		sleep_ms(ms);
+		if (backoff_ms < 8000)
+			backoff_ms *= 2;
+	}
+}
+
+/* ---------------- the command ---------------- */
+
+int export_otlp(const struct export_otlp_options *o, int nargs, char **args)
+{
+	if (nargs != 1) {
+		cli_error("export: %s; usage: mark export --format otlp (-o FILE.jsonl | --endpoint URL) DIR",
+			  nargs < 1 ? "give the trace directory" : "give exactly one trace directory");
+		return 2;
+	}
+	if (!o->output == !o->endpoint) {
+		cli_error("export: --format otlp: give either -o FILE.jsonl (\"-\" for standard output) or "
+			  "--endpoint http://HOST:4318, not %s",
+			  o->output ? "both" : "neither");
+		return 2;
+	}
+	struct otlp_http http = { 0 };
+	if (o->endpoint && parse_endpoint(&http, o->endpoint) != 0)
+		return 2;
+	const char *dir = args[0];
+	if (trace_check_directory(dir) != 0)
+		return 1;
+
+	struct otlp_export x = { .http = o->endpoint ? &http : NULL };
+	char why[512];
+	struct pairs_config pc = { .pairs = o->pairs, .npairs = o->npairs, .every_event = true };
+	struct pairs_ops pops = { .span = otlp_span, .given_up = otlp_given_up };
+	x.pairs = pairs_new(&pc, &pops, &x, why, sizeof(why));
+	if (!x.pairs) {
+		cli_error("export: %s", why);
+		return strncmp(why, "out of memory", 13) != 0 ? 2 : 1;
+	}
+	/* Write to FILE.tmp and rename at the end, so a failed export never
+	 * leaves a truncated FILE that looks complete; not through a link
+	 * planted at FILE.tmp, and owner-only: it holds the trace's %s values. */
+	char tmp[4096] = "";
+	bool to_stdout = o->output && strcmp(o->output, "-") == 0;
+	int status = 0;
+	if (to_stdout) {
+		x.out = stdout;
+	} else if (o->output) {
+		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", o->output) >= sizeof(tmp)) {
+			pairs_free(x.pairs);
+			return cli_error("export: output path too long: %s", o->output);
+		}
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		x.out = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!x.out) {
+			cli_error("export: cannot create %s: %s (choose a writable path with -o)", tmp, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			pairs_free(x.pairs);
+			return 1;
+		}
+	}
+	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(o->progress, to_stdout),
+					.event = otlp_event, .discarded = otlp_discarded };
+	int r = trace_read(dir, &ops, &x);
+	if (r == 0 && !x.failed) {
+		/* spans still open end at their thread's last event */
+		pairs_finish(x.pairs);
+		if (pairs_oom(x.pairs)) {
+			cli_error("export: out of memory pairing begins and ends");
+			x.failed = true;
+		}
+		for (size_t i = 0; i < x.nprocs && !x.failed; i++) {
+			flush_items(&x, x.procs[i], OTLP_TRACES);
+			flush_items(&x, x.procs[i], OTLP_LOGS);
+		}
+	}
+	if (r != 0 || x.failed)
+		status = 1;
+	if (x.out && x.out != stdout) {
+		if (fclose(x.out) != 0 && status == 0) {
+			cli_error("export: writing %s failed: %s", tmp, strerror(errno));
+			status = 1;
+		} else if (status == 0 && rename(tmp, o->output) != 0) {
+			cli_error("export: cannot rename %s to %s: %s", tmp, o->output, strerror(errno));
+			status = 1;
+		}
+		if (status != 0)
+			unlink(tmp);
+	} else if (x.out && fflush(stdout) != 0 && status == 0) {
+		cli_error("export: writing to standard output failed: %s", strerror(errno));
+		status = 1;
+	}
+	if (status == 0 && !to_stdout)
+		fprintf(stderr,
+			"mark export: %" PRIu64 " spans (%" PRIu64 " ended by the export), %" PRIu64
+			" log records (%" PRIu64 " events lost by the tracer) %s %s%s\n",
+			x.spans, x.ended_by_export, x.logs, x.lost, o->output ? "written to" : "sent to",
+			cli_text(o->output ? o->output : o->endpoint), o->output ? "" : " (ENDPOINT/v1/traces, /v1/logs)");
+	if (x.orphans)
+		fprintf(stderr, "mark export: warning: %" PRIu64 " span ends matched no begin this export saw "
+				"(left out); please report it with the trace\n", x.orphans);
+	for (size_t i = 0; i < x.table_size; i++) {
+		struct otlp_thread *t = x.threads[i];
+		if (!t)
+			continue;
+		for (size_t d = 0; d < t->depth; d++)
+			free(t->stack[d].attrs);
+		free(t->stack);
+		free(t);
+	}
+	free(x.threads);
+	for (size_t i = 0; i < x.nprocs; i++) {
+		strbuf_release(&x.procs[i]->items[0]);
+		strbuf_release(&x.procs[i]->items[1]);
+		free(x.procs[i]->resource);
+		free(x.procs[i]);
+	}
+	free(x.procs);
+	for (size_t i = 0; i < OTLP_NAME_SLOTS; i++)
+		free(x.names[i].json);
+	strbuf_release(&x.tmp);
+	pairs_free(x.pairs);
+	return status;
+}
