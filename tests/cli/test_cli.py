@@ -47,6 +47,30 @@ def need_babeltrace2():
         skip("babeltrace2 is not installed (apt-get install babeltrace2)")
 
 
+def bt2_module():
+    """The python3-bt2 module, or a skip saying how to install it."""
+    try:
+        import bt2
+    except ImportError:
+        skip("python3-bt2 (Debian package) is not installed")
+    return bt2
+
+
+def bt2_payload(ev):
+    """(name, field) of a bt2 event's payload as mark's traces hold it: a
+    %s argument is a variant beside its `NAME_len` selector, which is left
+    out, and the variant's selected option is the field."""
+    bt2 = bt2_module()
+    payload = ev.payload_field
+    lens = {k + "_len" for k, v in payload.items() if isinstance(v, bt2._VariantFieldConst)}
+    for k, v in payload.items():
+        if k in lens:
+            continue
+        if isinstance(v, bt2._VariantFieldConst):
+            v = v.selected_option
+        yield k, v
+
+
 def fresh(workdir, name):
     path = os.path.join(workdir, name)
     shutil.rmtree(path, ignore_errors=True)

@@ -26,7 +26,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "pydeps"))
-from test_cli import check, fixture, fresh, main, need_babeltrace2, run, skip, skip_forked_child_under_tsan  # noqa: E402
+from test_cli import (bt2_module, bt2_payload, check, fixture, fresh, main, need_babeltrace2,  # noqa: E402
+                      run, skip, skip_forked_child_under_tsan)
 
 ROUNDS = 300          # per thread; otlp_target.c has 2 threads
 BATCH = 512           # the most spans or log records export_otlp.c puts in one request
@@ -77,10 +78,7 @@ def ctf_events(trace):
     """Every event of the trace (and of its forked children's traces) as
     libbabeltrace2 reads it: dicts name, ns, pid, procname, tid, fields
     (the OTLP AnyValue each field should become)."""
-    try:
-        import bt2
-    except ImportError:
-        skip("python3-bt2 (Debian package) is not installed")
+    bt2 = bt2_module()
     evs = []
     for msg in bt2.TraceCollectionMessageIterator(trace):
         if type(msg) is not bt2._EventMessageConst:
@@ -88,12 +86,7 @@ def ctf_events(trace):
         ev = msg.event
         env = ev.stream.trace.environment
         fields = []
-        lens = {k + "_len" for k, v in ev.payload_field.items() if isinstance(v, bt2._VariantFieldConst)}
-        for k, v in ev.payload_field.items():
-            if k in lens:
-                continue
-            if isinstance(v, bt2._VariantFieldConst):
-                v = v.selected_option
+        for k, v in bt2_payload(ev):
             fc = v.cls
             if isinstance(v, bt2._StringFieldConst):
                 val = {"stringValue": json_text(str(v).encode("utf-8", "surrogateescape"))}

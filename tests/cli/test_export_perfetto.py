@@ -26,7 +26,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "pydeps"))
 import make_ctf  # noqa: E402
 import pydeps  # noqa: E402
-from test_cli import check, failures, fresh, skip  # noqa: E402
+from test_cli import bt2_module, bt2_payload, check, failures, fresh, skip  # noqa: E402
 
 SLICE_BEGIN, SLICE_END, INSTANT = 1, 2, 3
 CLEARED, NEEDS = 1, 2
@@ -186,10 +186,7 @@ class Decoded:
 def bt2_expected(path, ptype=lambda name: None):
     """Per (pid, tid): the events babeltrace2's Python bindings read, in
     order, as (ts, name, {arg: (kind, value)}), and the loss reports."""
-    try:
-        import bt2
-    except ImportError:
-        skip("python3-bt2 (Debian package) is not installed")
+    bt2 = bt2_module()
     per = {}
     losses = []
     pending = {}
@@ -200,13 +197,7 @@ def bt2_expected(path, ptype=lambda name: None):
             pid = int(env["vpid"] if "vpid" in env else env["pid"])
             tid = int(ev.packet.context_field["tid"])
             args = {}
-            payload = ev.payload_field
-            lens = {k + "_len" for k, v in payload.items() if isinstance(v, bt2._VariantFieldConst)}
-            for k, v in payload.items():
-                if k in lens:
-                    continue
-                if isinstance(v, bt2._VariantFieldConst):
-                    v = v.selected_option
+            for k, v in bt2_payload(ev):
                 fc = v.cls
                 if isinstance(v, bt2._StringFieldConst):
                     args[k] = ("string_value", escape(bytes(str(v), "utf-8", "surrogateescape")))
