@@ -642,3 +642,53 @@ bool mark_filter_eval(const struct mark_filter *f, const struct mark_filter_valu
 	}
 	return sp == 1 && truthy(&st[0]);
 }
+
+int mark_trigger_parse(const char *spec, char *glob, size_t globlen, struct mark_filter **filter, char *err,
+		       size_t errlen)
+{
+	*filter = NULL;
+	if (errlen)
+		err[0] = '\0';
+	const char *p = spec ? spec : "";
+	while (*p == ' ' || *p == '\t')
+		p++;
+	const char *g = p;
+	while (*p && *p != ' ' && *p != '\t')
+		p++;
+	const size_t glen = (size_t)(p - g);
+	if (glen == 0) {
+		snprintf(err, errlen, "column %zu: expected a marker glob (GLOB or 'GLOB if EXPR', e.g. "
+			 "'req if status == 500')", (size_t)(g - (spec ? spec : "")) + 1);
+		return -1;
+	}
+	if (glen >= globlen) {
+		snprintf(err, errlen, "column 1: the glob is longer than %zu characters", globlen - 1);
+		return -1;
+	}
+	memcpy(glob, g, glen);
+	glob[glen] = '\0';
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (!*p)
+		return 0;   /* GLOB alone: every event of a matching marker triggers */
+	if (strncmp(p, "if", 2) != 0 || (p[2] != ' ' && p[2] != '\t')) {
+		snprintf(err, errlen, "column %zu: expected 'if EXPR' or the end after the glob (write "
+			 "'GLOB if EXPR')", (size_t)(p - spec) + 1);
+		return -1;
+	}
+	const char *expr = p + 3;
+	char why[256];
+	struct mark_filter *f = mark_filter_parse(expr, why, sizeof(why));
+	if (!f) {
+		/* The parser counts columns in EXPR: count them in the whole spec. */
+		size_t col;
+		int used = 0;
+		if (sscanf(why, "column %zu: %n", &col, &used) == 1 && used > 0)
+			snprintf(err, errlen, "column %zu: %s", col + (size_t)(expr - spec), why + used);
+		else
+			snprintf(err, errlen, "%s", why);
+		return -1;
+	}
+	*filter = f;
+	return 0;
+}

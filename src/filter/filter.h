@@ -79,4 +79,15 @@ bool mark_filter_simple(const struct mark_filter *f, int *op, uint64_t *value);
  * terminated; backslash escapes the next character)? */
 bool mark_filter_glob(const char *p, const char *s, size_t len);
 
+/*
+ * A snapshot trigger, "GLOB" or "GLOB if EXPR" (`mark record --snapshot-on`,
+ * MARK_SNAPSHOT_ON, the agent): the glob is copied into glob[0..globlen),
+ * *filter is EXPR parsed (NULL without "if": every event of a matching
+ * marker triggers).  0, or -1 with "column N: ..." in err, N counted in
+ * spec (as --filter counts in its expression).  The glob itself is not
+ * checked here (mark_glob_check() does that where globs are armed).
+ */
+int mark_trigger_parse(const char *spec, char *glob, size_t globlen, struct mark_filter **filter, char *err,
+		       size_t errlen);
+
 #endif

@@ -25,10 +25,17 @@
 #define BIND_SLOT_BITS 6
 
 struct tracer_filter *tracer_filter;
+struct tracer_filter *tracer_trigger;
 
-static uint64_t __attribute__((noinline, cold)) bind_marker(const struct mark_filter *f,
+static uint64_t __attribute__((noinline, cold)) bind_marker(const struct tracer_filter *tf,
 							     const struct mark_marker *m)
 {
+	const struct mark_filter *f = tf->filter;
+	/* A trigger: only markers its glob matches carry it. */
+	if (tf->glob && !mark_glob_match(tf->glob, m))
+		return BIND_DONE | BIND_MISSING;
+	if (!f)
+		return BIND_DONE;   /* no "if": no field to bind */
 	/* 2n names of up to 128 bytes: 4 KiB of stack, once per marker. */
 	char names[2 * MARK_MAX_MARKER_ARGS][TRACER_FIELD_NAME_MAX];
 	const unsigned n = m->nargs <= MARK_MAX_MARKER_ARGS ? m->nargs : MARK_MAX_MARKER_ARGS;
@@ -88,13 +95,17 @@ bool tracer_filter_rejects(struct tracer_filter *tf, const struct mark_marker *m
 	const unsigned id = m->id;
 	uint64_t b = id <= MARK_TF_MAX_ID ? __atomic_load_n(&tf->bind[id], __ATOMIC_RELAXED) : 0;
 	if (!b) {
-		b = bind_marker(f, m);
+		b = bind_marker(tf, m);
 		if (id <= MARK_TF_MAX_ID)
 			__atomic_store_n(&tf->bind[id], b, __ATOMIC_RELAXED);
 	}
 	if (b & BIND_MISSING) {
 		MARK_TSAN_RELEASE(tf);   /* see tracer_filter_set() */
 		return true;
+	}
+	if (!f) {
+		MARK_TSAN_RELEASE(tf);
+		return false;   /* a trigger without "if": every event of the marker */
 	}
 	struct mark_filter_value vals[MARK_FILTER_MAX_FIELDS];
 	if (tf->simple) {
@@ -135,6 +146,49 @@ general:;
 	return reject;
 }
 
+/* Free a filter or trigger nobody may read any more. */
+static void tracer_filter_free(struct tracer_filter *tf)
+{
+	if (!tf)
+		return;
+	mark_filter_free(tf->filter);
+	free(tf->glob);
+	free(tf);
+}
+
+/*
+ * Publish tf (may be NULL) in *slot and retire what was there.  Release:
+ * the program and its zeroed bind words are visible to a probe that loads
+ * the pointer (acquire).  Probes that may still read the old one run
+ * inside a read-side critical section begun before the exchange: wait for
+ * them all before freeing it.  (For TSan: pairs with the probe's release
+ * on it after its use.)
+ */
+static void filter_install(struct tracer_filter **slot, struct tracer_filter *tf)
+{
+	struct tracer_filter *old = __atomic_exchange_n(slot, tf, __ATOMIC_ACQ_REL);
+	if (old) {
+		urcu_bp_synchronize_rcu();
+		MARK_TSAN_ACQUIRE(old);
+		tracer_filter_free(old);
+	}
+}
+
+/* calloc: the bind words start "not computed" (0); 512 KiB of address
+ * space, of which only the pages of fired ids are touched. */
+static struct tracer_filter *filter_new(struct mark_filter *f, const char *glob)
+{
+	struct tracer_filter *tf = calloc(1, sizeof(*tf));
+	if (!tf || (glob && !(tf->glob = strdup(glob)))) {
+		free(tf);
+		mark_filter_free(f);
+		return NULL;
+	}
+	tf->filter = f;
+	tf->simple = f && mark_filter_simple(f, &tf->simple_op, &tf->simple_value);
+	return tf;
+}
+
 int tracer_filter_set(const char *text, const char *what)
 {
 	struct tracer_filter *tf = NULL;
@@ -144,27 +198,29 @@ int tracer_filter_set(const char *text, const char *what)
 		if (!f)
 			return mark_error(strcmp(err, "out of memory") == 0 ? ENOMEM : EINVAL,
 					  "mark: %s \"%s\": %s", what, text, err);
-		/* calloc: the bind words start "not computed" (0); 512 KiB of
-		 * address space, of which only the pages of fired ids are touched. */
-		tf = calloc(1, sizeof(*tf));
-		if (!tf) {
-			mark_filter_free(f);
+		if (!(tf = filter_new(f, NULL)))
 			return mark_error(ENOMEM, "mark: %s: out of memory", what);
+	}
+	filter_install(&tracer_filter, tf);
+	return 0;
+}
+
+int tracer_trigger_set(const char *spec, const char *what)
+{
+	struct tracer_filter *tf = NULL;
+	if (spec && *spec) {
+		char glob[MARK_FILTER_MAX_TEXT + 1], err[300], why[200];
+		struct mark_filter *f;
+		if (mark_trigger_parse(spec, glob, sizeof(glob), &f, err, sizeof(err)) < 0)
+			return mark_error(strcmp(err, "out of memory") == 0 ? ENOMEM : EINVAL,
+					  "mark: %s \"%s\": %s", what, spec, err);
+		if (mark_glob_check(glob, why, sizeof(why)) < 0) {
+			mark_filter_free(f);
+			return mark_error(EINVAL, "mark: %s \"%s\": column 1: bad glob: %s", what, spec, why);
 		}
-		tf->filter = f;
-		tf->simple = mark_filter_simple(f, &tf->simple_op, &tf->simple_value);
+		if (!(tf = filter_new(f, glob)))
+			return mark_error(ENOMEM, "mark: %s: out of memory", what);
 	}
-	/* Release: the filter and its zeroed bind words are visible to a probe
-	 * that loads the pointer (acquire). */
-	struct tracer_filter *old = __atomic_exchange_n(&tracer_filter, tf, __ATOMIC_ACQ_REL);
-	if (old) {
-		/* Probes that may still read `old` run inside a read-side critical
-		 * section begun before the exchange: wait for them all.  (For
-		 * TSan: pairs with the probe's release on `old` after its use.) */
-		urcu_bp_synchronize_rcu();
-		MARK_TSAN_ACQUIRE(old);
-		mark_filter_free(old->filter);
-		free(old);
-	}
+	filter_install(&tracer_trigger, tf);
 	return 0;
 }

@@ -459,6 +459,17 @@ static bool __attribute__((noinline)) make_room(struct tracer_session *s, struct
 		 * capacity of newest events, as LTTng keeps whole sub-buffers.
 		 * cached_tail mirrors `oldest`.
 		 */
+		/*
+		 * A snapshot trigger of this ring waits for the consumer to copy
+		 * the records up to it: drop the new event (counted lost) rather
+		 * than overwrite them.  Acquire pairs with the consumer's release
+		 * store of 0 after its copy: it has read the bytes we overwrite
+		 * once we see the hold gone.
+		 */
+		if (unlikely(__atomic_load_n(&r->hold, __ATOMIC_ACQUIRE))) {
+			__atomic_store_n(&hdr->lost, hdr->lost + 1, __ATOMIC_RELAXED);
+			return false;
+		}
 		const uint64_t chunk = cap / TRACER_OVERWRITE_CHUNKS;
 		uint64_t oldest = r->cached_tail, oldest_events = r->oldest_events;
 		const uint64_t events = hdr->events;
@@ -797,6 +808,56 @@ static void __attribute__((noinline, cold)) probe_slow(unsigned depth, const str
 }
 
 /*
+ * An event that fires the session's snapshot trigger (--snapshot-on):
+ * record it as any event, then, if it was recorded, ask the consumer for
+ * a snapshot that ends with it.  The request slot is claimed with a CAS
+ * (one per trigger, not per event); a trigger that finds it taken is
+ * counted busy.  Before the request is published (release store of
+ * TRIG_PENDING) the ring is put on hold: from here on this thread drops
+ * its new events rather than overwrite the records up to the trigger,
+ * until the consumer has copied them (make_room()).  Nothing is written
+ * to disk here: the consumer does that.
+ */
+static void __attribute__((noinline, cold)) probe_trigger(unsigned depth, const struct mark_marker *m,
+							  const uint64_t *args)
+{
+	tls.depth = depth + 1;
+	/* A signal handler on this thread sees depth+1 before we touch ring[depth]. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	/* Acquire: the session's fields are initialised before it is published. */
+	struct tracer_session *s = __atomic_load_n(&tracer_current, __ATOMIC_ACQUIRE);
+	if (s && depth < TRACER_MAX_NESTING && s->max_snapshots) {
+		struct tracer_ring *r = tls.generation == s->generation ? tls.rings[depth] : NULL;
+		if (!r)
+			r = ring_claim(s, depth);   /* record_slow() then uses it */
+		const uint64_t head0 = r ? r->hdr->head : 0, events0 = r ? r->hdr->events : 0;
+		record_slow(s, depth, m, args);
+		if (r && tls.rings[depth] == r && r->hdr->events != events0) {
+			/* Recorded at head0 (a record starts where head was): its timestamp
+			 * is its first word.  Producer-owned words: plain reads. */
+			const uint64_t ts = r->data[(head0 / 8) & (r->capacity / 8 - 1)];
+			int expected = TRIG_FREE;
+			if (__atomic_compare_exchange_n(&s->trig_state, &expected, TRIG_FILLING, false,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+				__atomic_store_n(&r->hold, 1, __ATOMIC_RELAXED);
+				s->trig_ring = r->index;
+				s->trig_end = r->hdr->head;
+				s->trig_ts = ts;
+				/* Release: the hold and the three fields above first. */
+				__atomic_store_n(&s->trig_state, TRIG_PENDING, __ATOMIC_RELEASE);
+				tracer_kick_consumer(s);
+			} else {
+				__atomic_fetch_add(&s->trig_busy, 1, __ATOMIC_RELAXED);
+			}
+		}
+	} else if (s) {
+		record_slow(s, depth, m, args);
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	tls.depth = depth;
+}
+
+/*
  * The fast path, kept small: few registers, no call except in tail
  * position, one comparison of the thread's cached ring against the
  * session's generation.  It must raise tls.depth before it reads the
@@ -814,6 +875,14 @@ void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
 	struct tracer_filter *const tf = __atomic_load_n(&tracer_filter, __ATOMIC_ACQUIRE);
 	if (unlikely(tf != NULL) && tracer_filter_rejects(tf, m, args))
 		return;
+	/* --snapshot-on: the same kind of program, carried only by the markers
+	 * its glob matches (the others bind to "missing": one load and a bit
+	 * test).  A firing trigger leaves the fast path. */
+	struct tracer_filter *const tt = __atomic_load_n(&tracer_trigger, __ATOMIC_ACQUIRE);
+	if (unlikely(tt != NULL) && !tracer_filter_rejects(tt, m, args)) {
+		probe_trigger(tls.depth, m, args);
+		return;
+	}
 	/* Relaxed: a generation the thread has not cached sends it to the slow
 	 * path, which acquires the session. */
 	const uint64_t generation = __atomic_load_n(&tracer_current_generation, __ATOMIC_RELAXED);

@@ -111,6 +111,16 @@ struct tracer_ring {
 	int stream_fd __attribute__((aligned(64)));
 	uint64_t stream_ino, stream_dev;   /* identity of stream_fd's file         */
 	uint64_t last_ts;           /* timestamp of the last event written           */
+	/*
+	 * Snapshot triggers: set (plain store) by the ring's own producer when
+	 * one of its events fired a trigger whose request it published; while
+	 * set, make_room() drops new events (counted lost) instead of
+	 * overwriting the oldest, so the records up to the trigger stay until
+	 * the consumer has copied them; it clears it (release store) after the
+	 * copy, which the producer loads with acquire.  drain_ring() leaves a
+	 * held ring alone (a thread that exits after its trigger).
+	 */
+	int hold;
 };
 
 struct tracer_session {
@@ -202,7 +212,33 @@ struct tracer_session {
 	bool clock_frozen;
 	int rotated_fd;             /* DIR/pid-P/.mark-chunks, or -1                */
 	bool chunk_error_reported;
+	/*
+	 * Snapshot triggers (--snapshot-on, docs/tracer.md "Triggers").  The
+	 * request slot: a producer whose event fires the trigger claims it
+	 * with a CAS of trig_state from TRIG_FREE to TRIG_FILLING (slow, rare:
+	 * one per trigger), writes trig_ring/trig_end/trig_ts, then stores
+	 * TRIG_PENDING with release and kicks the consumer; the consumer
+	 * loads it with acquire, writes the snapshot and stores TRIG_FREE
+	 * (release) again.  A trigger that finds the slot taken is counted in
+	 * trig_busy (atomic add).  Limits are configuration (read-only once
+	 * the session runs); the counts below them are consumer-private,
+	 * published through .mark-stats.
+	 */
+	int trig_state;
+	unsigned trig_ring;         /* index of the ring holding the trigger event   */
+	uint64_t trig_end;          /* its position just after the trigger record     */
+	uint64_t trig_ts;           /* the trigger event's timestamp                 */
+	uint64_t trig_busy;         /* atomic: triggers while a request was pending  */
+	unsigned max_snapshots;     /* 0: triggers off                               */
+	uint64_t snapshot_interval_ns;
+	uint64_t snapshots;         /* written                                       */
+	uint64_t trig_over_max;     /* suppressed: max_snapshots reached             */
+	uint64_t trig_in_interval;  /* suppressed: within snapshot_interval          */
+	uint64_t last_snapshot_ns;
+	unsigned snapshot_next;     /* N of the next DIR/snapshot-N to try            */
 };
+
+enum { TRIG_FREE = 0, TRIG_FILLING = 1, TRIG_PENDING = 2 };
 
 /* How many of s->rings may be in use.  Relaxed: a ring created meanwhile
  * is seen on the next pass; its `ready` flag says whether it is usable. */
@@ -360,7 +396,10 @@ struct mark_filter;
  * grace period.  NULL: every event is recorded.
  */
 struct tracer_filter {
-	struct mark_filter *filter;
+	struct mark_filter *filter;   /* NULL: a trigger without "if" (always true)  */
+	/* Triggers only: the marker glob; markers it does not match bind to
+	 * "missing" (never trigger).  NULL for --filter. */
+	char *glob;
 	/* "FIELD OP N" (mark_filter_simple): judged without the evaluator. */
 	bool simple;
 	int simple_op;
@@ -375,6 +414,16 @@ extern struct tracer_filter *tracer_filter;
 MARK_HIDDEN int tracer_filter_set(const char *text, const char *what);
 /* Should the event not be recorded?  The probe's side; no lock, no
  * allocation. */
+/*
+ * The session's snapshot trigger (--snapshot-on): a tracer_filter whose
+ * glob selects the markers that carry it; published, read and retired
+ * exactly as tracer_filter (same rules), by tracer_trigger_set() (spec
+ * NULL or "": none).  -EINVAL with "column N" for a bad spec.
+ */
+extern struct tracer_filter *tracer_trigger;
+MARK_HIDDEN int tracer_trigger_set(const char *spec, const char *what);
+/* The consumer's side of a trigger request (consumer.c calls it each pass). */
+MARK_HIDDEN void tracer_trigger_service(struct tracer_session *s);
 MARK_HIDDEN bool tracer_filter_rejects(struct tracer_filter *tf, const struct mark_marker *m,
 				       const uint64_t *args);
 
