@@ -57,8 +57,9 @@ static const char record_usage[] =
 	"inside libmark, writing a CTF 1.8 trace directory that `mark view`, `mark stats`,\n"
 	"`mark export` and babeltrace2 read.  CMD must use libmark (link with -lmark);\n"
 	"the tracer is configured through MARK_ENABLE, MARK_TRACE, MARK_MODE,\n"
-	"MARK_BUFFER, MARK_MAX_SIZE and MARK_ROTATE in CMD's environment (values given\n"
-	"here replace inherited ones).\n"
+	"MARK_BUFFER, MARK_MAX_SIZE, MARK_ROTATE, MARK_FILTER, MARK_SNAPSHOT_ON,\n"
+	"MARK_MAX_SNAPSHOTS and MARK_SNAPSHOT_INTERVAL in CMD's environment (values\n"
+	"given here replace inherited ones).\n"
 	"\n"
 	"Options:\n"
 	"  -e, --enable GLOB   record markers matching GLOB (* ? [...]); repeatable;\n"
@@ -90,6 +91,7 @@ static const char record_usage[] =
 	"                      and * globs.  An event of a marker without a field\n"
 	"                      EXPR names is not recorded.  (MARK_FILTER in CMD's\n"
 	"                      environment)\n"
+	CLI_TRIGGER_HELP
 	"  -q, --quiet         no live line and no summary (errors are still printed)\n"
 	"  -h, --help          this help\n"
 	"\n"
@@ -348,28 +350,38 @@ static bool make_output_dir(const char *requested, struct out_dir *o)
 
 /* ---------------- running CMD ---------------- */
 
+/* The tracer's settings in CMD's environment (src/tracer/session.c). */
+enum {
+	ENV_ENABLE, ENV_TRACE, ENV_MODE, ENV_BUFFER, ENV_MAX_SIZE, ENV_ROTATE, ENV_FILTER, ENV_SNAPSHOT_ON,
+	ENV_MAX_SNAPSHOTS, ENV_SNAPSHOT_INTERVAL, ENV_COUNT
+};
+static const char *const env_names[ENV_COUNT] = {
+	"MARK_ENABLE", "MARK_TRACE", "MARK_MODE", "MARK_BUFFER", "MARK_MAX_SIZE", "MARK_ROTATE", "MARK_FILTER",
+	"MARK_SNAPSHOT_ON", "MARK_MAX_SNAPSHOTS", "MARK_SNAPSHOT_INTERVAL",
+};
+
 static int env_is_ours(const char *entry)
 {
-	static const char *const names[] = { "MARK_ENABLE=", "MARK_TRACE=", "MARK_MODE=", "MARK_BUFFER=",
-					     "MARK_MAX_SIZE=", "MARK_ROTATE=", "MARK_FILTER=" };
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strncmp(entry, names[i], strlen(names[i])) == 0)
+	for (size_t i = 0; i < ENV_COUNT; i++) {
+		size_t n = strlen(env_names[i]);
+		if (strncmp(entry, env_names[i], n) == 0 && entry[n] == '=')
 			return 1;
+	}
 	return 0;
 }
 
 /*
  * CMD's environment: ours minus inherited MARK_* settings, plus the
- * session's.  The first *inherited entries are borrowed from environ; the
- * ones after are ours (free them with free_child_environment()).
+ * session's (values[i] for env_names[i]; NULL: not set).  The first
+ * *inherited entries are borrowed from environ; the ones after are ours
+ * (free them with free_child_environment()).
  */
-static char **child_environment(const char *enable, const char *dir, const char *mode, const char *buffer,
-				const char *max_size, const char *rotate, const char *filter, size_t *inherited)
+static char **child_environment(const char *const values[ENV_COUNT], size_t *inherited)
 {
 	size_t n = 0;
 	for (char **e = environ; *e; e++)
 		n++;
-	char **env = calloc(n + 8, sizeof(*env));
+	char **env = calloc(n + ENV_COUNT + 1, sizeof(*env));
 	if (!env)
 		return NULL;
 	size_t k = 0;
@@ -377,13 +389,10 @@ static char **child_environment(const char *enable, const char *dir, const char 
 		if (!env_is_ours(*e))
 			env[k++] = *e;
 	*inherited = k;
-	int ok = asprintf(&env[k++], "MARK_ENABLE=%s", enable) >= 0 &&
-		 asprintf(&env[k++], "MARK_TRACE=%s", dir) >= 0 &&
-		 (!mode || asprintf(&env[k++], "MARK_MODE=%s", mode) >= 0) &&
-		 (!buffer || asprintf(&env[k++], "MARK_BUFFER=%s", buffer) >= 0) &&
-		 (!max_size || asprintf(&env[k++], "MARK_MAX_SIZE=%s", max_size) >= 0) &&
-		 (!rotate || asprintf(&env[k++], "MARK_ROTATE=%s", rotate) >= 0) &&
-		 (!filter || asprintf(&env[k++], "MARK_FILTER=%s", filter) >= 0);
+	int ok = 1;
+	for (size_t i = 0; i < ENV_COUNT && ok; i++)
+		if (values[i])
+			ok = asprintf(&env[k++], "%s=%s", env_names[i], values[i]) >= 0;
 	if (!ok) {
 		/* asprintf leaves its pointer undefined on failure: clear it before freeing. */
 		env[k - 1] = NULL;
@@ -569,6 +578,7 @@ static void print_summary(const struct out_dir *o, const char *cmd, int wstatus,
 	if (s.processes > 1)
 		fprintf(stderr, " (%u processes)", s.processes);
 	fprintf(stderr, "\nmark: trace written to %s\n", cli_text(dir));
+	live_print_snapshots(stderr, "mark: ", dir, &s);
 	if (s.lost)
 		fprintf(stderr, "mark: events were lost: use a larger --buffer, or --mode block to lose none\n");
 	if (s.events == 0 && s.lost == 0)
@@ -593,7 +603,8 @@ static int wants_pid(int argc, char **argv)
 {
 	static const char *const with_value[] = { "-e", "-o", "-m", "-b", "-d", "--enable", "--output",
 						  "--mode", "--buffer", "--duration", "--max-size", "--rotate", "-f",
-						  "--filter", NULL };
+						  "--filter", "--snapshot-on", "--max-snapshots", "--snapshot-interval",
+						  NULL };
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (strcmp(a, "--") == 0 || a[0] != '-' || a[1] == '\0')
@@ -631,11 +642,16 @@ static int record_run(int argc, char **argv)
 		{ "max-size", required_argument, NULL, 'M' },
 		{ "rotate", required_argument, NULL, 'R' },
 		{ "filter", required_argument, NULL, 'f' },
+		{ "snapshot-on", required_argument, NULL, 'T' },
+		{ "max-snapshots", required_argument, NULL, 'T' },
+		{ "snapshot-interval", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *output = NULL, *mode = NULL, *buffer = NULL, *max_size = NULL, *rotate = NULL;
 	const char *filter = NULL;
+	struct cli_trigger trigger = { 0 };
+	int opt_index = 0;
 	double duration = 0;
 	int quiet = 0;
 	size_t enable_len = 0;
@@ -644,7 +660,7 @@ static int record_run(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	/* "+": stop at the first non-option, so CMD's own options are left alone. */
-	while ((c = getopt_long(argc, argv, "+e:o:m:b:d:f:qh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+e:o:m:b:d:f:qh", opts, &opt_index)) != -1) {
 		switch (c) {
 		case 'e': {
 			if (!*optarg || strchr(optarg, ',')) {
@@ -683,6 +699,13 @@ static int record_run(int argc, char **argv)
 			}
 			filter = optarg;
 			break;
+		case 'T':
+			/* Refused here, before CMD runs, with the column of the error. */
+			if (cli_trigger_option("record", opts[opt_index].name, optarg, &trigger) != 0) {
+				free(enable);
+				return 2;
+			}
+			break;
 		case 'd': {
 			char *end;
 			duration = strtod(optarg, &end);
@@ -706,7 +729,8 @@ static int record_run(int argc, char **argv)
 	size_t parsed_size;
 	if ((mode && parse_mode(mode, &parsed_mode) != 0) || (buffer && parse_size(buffer, &parsed_size) != 0) ||
 	    (max_size && cli_parse_max_size(max_size) != 0) || (rotate && cli_parse_rotate(rotate) != 0) ||
-	    (max_size && rotate && cli_check_rotate_within(max_size, rotate) != 0)) {
+	    (max_size && rotate && cli_check_rotate_within(max_size, rotate) != 0) ||
+	    cli_trigger_mode("record", &trigger, mode != NULL, mode ? (int)parsed_mode : 0) != 0) {
 		free(enable);
 		return 2;
 	}
@@ -724,8 +748,19 @@ static int record_run(int argc, char **argv)
 	}
 	const char *dir = out.path;
 	size_t inherited = 0;
-	char **env = child_environment(enable ? enable : "*", dir, mode, buffer, max_size, rotate, filter,
-				       &inherited);
+	const char *values[ENV_COUNT] = {
+		[ENV_ENABLE] = enable ? enable : "*",
+		[ENV_TRACE] = dir,
+		[ENV_MODE] = mode ? mode : trigger.spec ? "overwrite" : NULL,
+		[ENV_BUFFER] = buffer,
+		[ENV_MAX_SIZE] = max_size,
+		[ENV_ROTATE] = rotate,
+		[ENV_FILTER] = filter,
+		[ENV_SNAPSHOT_ON] = trigger.spec,
+		[ENV_MAX_SNAPSHOTS] = trigger.max_text,
+		[ENV_SNAPSHOT_INTERVAL] = trigger.interval_text,
+	};
+	char **env = child_environment(values, &inherited);
 	if (!env) {
 		free(enable);
 		out_dir_remove_empty(&out);

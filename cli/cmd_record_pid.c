@@ -83,6 +83,7 @@ const char cli_record_pid_usage[] =
 	"                         trace; a killed process is recovered with `mark recover`)\n"
 	"  -f, --filter EXPR      record only events whose fields pass EXPR (as in\n"
 	"                         `mark record --filter`; judged in the process)\n"
+CLI_TRIGGER_HELP
 	"  -q, --quiet            no live line and no summary\n"
 	"  -h, --help             this help\n"
 	"\n"
@@ -246,6 +247,7 @@ static void print_totals(const char *dir, const struct rec_target *t, size_t n, 
 	live_stats_markers(dir, &markers, &nm);
 	live_print_marker_counts(stderr, markers, nm);
 	free(markers);
+	live_print_snapshots(stderr, "mark: ", dir, &s);
 	if (!multi) {
 		fprintf(stderr, "mark: %" PRIu64 " events written, %" PRIu64 " lost, %.1f MB from process %d (%s)\n",
 			s.events_written, s.lost, (double)s.bytes_written / 1e6, (int)t[0].pid, t[0].c.comm);
@@ -319,6 +321,9 @@ int cli_record_pid(int argc, char **argv)
 		{ "detach", no_argument, NULL, 'D' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "filter", required_argument, NULL, 'f' },
+		{ "snapshot-on", required_argument, NULL, 'T' },
+		{ "max-snapshots", required_argument, NULL, 'T' },
+		{ "snapshot-interval", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -326,6 +331,9 @@ int cli_record_pid(int argc, char **argv)
 	size_t nglobs = 0;
 	const char *output = NULL, *max_size_text = NULL, *rotate_text = NULL, *name = NULL;
 	const char *filter = NULL;
+	struct cli_trigger trigger = { 0 };
+	bool mode_given = false;
+	int opt_index = 0;
 	pid_t *pids = NULL;
 	size_t npids = 0, pids_cap = 0;
 	uint64_t mode = MARK_TRACE_DISCARD, bufsize = 0;
@@ -334,7 +342,7 @@ int cli_record_pid(int argc, char **argv)
 	int ch;
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "p:e:o:m:b:d:f:qh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "p:e:o:m:b:d:f:qh", opts, &opt_index)) != -1) {
 		switch (ch) {
 		case 'p': {
 			pid_t pid;
@@ -377,6 +385,7 @@ int cli_record_pid(int argc, char **argv)
 				free(pids);
 				return 2;
 			}
+			mode_given = true;
 			break;
 		case 'b':
 			if (parse_size(optarg, &bufsize)) {
@@ -418,6 +427,12 @@ int cli_record_pid(int argc, char **argv)
 			}
 			filter = optarg;
 			break;
+		case 'T':
+			if (cli_trigger_option("record", opts[opt_index].name, optarg, &trigger) != 0) {
+				free(pids);
+				return 2;
+			}
+			break;
 		case 'h': fputs(cli_record_pid_usage, stdout); free(pids); return 0;
 		default:
 			cli_error("record: %s: unknown option or missing argument; see `mark record --help`",
@@ -444,6 +459,10 @@ int cli_record_pid(int argc, char **argv)
 	}
 	if (max_size_text && rotate_text && cli_check_rotate_within(max_size_text, rotate_text))
 		goto out;
+	if (cli_trigger_mode("record", &trigger, mode_given, (int)mode) != 0)
+		goto out;
+	if (trigger.spec)
+		mode = MARK_TRACE_OVERWRITE;
 	if (detach && duration > 0) {
 		cli_error("record: --detach and --duration do not go together: a detached recording runs until "
 			  "`mark stop PID` or the process's exit");
@@ -567,6 +586,12 @@ int cli_record_pid(int argc, char **argv)
 		mark_proto_add_u64(&req, MARK_TAG_DETACH, 1);
 	if (filter)
 		mark_proto_add_str(&req, MARK_TAG_FILTER, filter);   /* <= 1024 bytes: parsed */
+	if (trigger.spec)
+		mark_proto_add_str(&req, MARK_TAG_SNAPSHOT_ON, trigger.spec);   /* checked: <= 1024 bytes */
+	if (trigger.max_snapshots)
+		mark_proto_add_u64(&req, MARK_TAG_MAX_SNAPSHOTS, trigger.max_snapshots);
+	if (trigger.interval_ms)
+		mark_proto_add_u64(&req, MARK_TAG_SNAPSHOT_INTERVAL_MS, trigger.interval_ms);
 	for (size_t i = 0; i < nglobs; i++)
 		mark_proto_add_str(&req, MARK_TAG_GLOB, globs[i]);
 	mark_proto_end(&req);

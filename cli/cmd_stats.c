@@ -553,6 +553,9 @@ static int stats_run(int argc, char **argv)
 			sum_rotated(dfd, 0, &rotated);
 			close(dfd);
 		}
+		struct live_stats live;
+		if (live_stats_read(dir, &live) == 0)
+			live_print_snapshots(stdout, "", dir, &live);
 		if (rotated.chunks)
 			printf("(and %" PRIu64 " events rotated away: the tracer deleted %" PRIu64 " oldest chunk(s) "
 			       "to keep the trace within --max-size)\n", rotated.events, rotated.chunks);

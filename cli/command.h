@@ -7,6 +7,7 @@
 #define MARK_CLI_COMMAND_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct mark_cli_command {
 	const char *name;
@@ -52,5 +53,34 @@ int cli_parse_max_size(const char *text);
 int cli_parse_rotate(const char *text);
 /* --rotate SIZE at most half of --max-size (the tracer's rule). */
 int cli_check_rotate_within(const char *max_size, const char *rotate);
+
+/*
+ * Snapshot triggers of `mark record` (with or without --pid):
+ * --snapshot-on 'GLOB[ if EXPR]', --max-snapshots N, --snapshot-interval
+ * DURATION.  cli_trigger_option() takes one of them (`option` is its long
+ * name without "--"), checking it with the tracer's own parsers; then
+ * cli_trigger_mode() checks them together against --mode (mode_given:
+ * whether -m was given; a trigger implies overwrite, any other mode is an
+ * error).  Both print the error and return 2 (bad usage), or 0.
+ */
+struct cli_trigger {
+	const char *spec;              /* --snapshot-on, or NULL            */
+	const char *max_text, *interval_text;   /* as given, or NULL        */
+	uint64_t max_snapshots;        /* 0: the tracer's default           */
+	uint64_t interval_ms;          /* 0: none                           */
+};
+int cli_trigger_option(const char *cmd, const char *option, const char *value, struct cli_trigger *t);
+int cli_trigger_mode(const char *cmd, const struct cli_trigger *t, bool mode_given, int mode);
+#define CLI_TRIGGER_HELP                                                                              \
+	"      --snapshot-on 'GLOB[ if EXPR]'\n"                                                     \
+	"                      flight recorder trigger (implies --mode overwrite): when\n"          \
+	"                      an event of a marker matching GLOB (and passing EXPR, the\n"         \
+	"                      --filter language) is recorded, the buffers are written\n"          \
+	"                      as DIR/snapshot-N/ ending with that event, e.g.\n"                 \
+	"                        --snapshot-on 'http_request if status == 500'\n"                \
+	"      --max-snapshots N  at most N snapshots per process (default 100)\n"                \
+	"      --snapshot-interval DURATION\n"                                                      \
+	"                      at least DURATION (500ms, 30s, 10min) between two\n"              \
+	"                      snapshots; triggers in between are counted, not written\n"
 
 #endif

@@ -167,6 +167,12 @@ static void add_totals(const struct stats_copy *c, void *arg)
 	t->lost += c->hdr.lost;
 	t->events_written += c->hdr.events_written;
 	t->bytes_written += c->hdr.bytes_written;
+	t->snapshots += c->hdr.snapshots;
+	t->triggers_busy += c->hdr.triggers_busy;
+	t->triggers_over_max += c->hdr.triggers_over_max;
+	t->triggers_in_interval += c->hdr.triggers_in_interval;
+	t->triggers_failed += c->hdr.triggers_failed;
+	t->snapshot_hold_lost += c->hdr.snapshot_hold_lost;
 	t->processes++;
 	if (c->hdr.state != MARK_TF_STATE_STOPPED && c->hdr.state != MARK_TF_STATE_RECOVERED)
 		t->unfinished++;
@@ -182,6 +188,24 @@ int live_stats_read_one(const char *dir, struct live_stats *out)
 {
 	*out = (struct live_stats){ 0 };
 	return for_each_stats(dir, 0, 0, add_totals, out);
+}
+
+void live_print_snapshots(FILE *out, const char *prefix, const char *dir, const struct live_stats *s)
+{
+	const uint64_t none = s->triggers_busy + s->triggers_over_max + s->triggers_in_interval + s->triggers_failed;
+	if (!s->snapshots && !none)
+		return;
+	fprintf(out, "%s%" PRIu64 " snapshot(s) written by --snapshot-on (%s/%s*/)", prefix, s->snapshots,
+		cli_text(dir), MARK_TF_SNAPSHOT_PREFIX);
+	if (none)
+		fprintf(out, "; %" PRIu64 " more trigger(s) wrote none: %" PRIu64 " while another snapshot was "
+			"being written, %" PRIu64 " after --max-snapshots, %" PRIu64 " within --snapshot-interval, "
+			"%" PRIu64 " failed", none, s->triggers_busy, s->triggers_over_max, s->triggers_in_interval,
+			s->triggers_failed);
+	fputc('\n', out);
+	if (s->snapshot_hold_lost)
+		fprintf(out, "%s%" PRIu64 " event(s) lost while the buffer of a trigger waited for its snapshot to "
+			"be written (a larger --buffer gives the consumer more time)\n", prefix, s->snapshot_hold_lost);
 }
 
 /* ---- is the trace complete? ---- */

@@ -29,6 +29,10 @@ struct live_stats {
 	uint64_t lost;            /* discarded / overwritten / dropped             */
 	uint64_t events_written;  /* written to stream files                       */
 	uint64_t bytes_written;   /* bytes of all stream files                     */
+	uint64_t snapshots;       /* triggered snapshots written (DIR/snapshot-N)   */
+	uint64_t triggers_busy, triggers_over_max, triggers_in_interval, triggers_failed;
+	uint64_t snapshot_hold_lost;   /* lost while a snapshot's buffer was held */
+				  /* triggers that wrote no snapshot, by reason    */
 	unsigned processes;       /* .mark-stats files read                        */
 	unsigned unfinished;      /* of those, not STOPPED or RECOVERED (running, or
 				     died without its trace being recovered yet)  */
@@ -42,6 +46,11 @@ struct live_stats {
 int live_stats_read(const char *dir, struct live_stats *out);
 /* The same for DIR/.mark-stats alone (one process, no pid-P/ children). */
 int live_stats_read_one(const char *dir, struct live_stats *out);
+/*
+ * "<prefix>N snapshots written ...": the snapshot triggers' line (with
+ * the triggers that wrote none and why), if a trigger fired; else nothing.
+ */
+void live_print_snapshots(FILE *out, const char *prefix, const char *dir, const struct live_stats *s);
 
 /* Events written per marker, summed by name over all processes. */
 struct live_marker_count {

@@ -4,6 +4,7 @@
 #include "text.h"
 #include "core/internal.h"
 #include "filter/filter.h"
+#include "tracer/tracer.h"
 
 #include <getopt.h>
 #include <stdarg.h>
@@ -58,6 +59,62 @@ struct mark_filter *cli_filter_parse(const char *cmd, const char *expr)
 		cli_error("%s: bad --filter \"%s\": %s", cmd, expr, why);
 	}
 	return f;
+}
+
+int cli_trigger_option(const char *cmd, const char *option, const char *value, struct cli_trigger *t)
+{
+	if (strcmp(option, "snapshot-on") == 0) {
+		char glob[MARK_FILTER_MAX_TEXT + 1], why[300];
+		struct mark_filter *f = NULL;
+		if (strlen(value) > MARK_FILTER_MAX_TEXT) {
+			cli_error("%s: bad --snapshot-on: longer than %d bytes", cmd, MARK_FILTER_MAX_TEXT);
+			return 2;
+		}
+		if (mark_trigger_parse(value, glob, sizeof(glob), &f, why, sizeof(why)) < 0) {
+			cli_error("%s: bad --snapshot-on \"%s\": %s", cmd, value, why);
+			return 2;
+		}
+		mark_filter_free(f);
+		if (cli_glob_check(cmd, "--snapshot-on glob", glob) != 0)
+			return 2;
+		t->spec = value;
+		return 0;
+	}
+	if (strcmp(option, "max-snapshots") == 0) {
+		char *end;
+		unsigned long long v = strtoull(value, &end, 10);
+		if (*value < '0' || *value > '9' || *end || v == 0 || v > TRACER_MAX_SNAPSHOTS) {
+			cli_error("%s: bad --max-snapshots \"%s\": give a count from 1 to %u", cmd, value,
+				  TRACER_MAX_SNAPSHOTS);
+			return 2;
+		}
+		t->max_text = value;
+		t->max_snapshots = v;
+		return 0;
+	}
+	uint64_t bytes = 0;
+	if (mark_rotate_parse(value, &bytes, &t->interval_ms) < 0 || bytes) {
+		cli_error("%s: bad --snapshot-interval \"%s\": give a duration such as 500ms, 30s, 10min, 1h", cmd,
+			  value);
+		return 2;
+	}
+	t->interval_text = value;
+	return 0;
+}
+
+int cli_trigger_mode(const char *cmd, const struct cli_trigger *t, bool mode_given, int mode)
+{
+	if (!t->spec && (t->max_text || t->interval_text)) {
+		cli_error("%s: %s goes with --snapshot-on 'GLOB[ if EXPR]', which is missing", cmd,
+			  t->max_text ? "--max-snapshots" : "--snapshot-interval");
+		return 2;
+	}
+	if (t->spec && mode_given && mode != MARK_TRACE_OVERWRITE) {
+		cli_error("%s: --snapshot-on needs --mode overwrite (the flight recorder, which it implies); "
+			  "the %s mode writes every event anyway", cmd, mode == MARK_TRACE_DISCARD ? "discard" : "block");
+		return 2;
+	}
+	return 0;
 }
 
 int cli_filter_check(const char *cmd, const char *expr)

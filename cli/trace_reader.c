@@ -12,6 +12,7 @@
 #define _GNU_SOURCE /* secure_getenv */
 #include "trace_reader.h"
 #include "filter/filter.h"
+#include "tracer/trace_format.h"
 
 #include "command.h"
 #include "text.h"
@@ -408,8 +409,18 @@ static int has_metadata(const char *dir)
  * writes a forked child's trace in DIR/pid-P/ (and a grandchild's in
  * DIR/pid-P/pid-Q/); babeltrace2's src.ctf.fs does not descend into a
  * directory that is itself a trace, so each trace gets a source of its own.
- * Dot-directories are skipped.
+ * Dot-directories are skipped, and so are the snapshots a trigger wrote
+ * (DIR/snapshot-N/: copies of events the trace holds or held, each read
+ * on its own as `mark view DIR/snapshot-N`).
  */
+static bool is_snapshot_dir(const char *name)
+{
+	size_t n = strlen(MARK_TF_SNAPSHOT_PREFIX);
+	if (strncmp(name, MARK_TF_SNAPSHOT_PREFIX, n) != 0 || !name[n])
+		return false;
+	return strspn(name + n, "0123456789") == strlen(name + n);
+}
+
 static void find_traces(struct trace_dirs *t, const char *dir, int depth)
 {
 	if (has_metadata(dir))
@@ -421,7 +432,7 @@ static void find_traces(struct trace_dirs *t, const char *dir, int depth)
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
+		if (de->d_name[0] == '.' || is_snapshot_dir(de->d_name))
 			continue;
 		char sub[4096];
 		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= sizeof(sub))

@@ -30,3 +30,16 @@ if(TARGET mark_cli)
             ${CMAKE_CURRENT_BINARY_DIR}/agent-work/filter)
   set_tests_properties(agent_cli_filter PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
+# Snapshot triggers (issue 13 section 3): --snapshot-on 'GLOB if EXPR' in
+# overwrite mode writes DIR/snapshot-N/ ending with the trigger event.
+add_executable(trigger_target filter/trigger_target.c)
+target_link_libraries(trigger_target PRIVATE mark Threads::Threads)
+if(TARGET mark_cli)
+  foreach(case record limits env refuse pid)
+    add_test(NAME trigger_${case}
+      COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/filter/test_trigger.py ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:trigger_target>
+              ${CMAKE_CURRENT_BINARY_DIR}/trigger-work/${case})
+    set_tests_properties(trigger_${case} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()

@@ -772,7 +772,9 @@ static void do_trace_start(int ci, const struct mark_request *req, struct mark_p
 		.globs = req->globs,
 	};
 	const struct tracer_chunk_limits limits = { req->max_size, req->rotate_size, req->rotate_ms };
-	int r = tracer_start_chunked(&cfg, &limits, req->filter);
+	const struct tracer_trigger_config trigger = { req->snapshot_on, req->max_snapshots,
+						       req->snapshot_interval_ms };
+	int r = tracer_start_full(&cfg, &limits, req->filter, &trigger);
 	if (r < 0) {
 		mark_proto_error(out, r, "starting the recording into %s failed: %s", req->dir, mark_last_error());
 		return;

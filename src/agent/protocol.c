@@ -93,6 +93,10 @@ static const struct schema_row schema[] = {
 	{ MARK_MSG_TRACE_START, MARK_TAG_ROTATE_MS, V_U64, 0, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_DETACH, V_U64, 0, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_FILTER, V_STR, 0, 1 },
+	/* snapshot triggers; the tracer parses and checks them */
+	{ MARK_MSG_TRACE_START, MARK_TAG_SNAPSHOT_ON, V_STR, 0, 1 },
+	{ MARK_MSG_TRACE_START, MARK_TAG_MAX_SNAPSHOTS, V_U64, 0, 1 },
+	{ MARK_MSG_TRACE_START, MARK_TAG_SNAPSHOT_INTERVAL_MS, V_U64, 0, 1 },
 	{ MARK_MSG_TRACE_START, MARK_TAG_GLOB, V_STR, 1, MARK_PROTO_MAX_GLOBS },
 	/* TRACE_STOP DIR: stop a session no controller owns if it writes into DIR (`mark record -d`) */
 	{ MARK_MSG_TRACE_STOP, MARK_TAG_DIR, V_STR, 0, 1 },
@@ -503,6 +507,14 @@ int mark_proto_decode_request(const struct mark_proto_msg *msg, struct mark_requ
 					    mark_proto_type_name(msg->type), MARK_FILTER_MAX_TEXT);
 			req->filter = s;
 			break;
+		case MARK_TAG_SNAPSHOT_ON:
+			if (strlen(s) > MARK_FILTER_MAX_TEXT)
+				return fail(EINVAL, err, errlen, "%s: snapshot trigger longer than %d bytes",
+					    mark_proto_type_name(msg->type), MARK_FILTER_MAX_TEXT);
+			req->snapshot_on = s;
+			break;
+		case MARK_TAG_MAX_SNAPSHOTS: req->max_snapshots = mark_proto_field_u64(f); break;
+		case MARK_TAG_SNAPSHOT_INTERVAL_MS: req->snapshot_interval_ms = mark_proto_field_u64(f); break;
 		case MARK_TAG_FORCE:
 			if (mark_proto_field_u64(f) > 1)
 				return fail(EINVAL, err, errlen, "%s: force must be 0 or 1",

@@ -94,7 +94,10 @@ enum mark_proto_tag {
 	MARK_TAG_ROTATE_MS = 32,    /* u64: TRACE_START: cut a chunk after these many ms */
 	MARK_TAG_DETACH = 33,       /* u64: TRACE_START: 1 = no controller owns the recording */
 	MARK_TAG_FILTER = 34,       /* str: --filter expression (src/filter), at most MARK_FILTER_MAX_TEXT bytes */
-	MARK_TAG_MAX_ = 34,
+	MARK_TAG_SNAPSHOT_ON = 35,  /* str: TRACE_START: --snapshot-on "GLOB[ if EXPR]", at most MARK_FILTER_MAX_TEXT bytes */
+	MARK_TAG_MAX_SNAPSHOTS = 36, /* u64: TRACE_START: --max-snapshots, 0 = the default */
+	MARK_TAG_SNAPSHOT_INTERVAL_MS = 37, /* u64: TRACE_START: --snapshot-interval in ms */
+	MARK_TAG_MAX_ = 37,
 };
 
 /* The tracing state reported by INFO. */
@@ -213,6 +216,8 @@ struct mark_request {
 	uint64_t max_size, rotate_size, rotate_ms;   /* TRACE_START chunks; 0 = off */
 	bool detach;                /* TRACE_START: MARK_TAG_DETACH was 1 */
 	const char *filter;         /* ARM, TRACE_START: MARK_TAG_FILTER, or NULL */
+	const char *snapshot_on;    /* TRACE_START: MARK_TAG_SNAPSHOT_ON, or NULL */
+	uint64_t max_snapshots, snapshot_interval_ms;   /* TRACE_START; 0 = default / none */
 };
 
 /*

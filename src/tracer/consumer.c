@@ -340,6 +340,11 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 	uint32_t state = __atomic_load_n(&hdr->state, __ATOMIC_ACQUIRE);
 	if (s->mode == MARK_TRACE_OVERWRITE && !final && state != MARK_TF_RING_EXITED)
 		return false;   /* flight recorder: written at snapshot, thread exit or stop */
+	/* A triggered snapshot still has to copy it (its thread exited right
+	 * after the trigger): leave it, so that no new thread reuses it first.
+	 * Acquire pairs with tracer_trigger_service()'s release. */
+	if (!final && __atomic_load_n(&r->hold, __ATOMIC_ACQUIRE))
+		return false;
 	const uint64_t head = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
 	uint64_t start = hdr->tail;
 	if (s->mode == MARK_TRACE_OVERWRITE) {
@@ -440,6 +445,8 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 /* Is there work that must not wait for the next tick? */
 static bool urgent_work(struct tracer_session *s)
 {
+	if (__atomic_load_n(&s->trig_state, __ATOMIC_RELAXED) == TRIG_PENDING)
+		return true;   /* a snapshot trigger: its thread drops events until served */
 	struct tracer_ring *r;
 	tracer_for_each_ring(s, r) {
 		struct mark_tf_ring *h = r->hdr;
@@ -533,6 +540,19 @@ void tracer_stats_update(struct tracer_session *s, uint32_t state)
 	__atomic_store_n(&st->bytes_written, s->bytes_written, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->buffers, buffers, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->markers_described, s->described, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->snapshots, __atomic_load_n(&s->snapshots, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	__atomic_store_n(&st->triggers_busy, __atomic_load_n(&s->trig_busy, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	__atomic_store_n(&st->triggers_over_max, __atomic_load_n(&s->trig_over_max, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&st->triggers_in_interval, __atomic_load_n(&s->trig_in_interval, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&st->triggers_failed, __atomic_load_n(&s->trig_failed, __ATOMIC_RELAXED),
+			 __ATOMIC_RELAXED);
+	uint64_t hold_lost = 0;
+	struct tracer_ring *r;
+	tracer_for_each_ring(s, r)
+		hold_lost += __atomic_load_n(&r->hold_lost, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->snapshot_hold_lost, hold_lost, __ATOMIC_RELAXED);
 	/* Our own capacity, not the file's max_entries: anyone who can write
 	 * the file could make that larger than what we mapped. */
 	unsigned ne = s->described < STATS_MAX_ENTRIES ? s->described : STATS_MAX_ENTRIES;
@@ -566,6 +586,8 @@ static void *consumer_main(void *arg)
 			return NULL;   /* the session is stopped and freed */
 		bool stopping = __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE);
 		ensure_metadata(s);
+		/* First: the thread that fired a trigger drops its events until then. */
+		tracer_trigger_service(s);
 		bool work = false;
 		for_each_ring_drain(s, false, &work);
 		uint64_t now = tracer_monotonic_ns();
@@ -663,5 +685,8 @@ void tracer_drain_all_final(struct tracer_session *s)
 {
 	bool work = false;
 	ensure_metadata(s);
+	/* A trigger fired just before the stop (or in a child whose consumer
+	 * never started): its snapshot first, then the rings. */
+	tracer_trigger_service(s);
 	for_each_ring_drain(s, true, &work);
 }

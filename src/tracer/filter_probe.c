@@ -205,22 +205,39 @@ int tracer_filter_set(const char *text, const char *what)
 	return 0;
 }
 
+/* Parse and check a trigger spec; *out NULL for none. */
+static int trigger_compile(const char *spec, const char *what, struct tracer_filter **out)
+{
+	*out = NULL;
+	if (!spec || !*spec)
+		return 0;
+	char glob[MARK_FILTER_MAX_TEXT + 1], err[300], why[200];
+	struct mark_filter *f;
+	if (mark_trigger_parse(spec, glob, sizeof(glob), &f, err, sizeof(err)) < 0)
+		return mark_error(strcmp(err, "out of memory") == 0 ? ENOMEM : EINVAL, "mark: %s \"%s\": %s", what,
+				  spec, err);
+	if (mark_glob_check(glob, why, sizeof(why)) < 0) {
+		mark_filter_free(f);
+		return mark_error(EINVAL, "mark: %s \"%s\": column 1: bad glob: %s", what, spec, why);
+	}
+	if (!(*out = filter_new(f, glob)))
+		return mark_error(ENOMEM, "mark: %s: out of memory", what);
+	return 0;
+}
+
+int tracer_trigger_check(const char *spec, const char *what)
+{
+	struct tracer_filter *tf;
+	int rc = trigger_compile(spec, what, &tf);
+	tracer_filter_free(tf);
+	return rc;
+}
+
 int tracer_trigger_set(const char *spec, const char *what)
 {
-	struct tracer_filter *tf = NULL;
-	if (spec && *spec) {
-		char glob[MARK_FILTER_MAX_TEXT + 1], err[300], why[200];
-		struct mark_filter *f;
-		if (mark_trigger_parse(spec, glob, sizeof(glob), &f, err, sizeof(err)) < 0)
-			return mark_error(strcmp(err, "out of memory") == 0 ? ENOMEM : EINVAL,
-					  "mark: %s \"%s\": %s", what, spec, err);
-		if (mark_glob_check(glob, why, sizeof(why)) < 0) {
-			mark_filter_free(f);
-			return mark_error(EINVAL, "mark: %s \"%s\": column 1: bad glob: %s", what, spec, why);
-		}
-		if (!(tf = filter_new(f, glob)))
-			return mark_error(ENOMEM, "mark: %s: out of memory", what);
-	}
-	filter_install(&tracer_trigger, tf);
-	return 0;
+	struct tracer_filter *tf;
+	int rc = trigger_compile(spec, what, &tf);
+	if (rc == 0)
+		filter_install(&tracer_trigger, tf);
+	return rc;
 }

@@ -468,6 +468,7 @@ static bool __attribute__((noinline)) make_room(struct tracer_session *s, struct
 		 */
 		if (unlikely(__atomic_load_n(&r->hold, __ATOMIC_ACQUIRE))) {
 			__atomic_store_n(&hdr->lost, hdr->lost + 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&r->hold_lost, r->hold_lost + 1, __ATOMIC_RELAXED);
 			return false;
 		}
 		const uint64_t chunk = cap / TRACER_OVERWRITE_CHUNKS;
@@ -810,13 +811,14 @@ static void __attribute__((noinline, cold)) probe_slow(unsigned depth, const str
 /*
  * An event that fires the session's snapshot trigger (--snapshot-on):
  * record it as any event, then, if it was recorded, ask the consumer for
- * a snapshot that ends with it.  The request slot is claimed with a CAS
- * (one per trigger, not per event); a trigger that finds it taken is
- * counted busy.  Before the request is published (release store of
- * TRIG_PENDING) the ring is put on hold: from here on this thread drops
- * its new events rather than overwrite the records up to the trigger,
- * until the consumer has copied them (make_room()).  Nothing is written
- * to disk here: the consumer does that.
+ * a snapshot that ends with it (snapshot.c).  The request slot is claimed
+ * with a CAS (once per trigger, not per event); a trigger that finds it
+ * taken is counted busy, one within --snapshot-interval of the last
+ * snapshot or after --max-snapshots is only counted.  Before the request
+ * is published (release store of TRIG_PENDING) the ring is put on hold:
+ * from then on this thread drops its new events (counted lost) rather
+ * than overwrite the records up to the trigger, until the consumer has
+ * copied them (make_room()).  Nothing is written to disk here.
  */
 static void __attribute__((noinline, cold)) probe_trigger(unsigned depth, const struct mark_marker *m,
 							  const uint64_t *args)
@@ -833,12 +835,16 @@ static void __attribute__((noinline, cold)) probe_trigger(unsigned depth, const 
 		const uint64_t head0 = r ? r->hdr->head : 0, events0 = r ? r->hdr->events : 0;
 		record_slow(s, depth, m, args);
 		if (r && tls.rings[depth] == r && r->hdr->events != events0) {
-			/* Recorded at head0 (a record starts where head was): its timestamp
-			 * is its first word.  Producer-owned words: plain reads. */
+			/* Recorded at head0 (a record starts where head was): its
+			 * timestamp is its first word.  Producer-owned: plain reads. */
 			const uint64_t ts = r->data[(head0 / 8) & (r->capacity / 8 - 1)];
 			int expected = TRIG_FREE;
-			if (__atomic_compare_exchange_n(&s->trig_state, &expected, TRIG_FILLING, false,
-							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			if (__atomic_load_n(&s->trig_closed, __ATOMIC_RELAXED)) {
+				__atomic_fetch_add(&s->trig_over_max, 1, __ATOMIC_RELAXED);
+			} else if (ts < __atomic_load_n(&s->trig_quiet_until, __ATOMIC_RELAXED)) {
+				__atomic_fetch_add(&s->trig_in_interval, 1, __ATOMIC_RELAXED);
+			} else if (__atomic_compare_exchange_n(&s->trig_state, &expected, TRIG_FILLING, false,
+							       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
 				__atomic_store_n(&r->hold, 1, __ATOMIC_RELAXED);
 				s->trig_ring = r->index;
 				s->trig_end = r->hdr->head;

@@ -321,7 +321,7 @@ static void session_unmap(struct tracer_session *s, bool unlink_rings)
 	s->stats = NULL;
 }
 
-static void new_uuid(uint8_t *u)
+void tracer_new_uuid(uint8_t *u)
 {
 	FILE *f = fopen("/proc/sys/kernel/random/uuid", "re");
 	unsigned v[16];
@@ -339,6 +339,13 @@ static void new_uuid(uint8_t *u)
 	}
 	if (f)
 		fclose(f);
+}
+
+/* --snapshot-interval in ticks of the session's clock (saturating). */
+static uint64_t ms_to_ticks(const struct tracer_clock *c, uint64_t ms)
+{
+	unsigned __int128 t = (unsigned __int128)ms * c->freq / 1000;
+	return t > UINT64_MAX / 2 ? UINT64_MAX / 2 : (uint64_t)t;
 }
 
 static uint64_t round_pow2(uint64_t v)
@@ -396,6 +403,12 @@ static void atfork_child(void)
 			s->max_size = parent->max_size;
 			s->chunk_size = parent->chunk_size;
 			s->rotate_ns = parent->rotate_ns;
+			/* Its own snapshots (DIR/snapshot-N/pid-CHILD), as many
+			 * as the parent may write; the trigger itself is global. */
+			s->max_snapshots = parent->max_snapshots;
+			s->snapshot_interval_ms = parent->snapshot_interval_ms;
+			s->snapshot_interval_ticks = parent->snapshot_interval_ticks;
+			s->snapshot_next = 1;
 			s->chunk_start_ns = tracer_monotonic_ns();
 			s->pid = getpid();
 			s->clock = parent->clock;
@@ -404,7 +417,7 @@ static void atfork_child(void)
 			s->family_stop = parent->family_stop;
 			parent->family_stop = NULL;
 			s->from_env = parent->from_env;
-			new_uuid(s->trace_uuid);
+			tracer_new_uuid(s->trace_uuid);
 			s->globs = NULL;
 			s->nglobs = 0;
 			if (parent->nglobs && (s->globs = calloc(parent->nglobs, sizeof(char *)))) {
@@ -471,6 +484,7 @@ static void session_disconnect(struct tracer_session *s)
 	tracer_set_current(NULL);
 	urcu_bp_synchronize_rcu();
 	tracer_filter_set(NULL, "tracer: filter");   /* no probe runs for s any more */
+	tracer_trigger_set(NULL, "tracer: snapshot trigger");
 	tracer_consumer_stop(s);
 }
 
@@ -525,9 +539,9 @@ static int open_session_dirs(struct tracer_session *s, const char *given)
 }
 
 /* `limits`: chunks (NULL: none); `filter`: the --filter expression, or NULL
- * (see mark_tracer_start_filter). */
+ * (see mark_tracer_start_filter); `trigger`: --snapshot-on (NULL: none). */
 static int session_start_locked(const struct mark_trace_config *cfg, const struct tracer_chunk_limits *limits,
-				const char *filter)
+				const char *filter, const struct tracer_trigger_config *trigger)
 {
 	if (!cfg || !cfg->directory || !*cfg->directory)
 		return mark_error(EINVAL, "mark: tracer: no trace directory given");
@@ -552,6 +566,20 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 		mark_filter_free(f);
 		filter_parsed = true;
 	}
+	/* And a bad trigger, or one the mode cannot honour. */
+	const bool triggered = trigger && trigger->spec && *trigger->spec;
+	if (triggered) {
+		int rc = tracer_trigger_check(trigger->spec, "tracer: snapshot trigger");
+		if (rc < 0)
+			return rc;
+		if (cfg->mode != MARK_TRACE_OVERWRITE)
+			return mark_error(EINVAL, "mark: tracer: a snapshot trigger needs overwrite mode (the flight "
+						  "recorder); the session would record in %s mode",
+					  cfg->mode == MARK_TRACE_DISCARD ? "discard" : "block");
+		if (trigger->max_snapshots > TRACER_MAX_SNAPSHOTS)
+			return mark_error(ERANGE, "mark: tracer: at most %u snapshots may be asked for, not %llu",
+					  TRACER_MAX_SNAPSHOTS, (unsigned long long)trigger->max_snapshots);
+	}
 	pthread_once(&atfork_once, register_atfork);
 	tracer_probe_init();
 	tracer_cpu_init();
@@ -563,6 +591,12 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 	s->buffer_size = round_pow2(size);
 	s->string_max = MARK_TF_STRING_MAX;
 	s->pid = getpid();
+	if (triggered) {
+		s->max_snapshots = trigger->max_snapshots ? (unsigned)trigger->max_snapshots
+							  : TRACER_DEFAULT_MAX_SNAPSHOTS;
+		s->snapshot_interval_ms = trigger->interval_ms;
+		s->snapshot_next = 1;
+	}
 	int rc = tracer_chunks_config(s, limits);
 	if (rc < 0) {
 		free_session(s);
@@ -604,7 +638,8 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 	}
 	tracer_clean_trace_dir(s->dir_fd, 0);
 	tracer_clock_init(&s->clock);
-	new_uuid(s->trace_uuid);
+	s->snapshot_interval_ticks = ms_to_ticks(&s->clock, s->snapshot_interval_ms);
+	tracer_new_uuid(s->trace_uuid);
 	if ((rc = tracer_stats_open(s)) < 0) {
 		session_unmap(s, false);
 		free_session(s);
@@ -625,9 +660,12 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 	}
 	/* The filter first: no event of this session is recorded unfiltered.
 	 * (A bad expression was refused above, before anything was created.) */
-	if (filter_parsed) {
-		rc = tracer_filter_set(filter, "tracer: filter");
+	if (filter_parsed || triggered) {
+		rc = filter_parsed ? tracer_filter_set(filter, "tracer: filter") : 0;
+		if (rc == 0 && triggered)
+			rc = tracer_trigger_set(trigger->spec, "tracer: snapshot trigger");
 		if (rc < 0) {
+			tracer_filter_set(NULL, "tracer: filter");
 			session_unmap(s, true);
 			tracer_clean_trace_dir(s->dir_fd, 0);
 			free_session(s);
@@ -659,20 +697,20 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 
 int mark_tracer_start(const struct mark_trace_config *config)
 {
-	return tracer_start_chunked(config, NULL, NULL);
+	return tracer_start_full(config, NULL, NULL, NULL);
 }
 
 int mark_tracer_start_filter(const struct mark_trace_config *config, const char *filter)
 {
-	return tracer_start_chunked(config, NULL, filter);
+	return tracer_start_full(config, NULL, filter, NULL);
 }
 
-int tracer_start_chunked(const struct mark_trace_config *config, const struct tracer_chunk_limits *limits,
-			 const char *filter)
+int tracer_start_full(const struct mark_trace_config *config, const struct tracer_chunk_limits *limits,
+		      const char *filter, const struct tracer_trigger_config *trigger)
 {
 	mark_error_clear();
 	pthread_mutex_lock(&control_mutex);
-	int rc = session_start_locked(config, limits, filter);
+	int rc = session_start_locked(config, limits, filter, trigger);
 	pthread_mutex_unlock(&control_mutex);
 	return rc;
 }
@@ -760,59 +798,6 @@ void mark_tracer_get_stats(struct mark_trace_stats *out)
 
 /* ---- snapshot (overwrite mode) ---- */
 
-/*
- * Copy the valid window of a ring that its producer may be writing (see
- * probe.c): copy [start, head) with relaxed loads, then keep only what
- * lies at or after the `oldest` read afterwards.
- */
-static int snapshot_ring(struct tracer_ring *r, int dirfd,
-			 uint64_t *buf, const uint8_t *uuid, unsigned described)
-{
-	struct mark_tf_ring *hdr = r->hdr;
-	const uint64_t cap = r->capacity, mask = cap / 8 - 1;
-	uint64_t head = 0, start = 0;
-	/*
-	 * A producer that laps the whole buffer while we copy leaves nothing
-	 * valid (start >= head): try again a few times before giving up.
-	 */
-	for (int attempt = 0; attempt < 8; attempt++) {
-		head = __atomic_load_n(&hdr->head, __ATOMIC_ACQUIRE);
-		start = __atomic_load_n(&hdr->oldest, __ATOMIC_RELAXED);
-		uint64_t tail = __atomic_load_n(&hdr->tail, __ATOMIC_RELAXED);
-		if (tail > start)
-			start = tail;
-		if (start > head)
-			continue;   /* lapped between the two loads */
-		for (uint64_t p = start / 8; p < head / 8; p++)
-			buf[p & mask] = __atomic_load_n(&r->data[p & mask], __ATOMIC_RELAXED);
-		TRACER_FENCE(__ATOMIC_ACQUIRE);
-		uint64_t oldest = __atomic_load_n(&hdr->oldest, __ATOMIC_RELAXED);
-		if (oldest > start)
-			start = oldest;
-		if (start < head)
-			break;
-	}
-	if (start >= head)
-		return 0;
-	char name[64];
-	tracer_path(name, sizeof(name), NULL, MARK_TF_STREAM_PREFIX, r->index);
-	int fd = mark_file_create_at(dirfd, name, O_WRONLY);   /* the directory was emptied of these */
-	if (fd < 0)
-		return fd;
-	uint64_t consumed;
-	struct tracer_packet_sink sink = {
-		.fd = fd,
-		.uuid = uuid,
-		.index = r->index,
-		.tid = __atomic_load_n(&hdr->tid, __ATOMIC_RELAXED),
-		.lost = __atomic_load_n(&hdr->lost, __ATOMIC_RELAXED),
-		.counts_cap = described,
-	};
-	int rc = tracer_write_records(&sink, buf, cap, start, head, &consumed);
-	close(fd);
-	return rc;
-}
-
 /* Is the directory fd, or one of its ancestors, the directory (dev, ino)? */
 static bool dir_within(int fd, uint64_t dev, uint64_t ino)
 {
@@ -891,33 +876,7 @@ int mark_tracer_snapshot_into(const char *directory, unsigned flags)
 	}
 	if (full > 0)
 		tracer_clean_trace_dir(fd, 0);
-	/* The metadata must describe every id the snapshot may contain. */
-	size_t nm;
-	mark_registry_lock();
-	mark_markers_locked(&nm);
-	mark_registry_unlock();
-	unsigned described = 0;
-	uint8_t uuid[16];
-	new_uuid(uuid);   /* a trace of its own: babeltrace2 must not merge it with the session's */
-	pthread_mutex_lock(&tracer_fork_guard);   /* the consumer may be refining the clock */
-	rc = tracer_metadata_write(fd, directory, s, uuid, &described);
-	pthread_mutex_unlock(&tracer_fork_guard);
-	if (rc < 0) {
-		rc = mark_error(-rc, "mark: snapshot: cannot write metadata in %s", directory);
-		goto out;
-	}
-	uint64_t *buf = malloc(s->buffer_size);
-	if (!buf) {
-		rc = mark_error(ENOMEM, "mark: snapshot: out of memory");
-		goto out;
-	}
-	struct tracer_ring *r;
-	tracer_for_each_ring(s, r) {
-		rc = snapshot_ring(r, fd, buf, uuid, described);
-		if (rc != 0)
-			break;
-	}
-	free(buf);
+	rc = tracer_snapshot_write(s, fd, directory, NULL, 0, 0);
 	if (rc < 0)
 		rc = mark_error(-rc, "mark: snapshot: cannot write into %s: %s", directory, strerror(-rc));
 out:
@@ -1010,6 +969,20 @@ int mark_rotate_parse(const char *text, uint64_t *bytes, uint64_t *ms)
 
 /* ---- environment configuration ---- */
 
+/* A decimal count ("100"): 0, or -EINVAL. */
+static int parse_count(const char *text, uint64_t *out)
+{
+	char *end;
+	if (*text < '0' || *text > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 static char **split_globs(const char *text, size_t *count)
 {
 	size_t n = 1;
@@ -1063,6 +1036,9 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	const char *max_s = secure_getenv("MARK_MAX_SIZE");
 	const char *rotate_s = secure_getenv("MARK_ROTATE");
 	const char *filter = secure_getenv("MARK_FILTER");
+	const char *snapshot_on = secure_getenv("MARK_SNAPSHOT_ON");
+	const char *max_snapshots_s = secure_getenv("MARK_MAX_SNAPSHOTS");
+	const char *interval_s = secure_getenv("MARK_SNAPSHOT_INTERVAL");
 	if (!dir && !enable)
 		return;
 	size_t max_size = 0;
@@ -1077,7 +1053,27 @@ static void __attribute__((constructor)) tracer_env_init(void)
 			"500ms, 30s, 10min, 1h); tracing is off\n", rotate_s);
 		return;
 	}
-	enum mark_trace_mode mode = MARK_TRACE_DISCARD;
+	struct tracer_trigger_config trigger = { snapshot_on, 0, 0 };
+	if (snapshot_on && *snapshot_on && tracer_trigger_check(snapshot_on, "MARK_SNAPSHOT_ON") < 0) {
+		mark_warn("%s (write 'GLOB' or 'GLOB if EXPR', see `mark record --help`); tracing is off\n",
+			  mark_last_error());
+		return;
+	}
+	if (max_snapshots_s && *max_snapshots_s &&
+	    (parse_count(max_snapshots_s, &trigger.max_snapshots) < 0 || trigger.max_snapshots == 0 ||
+	     trigger.max_snapshots > TRACER_MAX_SNAPSHOTS)) {
+		mark_warn("mark: MARK_MAX_SNAPSHOTS=%s is not valid (a count from 1 to %u); tracing is off\n",
+			  max_snapshots_s, TRACER_MAX_SNAPSHOTS);
+		return;
+	}
+	uint64_t interval_bytes = 0;
+	if (interval_s && *interval_s &&
+	    (mark_rotate_parse(interval_s, &interval_bytes, &trigger.interval_ms) < 0 || interval_bytes)) {
+		mark_warn("mark: MARK_SNAPSHOT_INTERVAL=%s is not valid (a duration such as 500ms, 30s, "
+			  "10min, 1h); tracing is off\n", interval_s);
+		return;
+	}
+	enum mark_trace_mode mode = snapshot_on && *snapshot_on ? MARK_TRACE_OVERWRITE : MARK_TRACE_DISCARD;
 	size_t buffer = 0;
 	if (mode_s && *mode_s && mark_trace_mode_parse(mode_s, &mode) < 0) {
 		mark_warn("mark: MARK_MODE=%s is not valid (use discard, overwrite or block); "
@@ -1135,7 +1131,7 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	};
 	const struct tracer_chunk_limits limits = { max_size, rotate_size, rotate_ms };
 	pthread_mutex_lock(&control_mutex);
-	int rc = session_start_locked(&cfg, &limits, filter);
+	int rc = session_start_locked(&cfg, &limits, filter, &trigger);
 	if (rc == 0)
 		tracer_current->from_env = true;
 	pthread_mutex_unlock(&control_mutex);

@@ -41,6 +41,7 @@
 #define MARK_TF_CHUNK_INFIX ".chunk-"          /* DIR/pid-P.chunk-K: a sealed chunk */
 #define MARK_TF_RING_PREFIX ".mark-ring-"     /* .mark-ring-%u                   */
 #define MARK_TF_CHILD_PREFIX "pid-"           /* DIR/pid-%d: trace of one process */
+#define MARK_TF_SNAPSHOT_PREFIX "snapshot-"   /* DIR/snapshot-%u/pid-%d: a triggered snapshot */
 
 /* ------------------------------------------------------------------ */
 /* .mark-stats: live statistics of one traced process                  */
@@ -92,7 +93,19 @@ struct mark_tf_stats {
 	uint64_t buffer_size;         /* bytes of data per buffer                     */
 	uint32_t markers_described;   /* marker ids 0 .. n-1 are in `metadata`       */
 	uint32_t reserved0;
-	uint64_t reserved[17];        /* zero; pads the header to 256 bytes           */
+	/* Snapshot triggers (--snapshot-on; zero without): snapshots written
+	 * as DIR/snapshot-N/pid-P, and triggers that wrote none because
+	 * another snapshot was being written (busy), --max-snapshots were
+	 * written, it came within --snapshot-interval, or the write failed. */
+	uint64_t snapshots;
+	uint64_t triggers_busy;
+	uint64_t triggers_over_max;
+	uint64_t triggers_in_interval;
+	uint64_t triggers_failed;
+	/* Events dropped (and counted in `lost`) by a thread whose full
+	 * buffer waited for the consumer to copy a triggered snapshot. */
+	uint64_t snapshot_hold_lost;
+	uint64_t reserved[11];        /* zero; pads the header to 256 bytes           */
 };
 
 /*

@@ -31,10 +31,27 @@ struct tracer_chunk_limits {
 	uint64_t rotate_ms;
 };
 
-/* mark_tracer_start() with chunk limits (NULL: none) and a --filter
- * expression (NULL: none). */
-__attribute__((visibility("hidden"))) int tracer_start_chunked(const struct mark_trace_config *config,
-							      const struct tracer_chunk_limits *limits,
-							      const char *filter);
+/*
+ * Snapshot triggers (docs/tracer.md "Triggers"; overwrite mode only):
+ * `spec` is "GLOB" or "GLOB if EXPR" (NULL: none); an event it matches
+ * makes the consumer write DIR/snapshot-N/pid-P/, at most max_snapshots
+ * of them (0: the default, TRACER_DEFAULT_MAX_SNAPSHOTS), at least
+ * interval_ms apart.  MARK_SNAPSHOT_ON, MARK_MAX_SNAPSHOTS,
+ * MARK_SNAPSHOT_INTERVAL and the agent's TRACE_START reach it.
+ */
+struct tracer_trigger_config {
+	const char *spec;
+	uint64_t max_snapshots;
+	uint64_t interval_ms;
+};
+#define TRACER_DEFAULT_MAX_SNAPSHOTS 100
+#define TRACER_MAX_SNAPSHOTS 1000000
+
+/* mark_tracer_start() with chunk limits (NULL: none), a --filter
+ * expression (NULL: none) and a snapshot trigger (NULL: none). */
+__attribute__((visibility("hidden"))) int tracer_start_full(const struct mark_trace_config *config,
+							   const struct tracer_chunk_limits *limits,
+							   const char *filter,
+							   const struct tracer_trigger_config *trigger);
 
 #endif

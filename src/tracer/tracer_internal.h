@@ -121,6 +121,7 @@ struct tracer_ring {
 	 * held ring alone (a thread that exits after its trigger).
 	 */
 	int hold;
+	uint64_t hold_lost;         /* events so dropped (producer-owned; relaxed)   */
 };
 
 struct tracer_session {
@@ -213,29 +214,37 @@ struct tracer_session {
 	int rotated_fd;             /* DIR/pid-P/.mark-chunks, or -1                */
 	bool chunk_error_reported;
 	/*
-	 * Snapshot triggers (--snapshot-on, docs/tracer.md "Triggers").  The
-	 * request slot: a producer whose event fires the trigger claims it
-	 * with a CAS of trig_state from TRIG_FREE to TRIG_FILLING (slow, rare:
-	 * one per trigger), writes trig_ring/trig_end/trig_ts, then stores
-	 * TRIG_PENDING with release and kicks the consumer; the consumer
-	 * loads it with acquire, writes the snapshot and stores TRIG_FREE
-	 * (release) again.  A trigger that finds the slot taken is counted in
-	 * trig_busy (atomic add).  Limits are configuration (read-only once
-	 * the session runs); the counts below them are consumer-private,
-	 * published through .mark-stats.
+	 * Snapshot triggers (--snapshot-on, snapshot.c, docs/tracer.md
+	 * "Triggers").  The request slot: a producer whose event fires the
+	 * trigger claims it with a CAS of trig_state from TRIG_FREE to
+	 * TRIG_FILLING (slow path, rare: once per trigger, never per event),
+	 * writes trig_ring/trig_end/trig_ts (plain stores), then stores
+	 * TRIG_PENDING with release and kicks the consumer; the consumer loads
+	 * it with acquire (so it sees the three fields and the ring's hold),
+	 * writes the snapshot, clears the hold (release) and stores TRIG_FREE
+	 * (release).  Configuration (max_snapshots, snapshot_interval_ticks)
+	 * is set before the session is published and read-only after.
+	 * trig_closed and trig_quiet_until are written by the consumer alone
+	 * (relaxed) and read by producers (relaxed): a stale value costs one
+	 * request that the consumer then refuses itself, never a wrong
+	 * snapshot.  The counters are atomic adds (producers and consumer).
 	 */
 	int trig_state;
 	unsigned trig_ring;         /* index of the ring holding the trigger event   */
 	uint64_t trig_end;          /* its position just after the trigger record     */
 	uint64_t trig_ts;           /* the trigger event's timestamp                 */
-	uint64_t trig_busy;         /* atomic: triggers while a request was pending  */
 	unsigned max_snapshots;     /* 0: triggers off                               */
-	uint64_t snapshot_interval_ns;
-	uint64_t snapshots;         /* written                                       */
-	uint64_t trig_over_max;     /* suppressed: max_snapshots reached             */
-	uint64_t trig_in_interval;  /* suppressed: within snapshot_interval          */
-	uint64_t last_snapshot_ns;
-	unsigned snapshot_next;     /* N of the next DIR/snapshot-N to try            */
+	uint64_t snapshot_interval_ms;
+	uint64_t snapshot_interval_ticks;   /* the same in clock ticks                */
+	int trig_closed;            /* max_snapshots written: triggers only count    */
+	uint64_t trig_quiet_until;  /* no snapshot for a trigger stamped before this */
+	uint64_t snapshots;         /* atomic: written                                */
+	uint64_t trig_busy;         /* atomic: fired while another was being written  */
+	uint64_t trig_over_max;     /* atomic: fired after max_snapshots were written */
+	uint64_t trig_in_interval;  /* atomic: fired within snapshot_interval        */
+	uint64_t trig_failed;       /* atomic: the snapshot could not be written      */
+	unsigned snapshot_next;     /* consumer: N of the next DIR/snapshot-N to try  */
+	bool snapshot_error_reported;
 };
 
 enum { TRIG_FREE = 0, TRIG_FILLING = 1, TRIG_PENDING = 2 };
@@ -422,8 +431,27 @@ MARK_HIDDEN int tracer_filter_set(const char *text, const char *what);
  */
 extern struct tracer_filter *tracer_trigger;
 MARK_HIDDEN int tracer_trigger_set(const char *spec, const char *what);
-/* The consumer's side of a trigger request (consumer.c calls it each pass). */
+/* Would tracer_trigger_set() accept spec?  Installs nothing. */
+MARK_HIDDEN int tracer_trigger_check(const char *spec, const char *what);
+/*
+ * The consumer's side of a trigger request (snapshot.c; the consumer
+ * calls it at the start of each pass, before it drains any ring): write
+ * DIR/snapshot-N/pid-P if a request is pending, then release the ring's
+ * hold and the request slot.
+ */
 MARK_HIDDEN void tracer_trigger_service(struct tracer_session *s);
+/* A new random trace UUID (session.c). */
+MARK_HIDDEN void tracer_new_uuid(uint8_t *u);
+/*
+ * Write the session's buffers as a CTF trace into the directory dirfd
+ * (named `directory` in messages), with a new trace UUID.  `cut` NULL:
+ * everything each buffer holds now (`mark snapshot`); otherwise the
+ * snapshot ends with a trigger event: its ring up to cut_end (copied
+ * first, then its hold is released), the other rings up to their last
+ * event stamped before cut_ts.  0 or -errno.
+ */
+MARK_HIDDEN int tracer_snapshot_write(struct tracer_session *s, int dirfd, const char *directory,
+				      struct tracer_ring *cut_ring, uint64_t cut_end, uint64_t cut_ts);
 MARK_HIDDEN bool tracer_filter_rejects(struct tracer_filter *tf, const struct mark_marker *m,
 				       const uint64_t *args);
 
