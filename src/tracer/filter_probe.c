@@ -26,6 +26,7 @@
 
 struct tracer_filter *tracer_filter;
 struct tracer_filter *tracer_trigger;
+int tracer_judging;
 
 static uint64_t __attribute__((noinline, cold)) bind_marker(const struct tracer_filter *tf,
 							     const struct mark_marker *m)
@@ -167,6 +168,10 @@ static void tracer_filter_free(struct tracer_filter *tf)
 static void filter_install(struct tracer_filter **slot, struct tracer_filter *tf)
 {
 	struct tracer_filter *old = __atomic_exchange_n(slot, tf, __ATOMIC_ACQ_REL);
+	/* Release: after the pointer (see tracer_judging). */
+	__atomic_store_n(&tracer_judging, (__atomic_load_n(&tracer_filter, __ATOMIC_RELAXED) != NULL) |
+						  (__atomic_load_n(&tracer_trigger, __ATOMIC_RELAXED) != NULL) << 1,
+			 __ATOMIC_RELEASE);
 	if (old) {
 		urcu_bp_synchronize_rcu();
 		MARK_TSAN_ACQUIRE(old);

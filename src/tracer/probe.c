@@ -864,6 +864,23 @@ static void __attribute__((noinline, cold)) probe_trigger(unsigned depth, const 
 }
 
 /*
+ * A trigger is installed (tracer_judging bit 1): true when the event fires
+ * it and was recorded here.  The acquire load pairs with filter_install()'s
+ * exchange; mark__fire's read-side section keeps the program alive.  The
+ * trigger's glob makes the markers it does not match bind to "missing":
+ * one load and a bit test.
+ */
+static bool __attribute__((noinline)) probe_triggered(const struct mark_marker *m, const uint64_t *args)
+{
+	struct tracer_filter *const tt = __atomic_load_n(&tracer_trigger, __ATOMIC_ACQUIRE);
+	if (tt != NULL && !tracer_filter_rejects(tt, m, args)) {
+		probe_trigger(tls.depth, m, args);
+		return true;
+	}
+	return false;
+}
+
+/*
  * The fast path, kept small: few registers, no call except in tail
  * position, one comparison of the thread's cached ring against the
  * session's generation.  It must raise tls.depth before it reads the
@@ -875,19 +892,18 @@ static void __attribute__((noinline, cold)) probe_trigger(unsigned depth, const 
 void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
 {
 	(void)priv;
-	/* --filter: judged before anything else, so a rejected event costs one
-	 * load and the program.  Acquire pairs with tracer_filter_set()'s
-	 * exchange; mark__fire's read-side section keeps the filter alive. */
-	struct tracer_filter *const tf = __atomic_load_n(&tracer_filter, __ATOMIC_ACQUIRE);
-	if (unlikely(tf != NULL) && tracer_filter_rejects(tf, m, args))
-		return;
-	/* --snapshot-on: the same kind of program, carried only by the markers
-	 * its glob matches (the others bind to "missing": one load and a bit
-	 * test).  A firing trigger leaves the fast path. */
-	struct tracer_filter *const tt = __atomic_load_n(&tracer_trigger, __ATOMIC_ACQUIRE);
-	if (unlikely(tt != NULL) && !tracer_filter_rejects(tt, m, args)) {
-		probe_trigger(tls.depth, m, args);
-		return;
+	/* --filter and --snapshot-on: one relaxed load when neither is set.
+	 * The filter is judged before anything else, so that a rejected event
+	 * costs that load, one more and the program.  Acquire pairs with
+	 * filter_install()'s exchange; mark__fire's read-side section keeps
+	 * the program alive. */
+	const int judging = __atomic_load_n(&tracer_judging, __ATOMIC_RELAXED);
+	if (unlikely(judging)) {
+		struct tracer_filter *const tf = __atomic_load_n(&tracer_filter, __ATOMIC_ACQUIRE);
+		if (tf != NULL && tracer_filter_rejects(tf, m, args))
+			return;
+		if ((judging & 2) && probe_triggered(m, args))
+			return;
 	}
 	/* Relaxed: a generation the thread has not cached sends it to the slow
 	 * path, which acquires the session. */

@@ -416,6 +416,16 @@ struct tracer_filter {
 	uint64_t bind[MARK_TF_MAX_ID + 1];
 };
 extern struct tracer_filter *tracer_filter;
+/*
+ * Nonzero while a filter or a snapshot trigger is installed: the fast
+ * path's one word (relaxed load) before it leaves for the code that judges
+ * events.  Written by filter_install() (callers serialise) with release
+ * after the pointer it describes; a probe that reads it 0 while a filter
+ * is being installed is an event racing with the installation, which may
+ * go either way (tracer_filter_set()).  A session installs both before it
+ * registers its probe, so no event of it is ever recorded unjudged.
+ */
+extern int tracer_judging;
 /* Parse `text` (NULL or "": no filter) and make it the filter, replacing
  * (and, after a grace period, freeing) the previous one.  Not from a
  * probe; callers serialise (control_mutex).  0, or -EINVAL/-ENOMEM with
