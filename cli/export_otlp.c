@@ -12,7 +12,8 @@
  *     attributes: its arguments) carrying the trace and span id of the
  *     innermost span open on its thread;
  *   - one resource per traced process (service.name, process.pid), and
- *     thread.id on every span and log record.
+ *     thread.id on every span and log record, and thread.name when the
+ *     trace records it (the thread's name at its latest event).
  *
  * Ids are deterministic: a span's id hashes its process (pid, name, first
  * event time), its thread, its start time and its position among the
@@ -96,6 +97,7 @@ struct otlp_thread {
 	size_t depth, cap;
 	uint64_t begins;                       /* begins seen: a span id's position */
 	int64_t last_ns;
+	char name[16];                         /* the thread's name ("": unknown) */
 };
 
 struct otlp_name {
@@ -328,12 +330,17 @@ static void add_time(struct strbuf *sb, const char *key, int64_t ns)
 	strbuf_add_lit(sb, "\"");
 }
 
-/* `"attributes": [thread.id, ARGS...]`, ARGS an OTLP payload "[...]". */
-static void add_attributes(struct strbuf *sb, int64_t tid, const char *args, size_t args_len)
+/* `"attributes": [thread.id, thread.name, ARGS...]`, ARGS an OTLP payload "[...]". */
+static void add_attributes(struct strbuf *sb, const struct otlp_thread *t, const char *args, size_t args_len)
 {
 	strbuf_add_lit(sb, "\"attributes\": [{\"key\": \"thread.id\", \"value\": {\"intValue\": \"");
-	strbuf_add_int(sb, tid);
+	strbuf_add_int(sb, t->tid);
 	strbuf_add_lit(sb, "\"}}");
+	if (t->name[0]) {
+		strbuf_add_lit(sb, ", {\"key\": \"thread.name\", \"value\": {\"stringValue\": ");
+		strbuf_add_json_string(sb, t->name);
+		strbuf_add_lit(sb, "}}");
+	}
 	if (args_len > 2) {
 		strbuf_add_lit(sb, ", ");
 		strbuf_add(sb, args + 1, args_len - 2);
@@ -400,9 +407,9 @@ static void span_done(struct otlp_export *x, const struct pair_span *span, int w
 		strbuf_add_lit(&x->tmp, "]");
 		if (x->tmp.failed)
 			sb->failed = 1;   /* reported by the batch's flush */
-		add_attributes(sb, span->tid, x->tmp.data ? x->tmp.data : "[]", x->tmp.data ? x->tmp.len : 2);
+		add_attributes(sb, t, x->tmp.data ? x->tmp.data : "[]", x->tmp.data ? x->tmp.len : 2);
 	} else {
-		add_attributes(sb, span->tid, o->attrs ? o->attrs : "[]", o->attrs ? alen : 2);
+		add_attributes(sb, t, o->attrs ? o->attrs : "[]", o->attrs ? alen : 2);
 	}
 	if (why < 0 && x->ev && trace_event_payload_count(x->ev) > 0) {
 		/* the end's arguments: one span event at the end */
@@ -458,6 +465,8 @@ static int otlp_event(const struct trace_event *ev, void *arg)
 	struct otlp_thread *t = p ? thread_of(x, pid, tid, p) : NULL;
 	if (!t)
 		return oom(x);
+	if (ev->thread_name && strncmp(t->name, ev->thread_name, sizeof(t->name)) != 0)
+		snprintf(t->name, sizeof(t->name), "%s", ev->thread_name);
 	int64_t ns = ev->has_time ? ev->ns : t->last_ns;   /* untimed: the thread's last time, as pairs.c */
 	t->last_ns = ns;
 	x->ev = ev;
@@ -506,7 +515,7 @@ static int otlp_event(const struct trace_event *ev, void *arg)
 	trace_event_payload_append(&x->tmp, ev, TRACE_VALUE_OTLP);
 	if (x->tmp.failed)
 		return oom(x);
-	add_attributes(sb, tid, x->tmp.data, x->tmp.len);
+	add_attributes(sb, t, x->tmp.data, x->tmp.len);
 	if (t->depth) {
 		strbuf_add_lit(sb, ", ");
 		add_span_ids(sb, &t->stack[t->depth - 1]);

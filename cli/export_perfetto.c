@@ -21,8 +21,11 @@
  *     CLOCK_REALTIME.
  *   - a TrackDescriptor per process (ProcessDescriptor: pid, process_name
  *     from the trace's env.procname) and per thread (ThreadDescriptor: pid,
- *     tid; thread_name only for the main thread, the process name: mark
- *     does not record thread names), before the thread's first event.
+ *     tid, thread_name: the packet context's thread_name mark's tracer
+ *     records, else, for the main thread of a trace without it, the
+ *     process name), before the thread's first event; written again with
+ *     the new name when a thread's name changes (trace_processor keeps the
+ *     latest).
  *   - one TrackEvent per event on its thread's track: TYPE_SLICE_BEGIN /
  *     TYPE_SLICE_END for begin/end pairs (cli/pairs.h, the same pairing as
  *     the Chrome export and `mark stats`), TYPE_INSTANT otherwise; names
@@ -247,6 +250,7 @@ struct intern {
 struct track {
 	int64_t pid, tid;            /* as the Chrome export shows them; tid INT64_MIN: the process */
 	uint64_t uuid;               /* 0: empty slot                             */
+	char name[16];               /* the thread name last written ("" none)    */
 };
 
 /* A loss reported before the first event (its procname copied). */
@@ -415,8 +419,10 @@ static void write_descriptor(struct pf *pf, const struct track *tr, uint64_t par
 		size_t thd = pb_begin(b, TD_THREAD);
 		pb_uint(b, THD_PID, (uint64_t)tr->pid);
 		pb_uint(b, THD_TID, (uint64_t)tr->tid);
-		if (procname && tr->tid == tr->pid)
-			pb_text(b, THD_NAME, procname);   /* the main thread's name is the process's */
+		if (tr->name[0])
+			pb_text(b, THD_NAME, tr->name);
+		else if (procname && tr->tid == tr->pid)
+			pb_text(b, THD_NAME, procname);   /* no recorded name: the main thread's is the process's */
 		pb_end(b, thd);
 	} else {
 		/* No thread id in the trace: a track per stream, under its process if known. */
@@ -469,20 +475,33 @@ static int tracks_reserve(struct pf *pf)
 	return 0;
 }
 
+/* Does the track's name differ from thread_name (NULL: keep what it has)? */
+static bool renamed(const struct track *t, const char *thread_name)
+{
+	return thread_name && strncmp(t->name, thread_name, sizeof(t->name)) != 0;
+}
+
 /*
  * The uuid of the thread track (pid, tid), shown as the Chrome export does
  * (pid 0 if unknown, the stream index as tid if unknown), its process's
- * and its own descriptor written on first use.  0 when out of memory.
+ * and its own descriptor written on first use, and again when the
+ * thread's name (NULL: not known here) changes.  0 when out of memory.
  */
 static uint64_t thread_track(struct pf *pf, int64_t pid, int64_t tid, bool pid_known, bool tid_known,
-			     const char *procname)
+			     const char *procname, const char *thread_name)
 {
 	/* consecutive events are mostly of one thread */
-	if (pf->last_track.uuid && pf->last_track.pid == pid && pf->last_track.tid == tid)
+	if (pf->last_track.uuid && pf->last_track.pid == pid && pf->last_track.tid == tid &&
+	    !renamed(&pf->last_track, thread_name))
 		return pf->last_track.uuid;
 	size_t slot;
 	struct track *t = pf->trackcap ? track_find(pf, pid, tid, &slot) : NULL;
 	if (t) {
+		if (renamed(t, thread_name)) {
+			snprintf(t->name, sizeof(t->name), "%s", thread_name);
+			struct track *p = pid_known ? track_find(pf, pid, INT64_MIN, &slot) : NULL;
+			write_descriptor(pf, t, p ? p->uuid : 0, procname, tid_known);
+		}
 		pf->last_track = *t;
 		return t->uuid;
 	}
@@ -504,6 +523,8 @@ static uint64_t thread_track(struct pf *pf, int64_t pid, int64_t tid, bool pid_k
 	track_find(pf, pid, tid, &slot);
 	t = &pf->tracks[slot];
 	*t = (struct track){ .pid = pid, .tid = tid, .uuid = ++pf->next_uuid };
+	if (thread_name)
+		snprintf(t->name, sizeof(t->name), "%s", thread_name);
 	pf->ntracks++;
 	write_descriptor(pf, t, parent, procname, tid_known);
 	return t->uuid;
@@ -647,7 +668,7 @@ static void pf_given_up(const struct pair_span *span, enum pair_given_up why, vo
 	if (pf->failed)
 		return;
 	/* the begin's thread: made by its event, so its descriptor is out */
-	uint64_t track = thread_track(pf, span->pid, span->tid, true, true, NULL);
+	uint64_t track = thread_track(pf, span->pid, span->tid, true, true, NULL, NULL);
 	begin_event(pf, span->end_ns, 2);
 	te_header(pf, TYPE_SLICE_END, track, NULL);
 	ann_text(pf, "closed_by", "mark export");
@@ -663,7 +684,7 @@ static void write_loss(struct pf *pf, const struct trace_loss *loss, const char 
 {
 	int64_t pid = loss->pid >= 0 ? loss->pid : 0;
 	int64_t tid = loss->tid >= 0 ? loss->tid : (int64_t)loss->stream_index;
-	uint64_t track = thread_track(pf, pid, tid, loss->pid >= 0, loss->tid >= 0, procname);
+	uint64_t track = thread_track(pf, pid, tid, loss->pid >= 0, loss->tid >= 0, procname, NULL);
 	begin_event(pf, pf->last_ns, 2);
 	te_header(pf, TYPE_INSTANT, track, "mark_lost_events");
 	if (loss->count)
@@ -718,7 +739,7 @@ static int pf_event(const struct trace_event *ev, void *arg)
 	pf->npending = 0;
 	int64_t pid = ev->pid >= 0 ? ev->pid : 0;
 	int64_t tid = ev->tid >= 0 ? ev->tid : (int64_t)ev->stream_index;
-	uint64_t track = thread_track(pf, pid, tid, ev->pid >= 0, ev->tid >= 0, ev->procname);
+	uint64_t track = thread_track(pf, pid, tid, ev->pid >= 0, ev->tid >= 0, ev->procname, ev->thread_name);
 	/* the slice ends given up by this event are written (pf_given_up) before it */
 	uint32_t pair;
 	enum pair_role role = pairs_event(pf->pairs, ev, &pair);

@@ -42,6 +42,7 @@
 
 #include "text.h"
 #include "tracer/trace_format.h"
+#include "util/printable.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -79,6 +80,12 @@ struct tn_class {
 	struct tn_field fields[];
 };
 
+/* struct mark_tf_packet up to thread_name; the first event starts at the
+ * next 8-byte boundary (104), and a packet without events may end at 100.
+ * Traces of earlier tracers have no thread_name: up to tid, 84 (and 88). */
+#define PKT_HEADER 100
+#define PKT_HEADER_OLD 84
+
 struct tn_trace {
 	char *path;
 	size_t index;                /* order of the directory in the listing    */
@@ -90,6 +97,8 @@ struct tn_trace {
 	int64_t base_ns;             /* offset_s * 1e9 + ns(offset cycles)        */
 	bool base_overflows;
 	struct tn_class **classes;   /* indexed by event id, MARK_TF_MAX_ID + 1  */
+	unsigned pkt_header;         /* bytes of packet header + context: PKT_HEADER_OLD
+					(no thread_name) or PKT_HEADER            */
 };
 
 struct tn_stream {
@@ -115,6 +124,7 @@ struct tn_stream {
 	bool indexed;
 	uint64_t index;
 	int64_t tid;
+	char thread_name[16];        /* of the current packet (cleaned); "" if none */
 };
 
 struct trace_native_event {
@@ -429,11 +439,19 @@ static const char *const required_text[] = {
 	"\tpacket.context := struct {\n"
 	"\t\tuint64_clock_t timestamp_begin;\n\t\tuint64_clock_t timestamp_end;\n"
 	"\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n\t\tuint64_t packet_seq_num;\n"
-	"\t\tuint64_t events_discarded;\n\t\tuint32_t tid;\n\t};\n"
+	"\t\tuint64_t events_discarded;\n\t\tuint32_t tid;\n",
 	"\tevent.header := struct {\n\t\tuint64_clock_t timestamp;\n\t\tuint16_t id;\n\t};\n"
 	"\tevent.context := struct {\n\t\tuint32_t cpu_id;\n\t};\n};\n\n",
 	NULL,
 };
+
+/* What follows `uint32_t tid;` in the packet context: the thread name
+ * (tracers since ring version 2), or the end (earlier traces). */
+static const char thread_name_text[] =
+	"\t\tuint32_t tid;\n"
+	"\t\tinteger { size = 8; align = 8; signed = false; encoding = UTF8; } thread_name[16];\n\t};\n"
+	"\tevent.header := struct {\n";
+static const char no_thread_name_text[] = "\t\tuint32_t tid;\n\t};\n\tevent.header := struct {\n";
 
 /* The quoted string value of env entry KEY ("\tKEY = "), or NULL when the
  * env has none; false if the entry is there but not a well-formed string. */
@@ -459,6 +477,12 @@ static int parse_metadata(const struct tn_reader *r, struct tn_trace *t, const c
 	for (const char *const *req = required_text; *req; req++)
 		if (!find_in(text, hend, *req))
 			return TRACE_NATIVE_NOT_MINE;
+	if (find_in(text, hend, thread_name_text))
+		t->pkt_header = PKT_HEADER;
+	else if (find_in(text, hend, no_thread_name_text))
+		t->pkt_header = PKT_HEADER_OLD;
+	else
+		return TRACE_NATIVE_NOT_MINE;
 	const char *u = find_in(text, hend, "\tuuid = \"");
 	if (!u || !parse_uuid(u, t->uuid))
 		return TRACE_NATIVE_NOT_MINE;
@@ -605,16 +629,14 @@ static bool read_at(int fd, void *buf, size_t len, uint64_t off)
 	return true;
 }
 
-/* struct mark_tf_packet up to tid; the first event starts at the next 8-byte
- * boundary (88), and a packet without events may end at 84. */
-#define PKT_HEADER 84
 
 /* Load the packet at s->pkt_off.  0, or -1 after printing the error. */
 static int load_packet(struct tn_reader *r, struct tn_stream *s)
 {
 	struct tn_trace *t = s->trace;
+	const unsigned hb = t->pkt_header;
 	uint8_t h[PKT_HEADER];
-	if (s->file_size - s->pkt_off < PKT_HEADER || !read_at(s->fd, h, sizeof(h), s->pkt_off)) {
+	if (s->file_size - s->pkt_off < hb || !read_at(s->fd, h, hb, s->pkt_off)) {
 		tn_error(r, t, s->name, s->pkt_off, "truncated packet header (%" PRIu64 " bytes left)",
 			 s->file_size - s->pkt_off);
 		return -1;
@@ -633,7 +655,7 @@ static int load_packet(struct tn_reader *r, struct tn_stream *s)
 		return -1;
 	}
 	uint64_t content = le64(h + 48), size = le64(h + 56);
-	if (size % 8 || content % 8 || content > size || size < PKT_HEADER * 8 || content < PKT_HEADER * 8 ||
+	if (size % 8 || content % 8 || content > size || size < hb * 8 || content < hb * 8 ||
 	    size / 8 > s->file_size - s->pkt_off) {
 		tn_error(r, t, s->name, s->pkt_off,
 			 "bad packet size (content_size %" PRIu64 " bits, packet_size %" PRIu64 " bits, %" PRIu64
@@ -655,12 +677,12 @@ static int load_packet(struct tn_reader *r, struct tn_stream *s)
 		s->buf = grown;
 		s->cap = cap;
 	}
-	memcpy(s->buf, h, PKT_HEADER);
-	if (!read_at(s->fd, s->buf + PKT_HEADER, s->content_bytes - PKT_HEADER, s->pkt_off + PKT_HEADER)) {
+	memcpy(s->buf, h, hb);
+	if (!read_at(s->fd, s->buf + hb, s->content_bytes - hb, s->pkt_off + hb)) {
 		tn_error(r, t, s->name, s->pkt_off, "cannot read the packet (%s)", errno ? strerror(errno) : "short read");
 		return -1;
 	}
-	s->pos = PKT_HEADER;   /* next_message aligns it */
+	s->pos = hb;   /* next_message aligns it */
 	s->at_packet = true;
 	if (!ns_from_origin(t, le64(h + 32), &s->ns)) {
 		tn_error(r, t, s->name, s->pkt_off + 32, "timestamp_begin out of range of the clock");
@@ -999,6 +1021,12 @@ static void packet_begins(struct tn_reader *r, struct tn_stream *s, const struct
 	const uint8_t *h = s->buf;
 	uint64_t discarded = le64(h + 72);
 	s->tid = le32(h + 80);
+	/* Set by the traced program, stored cleaned; a hostile file may hold
+	 * anything there: cleaned again. */
+	if (s->trace->pkt_header >= PKT_HEADER)
+		mark_thread_name_clean(s->thread_name, (const char *)h + 84, 16);
+	else
+		s->thread_name[0] = '\0';
 	bool report = s->first_packet_done ? discarded != s->prev_discarded : discarded != 0;
 	uint64_t count = s->first_packet_done ? discarded - s->prev_discarded : 0;
 	s->first_packet_done = true;
@@ -1035,6 +1063,7 @@ static int emit_message(struct tn_reader *r, struct tn_stream *s, const struct t
 		.cpu = le32(p + 12),
 		.pid = s->trace->vpid > 0 ? s->trace->vpid : -1,
 		.tid = s->tid > 0 ? s->tid : -1,
+		.thread_name = s->thread_name[0] ? s->thread_name : NULL,
 		.stream_index = s->index,
 		.procname = s->trace->procname,
 		.trace = s->trace,
@@ -1300,8 +1329,9 @@ static int fl_poll_stream(struct tn_reader *r, struct tn_stream *s)
 	if (fstat(s->fd, &st) != 0)
 		return 0;
 	uint64_t size = (uint64_t)st.st_size;
+	const unsigned hb = s->trace->pkt_header;
 	uint8_t h[PKT_HEADER];
-	if (size < s->pkt_off || size - s->pkt_off < PKT_HEADER || !read_at(s->fd, h, sizeof(h), s->pkt_off))
+	if (size < s->pkt_off || size - s->pkt_off < hb || !read_at(s->fd, h, hb, s->pkt_off))
 		return 0;
 	if (s->pkt_off == 0)
 		s->instance_id = le64(h + 24);   /* load_packet checks every later packet against it */
@@ -1311,7 +1341,7 @@ static int fl_poll_stream(struct tn_reader *r, struct tn_stream *s)
 	 * size is bad data now, not a packet in progress (load_packet says
 	 * which).  Otherwise a packet not yet all in the file is in progress.
 	 */
-	bool sane = le32(h) == MARK_TF_CTF_MAGIC && bytes >= PKT_HEADER && bytes <= FOLLOW_MAX_PACKET;
+	bool sane = le32(h) == MARK_TF_CTF_MAGIC && bytes >= hb && bytes <= FOLLOW_MAX_PACKET;
 	if (sane && size - s->pkt_off < bytes)
 		return 0;
 	s->file_size = size;

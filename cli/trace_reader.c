@@ -13,6 +13,7 @@
 #include "trace_reader.h"
 #include "filter/filter.h"
 #include "tracer/trace_format.h"
+#include "util/printable.h"
 
 #include "command.h"
 #include "text.h"
@@ -183,6 +184,20 @@ static int64_t lookup_int(const bt_event *event, const bt_packet *packet, const 
 
 static const char *trace_process_name(const bt_trace *trace);
 
+/* The packet context's thread_name (mark's tracer writes one), cleaned
+ * into out; NULL if there is none or it is empty. */
+static const char *packet_thread_name(const bt_packet *packet, char out[16])
+{
+	const bt_field *ctx = packet ? bt_packet_borrow_context_field_const(packet) : NULL;
+	if (!ctx || bt_field_get_class_type(ctx) != BT_FIELD_CLASS_TYPE_STRUCTURE)
+		return NULL;
+	const bt_field *f = bt_field_structure_borrow_member_field_by_name_const(ctx, "thread_name");
+	if (!f || bt_field_get_class_type(f) != BT_FIELD_CLASS_TYPE_STRING)
+		return NULL;
+	mark_thread_name_clean(out, bt_field_string_get_value(f), bt_field_string_get_length(f));
+	return out[0] ? out : NULL;
+}
+
 static const char *const cpu_names[] = { "cpu_id", "cpu", NULL };
 static const char *const pid_names[] = { "pid", "vpid", NULL };
 static const char *const tid_names[] = { "tid", "vtid", NULL };
@@ -194,6 +209,7 @@ static int handle_event(struct reader *r, const bt_message *msg)
 	const bt_stream *stream = bt_event_borrow_stream_const(event);
 	const bt_stream_class *sc = bt_stream_borrow_class_const(stream);
 	const bt_packet *packet = bt_stream_class_supports_packets(sc) ? bt_event_borrow_packet_const(event) : NULL;
+	char thread_name[16];
 	struct trace_event ev = {
 		.name = bt_event_class_get_name(ec),
 		.cpu = lookup_int(event, packet, cpu_names),
@@ -201,6 +217,7 @@ static int handle_event(struct reader *r, const bt_message *msg)
 		.tid = lookup_int(event, packet, tid_names),
 		.stream_index = stream_index(r, stream),
 		.procname = trace_process_name(bt_stream_borrow_trace_const(stream)),
+		.thread_name = packet_thread_name(packet, thread_name),
 		.trace = bt_stream_borrow_trace_const(stream),
 		.payload = bt_event_borrow_payload_field_const(event),
 		.event = event,

@@ -29,6 +29,8 @@ struct trace_event {
 	int64_t tid;               /* -1 if unknown                                          */
 	uint64_t stream_index;     /* dense index of the event's stream, in order first seen  */
 	const char *procname;      /* the process's name (env.procname), or NULL; untrusted  */
+	const char *thread_name;   /* the thread's name (packet context thread_name), or NULL;
+				      valid UTF-8 without control characters               */
 	const void *trace;         /* the same address for every event of one trace (process) */
 	const bt_field *payload;   /* babeltrace2 path: structure of the arguments, or NULL   */
 	const bt_event *event;     /* babeltrace2 path: the event (borrowed), else NULL       */

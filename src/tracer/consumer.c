@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #define _LGPL_SOURCE
 #include "tracer_internal.h"
+#include "util/printable.h"
 #include "util/safe_dir.h"
 
 #include <errno.h>
@@ -42,7 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
-_Static_assert(sizeof(struct mark_tf_packet) == 88, "packet header layout");
+_Static_assert(sizeof(struct mark_tf_packet) == 104, "packet header layout");
 _Static_assert(sizeof(struct mark_tf_stats) == 256, "stats header layout");
 _Static_assert(sizeof(struct mark_tf_stats_entry) == 128, "stats entry layout");
 _Static_assert(sizeof(struct mark_tf_ring) <= MARK_TF_RING_HEADER_SIZE, "ring header layout");
@@ -136,6 +137,7 @@ static void packet_init(struct mark_tf_packet *p, const struct tracer_packet_sin
 	p->stream_id = 0;
 	p->stream_instance_id = sink->index;
 	p->tid = sink->tid;
+	memcpy(p->thread_name, sink->thread_name, sizeof(p->thread_name));
 	p->packet_seq_num = sink->seq;
 	p->events_discarded = sink->lost;
 }
@@ -330,6 +332,63 @@ static uint64_t tracer_now(const struct tracer_session *s)
 }
 
 /*
+ * Thread names (mark_tf_packet.thread_name).  The owner stored its name
+ * when it claimed the ring; a thread often names itself later
+ * (pthread_setname_np after its first event), so the consumer reads
+ * /proc/self/task/TID/comm when the ring changes owner and then at most
+ * once a second while it writes packets.  /proc may be missing (a chroot,
+ * a sandbox) or the thread gone: the last name known stays.
+ */
+static void refresh_thread_name(struct tracer_ring *r, uint32_t tid)
+{
+	const uint64_t now = tracer_monotonic_ns();
+	if (tid == r->name_tid && now - r->name_read_ns < 1000000000ull)
+		return;
+	char path[64], raw[64], name[16];
+	ssize_t n = -1;
+	snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
+	int fd = tid ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+	if (fd >= 0) {
+		struct stat st;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			n = read(fd, raw, sizeof(raw));
+		close(fd);
+	}
+	uint64_t w[2];
+	if (n > 0) {
+		mark_thread_name_clean(name, raw, (size_t)n);
+		memcpy(w, name, sizeof(w));
+	} else if (tid != r->name_tid) {
+		w[0] = __atomic_load_n(&r->hdr->thread_name[0], __ATOMIC_RELAXED);
+		w[1] = __atomic_load_n(&r->hdr->thread_name[1], __ATOMIC_RELAXED);
+	} else {
+		r->name_read_ns = now;
+		return;
+	}
+	__atomic_store_n(&r->name_words[0], w[0], __ATOMIC_RELAXED);
+	__atomic_store_n(&r->name_words[1], w[1], __ATOMIC_RELAXED);
+	__atomic_store_n(&r->name_tid, tid, __ATOMIC_RELAXED);
+	r->name_read_ns = now;
+}
+
+void tracer_ring_thread_name(const struct tracer_ring *r, uint32_t tid, char out[16])
+{
+	uint64_t w[2];
+	if (__atomic_load_n(&r->name_tid, __ATOMIC_RELAXED) == tid && tid) {
+		w[0] = __atomic_load_n(&r->name_words[0], __ATOMIC_RELAXED);
+		w[1] = __atomic_load_n(&r->name_words[1], __ATOMIC_RELAXED);
+	} else {
+		w[0] = __atomic_load_n(&r->hdr->thread_name[0], __ATOMIC_RELAXED);
+		w[1] = __atomic_load_n(&r->hdr->thread_name[1], __ATOMIC_RELAXED);
+	}
+	/* Cleaned when stored; cleaned again (cheap) in case words of two
+	 * names were read. */
+	char raw[16];
+	memcpy(raw, w, sizeof(raw));
+	mark_thread_name_clean(out, raw, sizeof(raw));
+}
+
+/*
  * Write what the ring holds.  `final`: no producer can run any more
  * (stop), so overwrite-mode rings of live threads are written too.
  * Returns true if anything was written.
@@ -398,6 +457,8 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 		.counts_cap = s->described < s->marker_counts_cap ? s->described : s->marker_counts_cap,
 		.last_ts = r->last_ts,
 	};
+	refresh_thread_name(r, sink.tid);
+	tracer_ring_thread_name(r, sink.tid, sink.thread_name);
 	uint64_t consumed = start;
 	int rc = 0;
 	if (sink.fd >= 0 && start < head) {

@@ -254,7 +254,8 @@ static void put_header(FILE *f, const struct tracer_session *s, const uint8_t *t
 		   "\tpacket.context := struct {\n"
 		   "\t\tuint64_clock_t timestamp_begin;\n\t\tuint64_clock_t timestamp_end;\n"
 		   "\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n\t\tuint64_t packet_seq_num;\n"
-		   "\t\tuint64_t events_discarded;\n\t\tuint32_t tid;\n\t};\n"
+		   "\t\tuint64_t events_discarded;\n\t\tuint32_t tid;\n"
+		   "\t\tinteger { size = 8; align = 8; signed = false; encoding = UTF8; } thread_name[16];\n\t};\n"
 		   "\tevent.header := struct {\n\t\tuint64_clock_t timestamp;\n\t\tuint16_t id;\n\t};\n"
 		   "\tevent.context := struct {\n\t\tuint32_t cpu_id;\n\t};\n};\n\n");
 }

@@ -35,6 +35,7 @@
 #define _GNU_SOURCE
 #define _LGPL_SOURCE
 #include "tracer_internal.h"
+#include "util/printable.h"
 #include "util/safe_dir.h"
 
 #include <errno.h>
@@ -43,6 +44,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -205,6 +207,26 @@ static void count_lost_no_ring(struct tracer_session *s)
 
 /* ---- ring creation and claiming (slow path, async-signal-safe) ---- */
 
+/*
+ * The calling thread becomes the ring's owner: its tid, and its name now
+ * (one prctl, once per thread and session: never on the per-event path)
+ * for the packets' thread_name and for recovery.  Relaxed stores: the
+ * consumer and recovery read the words relaxed, and a name torn by a
+ * concurrent claim is still 16 cleaned bytes.
+ */
+static void ring_set_owner(struct mark_tf_ring *hdr)
+{
+	char raw[16] = { 0 }, name[16];
+	if (prctl(PR_GET_NAME, raw, 0, 0, 0) != 0)
+		raw[0] = '\0';
+	mark_thread_name_clean(name, raw, sizeof(raw));
+	uint64_t w[2];
+	memcpy(w, name, sizeof(w));
+	__atomic_store_n(&hdr->thread_name[0], w[0], __ATOMIC_RELAXED);
+	__atomic_store_n(&hdr->thread_name[1], w[1], __ATOMIC_RELAXED);
+	__atomic_store_n(&hdr->tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
+}
+
 static void write_err(const char *a, const char *b)
 {
 	/* write(2) is async-signal-safe, fprintf is not. */
@@ -263,7 +285,7 @@ static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nestin
 	hdr->mode = (uint32_t)s->mode;
 	hdr->nesting = nesting;
 	memcpy(hdr->trace_uuid, s->trace_uuid, 16);
-	hdr->tid = (uint32_t)syscall(SYS_gettid);
+	ring_set_owner(hdr);
 	hdr->state = MARK_TF_RING_OWNED;
 	/* Magic last: recovery ignores a ring whose header is incomplete. */
 	TRACER_FENCE(__ATOMIC_RELEASE);
@@ -323,7 +345,7 @@ static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
 		/* Acquire: the consumer's drain (release store of FREE) happens before our writes. */
 		if (__atomic_compare_exchange_n(&r->hdr->state, &expected, MARK_TF_RING_OWNED, false,
 						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-			__atomic_store_n(&r->hdr->tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
+			ring_set_owner(r->hdr);
 			if (s->mode == MARK_TRACE_OVERWRITE) {
 				/* Drained to head before it was freed: start empty. */
 				uint64_t head = __atomic_load_n(&r->hdr->head, __ATOMIC_RELAXED);

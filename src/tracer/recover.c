@@ -47,6 +47,7 @@
  */
 #define _GNU_SOURCE
 #include "tracer_internal.h"
+#include "util/printable.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -367,6 +368,8 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 		.counts = counts,
 		.counts_cap = described,
 	};
+	/* The name the owner stored (an untrusted file: cleaned again). */
+	mark_thread_name_clean(sink.thread_name, (const char *)hdr.thread_name, sizeof(hdr.thread_name));
 	uint64_t consumed = start;
 	if (start < head) {
 		if ((rc = tracer_write_records(&sink, data, cap, start, head, &consumed)) < 0) {

@@ -112,6 +112,7 @@ static int ring_write(const struct tracer_ring *r, int dirfd, const uint64_t *bu
 		.lost = __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED),
 		.counts_cap = described,
 	};
+	tracer_ring_thread_name(r, sink.tid, sink.thread_name);
 	int rc = tracer_write_records(&sink, buf, r->capacity, w.start, w.end, &consumed);
 	close(fd);
 	return rc;

@@ -130,7 +130,7 @@ struct mark_tf_stats_entry {
 /* ------------------------------------------------------------------ */
 
 #define MARK_TF_RING_MAGIC "MARKRING"
-#define MARK_TF_RING_VERSION 1
+#define MARK_TF_RING_VERSION 2   /* 2: thread names (packets of 104 bytes) */
 #define MARK_TF_RING_HEADER_SIZE 4096         /* data starts at this offset      */
 
 /*
@@ -181,6 +181,12 @@ struct mark_tf_ring {
 	uint64_t pending_bytes;       /* stream length once it is written              */
 	uint64_t lost_reported;       /* events_discarded of the last committed packet */
 	uint64_t reserved_c;
+
+	/* The owner's thread name when it claimed the buffer (prctl
+	 * PR_GET_NAME, cleaned as mark_thread_name_clean() does, zero-padded),
+	 * two words stored with relaxed atomics by the claiming producer; for
+	 * recovery after a crash.  Zero in files of older tracers. */
+	uint64_t thread_name[2];
 };
 
 enum mark_tf_ring_state {
@@ -252,6 +258,7 @@ struct mark_tf_packet {
 	uint64_t packet_seq_num;
 	uint64_t events_discarded;
 	uint32_t tid;                 /* thread that recorded the packet's events      */
+	char thread_name[16];         /* its name then (cleaned, zero-padded; text)    */
 	uint32_t padding;             /* CTF alignment of the first event header       */
 };
 

@@ -122,6 +122,16 @@ struct tracer_ring {
 	 */
 	int hold;
 	uint64_t hold_lost;         /* events so dropped (producer-owned; relaxed)   */
+	/*
+	 * The owner's name for the packets the consumer writes: read from
+	 * /proc/self/task/TID/comm (renames show within a second), else the
+	 * name the owner stored when it claimed the ring.  name_words are
+	 * written by the consumer with relaxed atomics (a snapshot may read
+	 * them meanwhile); name_tid and name_read_ns are consumer-private.
+	 */
+	uint64_t name_words[2];
+	uint32_t name_tid;
+	uint64_t name_read_ns;
 };
 
 struct tracer_session {
@@ -318,6 +328,7 @@ struct tracer_packet_sink {
 	int fd;
 	const uint8_t *uuid;
 	uint32_t index, tid;
+	char thread_name[16];       /* the packets' thread_name (cleaned, zero-padded) */
 	uint64_t seq;               /* packet_seq_num of the next packet            */
 	uint64_t stream_bytes;      /* committed stream length                      */
 	struct mark_tf_ring *commit; /* NULL: no commit protocol (snapshots)        */
@@ -452,6 +463,9 @@ MARK_HIDDEN int tracer_trigger_check(const char *spec, const char *what);
 MARK_HIDDEN void tracer_trigger_service(struct tracer_session *s);
 /* A new random trace UUID (session.c). */
 MARK_HIDDEN void tracer_new_uuid(uint8_t *u);
+/* The name of thread `tid`, owner of r, for a packet (consumer.c): the
+ * consumer's last reading if it is of that thread, else the ring's. */
+MARK_HIDDEN void tracer_ring_thread_name(const struct tracer_ring *r, uint32_t tid, char out[16]);
 /*
  * Write the session's buffers as a CTF trace into the directory dirfd
  * (named `directory` in messages), with a new trace UUID.  `cut` NULL:

@@ -41,6 +41,27 @@ size_t mark_utf8_printable(const unsigned char *p)
 	return n;
 }
 
+void mark_thread_name_clean(char out[16], const char *name, size_t len)
+{
+	memset(out, 0, 16);
+	size_t n = 0;
+	while (n < len && n < 15 && name[n] && name[n] != '\n')
+		n++;
+	/* A NUL-terminated copy for mark_utf8_printable(), which stops at NUL. */
+	unsigned char in[16] = { 0 };
+	memcpy(in, name, n);
+	for (size_t i = 0; i < n;) {
+		size_t k = in[i] >= 0x80 ? mark_utf8_printable(in + i) : 0;
+		if (k) {
+			memcpy(out + i, in + i, k);
+			i += k;
+		} else {
+			out[i] = in[i] >= 0x20 && in[i] < 0x7f ? (char)in[i] : '?';
+			i++;
+		}
+	}
+}
+
 size_t mark_printable_copy(char *out, size_t size, const char *text)
 {
 	static const char hex[] = "0123456789abcdef";

@@ -46,4 +46,13 @@ MARK_HIDDEN_PRINTABLE size_t mark_utf8_printable(const unsigned char *p);
  */
 MARK_HIDDEN_PRINTABLE size_t mark_printable_copy(char *out, size_t size, const char *text);
 
+/*
+ * A thread name (/proc/PID/task/TID/comm, prctl(PR_GET_NAME): up to 15
+ * bytes the program chose) as the tracer stores it: at most 15 bytes of
+ * `name` (len bytes, or up to a NUL or newline), printable ASCII and
+ * printable UTF-8 kept, every other byte replaced by '?', the rest of
+ * out[16] zero.  So every reader can show it as text.
+ */
+MARK_HIDDEN_PRINTABLE void mark_thread_name_clean(char out[16], const char *name, size_t len);
+
 #endif

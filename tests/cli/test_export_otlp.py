@@ -103,7 +103,9 @@ def ctf_events(trace):
             fields.append((k, val))
         evs.append({"name": ev.name, "ns": msg.default_clock_snapshot.ns_from_origin,
                     "pid": int(env["vpid"] if "vpid" in env else env["pid"]), "procname": str(env["procname"]),
-                    "tid": int(ev.packet.context_field["tid"]), "fields": fields})
+                    "tid": int(ev.packet.context_field["tid"]), "fields": fields,
+                    "thread_name": (str(ev.packet.context_field["thread_name"])
+                                    if "thread_name" in ev.packet.context_field else None)})
     return evs
 
 
@@ -293,6 +295,9 @@ def compare(spans, logs, evs):
             check(lr["body"] == {"stringValue": e["name"]}, "%s: body %s" % (what, lr["body"]))
             a = attrs(lr["attributes"])
             a.pop("thread.id", None)
+            tn = a.pop("thread.name", None)
+            check(tn == ({"stringValue": e["thread_name"]} if e["thread_name"] else None),
+                  "%s: thread.name %s, the trace says %r" % (what, tn, e["thread_name"]))
             check(a == dict(e["fields"]), "%s: attributes %s, expected %s" % (what, a, dict(e["fields"])))
             sp = w["span"]
             if sp is None:
@@ -329,6 +334,26 @@ def case_file(mark, target, workdir):
     check(r.returncode == 0, "bt2 export: %s" % r.stderr[-300:])
     check(open(out, "rb").read() == open(os.path.join(workdir, "bt2.jsonl"), "rb").read(),
           "MARK_READER=bt2 gives other lines than the native reader")
+
+
+def case_names(mark, target, workdir):
+    """thread.name: the name each thread gave itself, as the trace records it."""
+    schemas()
+    names_target = os.path.join(os.path.dirname(target), "names_target")
+    trace = fresh(workdir, "names")
+    r = run([mark, "record", "-q", "-o", trace, "--", names_target, "run"], timeout=600)
+    check(r.returncode == 0, "record names: exit %d: %s" % (r.returncode, r.stderr[-400:]))
+    evs = ctf_events(trace)
+    out = os.path.join(workdir, "names.jsonl")
+    export(mark, trace, out)
+    spans, logs, _ = read_jsonl(out)
+    compare(spans, logs, evs)   # every log record's thread.name is its packet's thread_name
+    last = {}
+    for lr in logs:
+        a = attrs(lr["attributes"])
+        last[a["thread.id"]["intValue"]] = a.get("thread.name", {}).get("stringValue")
+    want = sorted(["names_target", "worker-0", "worker-1", "late", "?[31mred?"])
+    check(sorted(last.values()) == want, "thread names %r, want %r" % (sorted(last.values()), want))
 
 
 def case_fork(mark, target, workdir):

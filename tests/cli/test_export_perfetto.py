@@ -144,7 +144,16 @@ class Decoded:
                              thread_name=td.thread.thread_name if td.thread.HasField("thread_name") else None)
                 else:
                     d.update(kind="other", parent=td.parent_uuid)
-                check(td.uuid not in self.tracks, "track %d described twice" % td.uuid)
+                old = self.tracks.get(td.uuid)
+                if old and old["kind"] == "thread" == d["kind"] and (old["pid"], old["tid"]) == (d["pid"], d["tid"]):
+                    # a thread renamed: described again with its new name
+                    check(d["thread_name"] != old["thread_name"], "thread track %d described twice, same name %r"
+                          % (td.uuid, d["thread_name"]))
+                    d["names"] = old["names"] + [d["thread_name"]]
+                else:
+                    check(old is None, "track %d described twice" % td.uuid)
+                    if d["kind"] == "thread":
+                        d["names"] = [d["thread_name"]]
                 self.tracks[td.uuid] = d
             if p.HasField("track_event"):
                 te = p.track_event
@@ -182,6 +191,25 @@ class Decoded:
 
 
 # ------------------------------------------------------------ the reference (bt2)
+
+def bt2_thread_names(path):
+    """Per (pid, tid): the packet contexts' thread_name values, in the
+    order babeltrace2 reads the thread's events (consecutive repeats
+    removed); no entry for a trace without thread_name."""
+    bt2 = bt2_module()
+    names = {}
+    for msg in bt2.TraceCollectionMessageIterator(path):
+        if type(msg) is bt2._EventMessageConst:
+            ctx = msg.event.packet.context_field
+            if "thread_name" not in ctx:
+                continue
+            env = msg.event.stream.trace.environment
+            key = (int(env["vpid"] if "vpid" in env else env["pid"]), int(ctx["tid"]))
+            seq = names.setdefault(key, [])
+            if not seq or seq[-1] != str(ctx["thread_name"]):
+                seq.append(str(ctx["thread_name"]))
+    return names
+
 
 def bt2_expected(path, ptype=lambda name: None):
     """Per (pid, tid): the events babeltrace2's Python bindings read, in
@@ -283,14 +311,20 @@ def compare(label, got, want_events):
     return n, lost
 
 
-def check_tracks(label, got, procnames):
-    """Every thread under a described process, with the trace's names."""
+def check_tracks(label, got, procnames, names=None):
+    """Every thread under a described process, with the trace's names:
+    `names` (bt2_thread_names) when the trace records thread names, else
+    the process's name for the main thread and none for the others."""
     procs = {t["pid"]: t for t in got.tracks.values() if t["kind"] == "process"}
     for uuid, t in got.tracks.items():
         if t["kind"] != "thread":
             continue
         check(t["pid"] in procs, "%s: thread %s has no process track" % (label, t))
-        if t["tid"] == t["pid"]:
+        if names:
+            want = names.get((t["pid"], t["tid"]))
+            check(want is not None and t["names"] == want,
+                  "%s: thread %d named %r in the export, %r in the trace" % (label, t["tid"], t["names"], want))
+        elif t["tid"] == t["pid"]:
             check(t["thread_name"] == procs[t["pid"]]["process_name"], "%s: main thread name %r" % (label, t))
         else:
             check(t["thread_name"] is None, "%s: thread name %r invented" % (label, t))
@@ -325,7 +359,7 @@ def case_threads(mark, target, prog, workdir):
         n, lost = compare(label, got, want)
         check(n > 0, "%s: no events" % label)
         check(b"%d events" % n in r.stderr, "%s: summary %r, want %d events" % (label, r.stderr, n))
-        check_tracks(label, got, procnames)
+        check_tracks(label, got, procnames, bt2_thread_names(d))
         first = min(e[0] for evs in want.values() for e in evs)
         check_clock(label, got, first)
         if label == "fork":
@@ -342,6 +376,34 @@ def case_threads(mark, target, prog, workdir):
         check(open(out, "rb").read() == open(out2, "rb").read(),
               "%s: the native and babeltrace2 readers give different files" % label)
         print("%s: %d events, %d tracks: ok" % (label, n, len(got.tracks)))
+
+
+def case_names(mark, target, prog, workdir):
+    """Thread names: each ThreadDescriptor names its thread as the thread
+    named itself (pthread_setname_np), a rename described again, a hostile
+    name cleaned; the same after a SIGKILL, from the recovered buffers."""
+    names_target = os.path.join(os.path.dirname(target), "names_target")
+    for mode, rc, early in (("run", 0, "late"), ("kill", 128 + 9, "early")):
+        d = fresh(workdir, mode)
+        r = run([mark, "record", "-q", "-o", d, "--", names_target, mode])
+        check(r.returncode == rc, "record names_target %s: exit %d, want %d: %s"
+              % (mode, r.returncode, rc, r.stderr[-400:]))
+        out = d + ".pftrace"
+        export(mark, d, out)
+        got = Decoded(out)
+        names = bt2_thread_names(d)
+        check_tracks("names-" + mode, got, {"names_target"}, names)
+        threads = [t for t in got.tracks.values() if t["kind"] == "thread"]
+        finals = sorted(str(t["names"][-1]) for t in threads)
+        want = sorted(["names_target", "worker-0", "worker-1", early, "?[31mred?"])
+        check(finals == want, "names-%s: thread names %r, want %r" % (mode, finals, want))
+        main = [t for t in threads if t["tid"] == t["pid"]]
+        check(len(main) == 1 and main[0]["names"] == ["names_target"], "names-%s: main thread %r" % (mode, main))
+        out2 = d + ".bt2.pftrace"
+        export(mark, d, out2, {"MARK_READER": "bt2"})
+        check(open(out, "rb").read() == open(out2, "rb").read(),
+              "names-%s: the native and babeltrace2 readers give different files" % mode)
+        print("names-%s: %r" % (mode, finals))
 
 
 def lost_total(label, lost_events):
@@ -640,7 +702,7 @@ def case_trace_processor(mark, target, prog, workdir):
         tp.close()
 
 
-CASES = {"threads": case_threads, "sequences": case_sequences, "lossy": case_lossy, "strings": case_strings, "memory": case_memory,
+CASES = {"threads": case_threads, "names": case_names, "sequences": case_sequences, "lossy": case_lossy, "strings": case_strings, "memory": case_memory,
          "trace_processor": case_trace_processor}
 
 
