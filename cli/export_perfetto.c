@@ -250,7 +250,7 @@ struct intern {
 struct track {
 	int64_t pid, tid;            /* as the Chrome export shows them; tid INT64_MIN: the process */
 	uint64_t uuid;               /* 0: empty slot                             */
-	char name[16];               /* the thread name last written ("" none)    */
+	char name[256];              /* the thread name last written ("" none)    */
 };
 
 /* A loss reported before the first event (its procname copied). */
@@ -421,8 +421,6 @@ static void write_descriptor(struct pf *pf, const struct track *tr, uint64_t par
 		pb_uint(b, THD_TID, (uint64_t)tr->tid);
 		if (tr->name[0])
 			pb_text(b, THD_NAME, tr->name);
-		else if (procname && tr->tid == tr->pid)
-			pb_text(b, THD_NAME, procname);   /* no recorded name: the main thread's is the process's */
 		pb_end(b, thd);
 	} else {
 		/* No thread id in the trace: a track per stream, under its process if known. */
@@ -525,6 +523,8 @@ static uint64_t thread_track(struct pf *pf, int64_t pid, int64_t tid, bool pid_k
 	*t = (struct track){ .pid = pid, .tid = tid, .uuid = ++pf->next_uuid };
 	if (thread_name)
 		snprintf(t->name, sizeof(t->name), "%s", thread_name);
+	else if (procname && tid_known && tid == pid)
+		snprintf(t->name, sizeof(t->name), "%s", procname);   /* no recorded name: the main thread's is the process's */
 	pf->ntracks++;
 	write_descriptor(pf, t, parent, procname, tid_known);
 	return t->uuid;

@@ -160,7 +160,7 @@ def flatten_time(d):
             data = bytearray(open(p, "rb").read())
             for off, content, size in packets(p):
                 struct.pack_into("<QQ", data, off + 32, 1000, 1000)
-                pos = 88
+                pos = PKT
                 while pos + 16 <= content:
                     struct.pack_into("<Q", data, off + pos, 1000)
                     pos += (struct.unpack_from("<H", data, off + pos + 10)[0] + 7) & ~7
@@ -169,12 +169,17 @@ def flatten_time(d):
 
 # ---------------------------------------------------------------- hostile
 
+# Bytes before a packet's first event: struct mark_tf_packet (with the
+# thread_name of src/tracer/trace_format.h).
+PKT = 104
+
+
 def packets(path):
     """(offset, content bytes, packet bytes) of each packet of a stream file."""
     out = []
     data = open(path, "rb").read()
     off = 0
-    while off + 88 <= len(data):
+    while off + PKT <= len(data):
         content, size = struct.unpack_from("<QQ", data, off + 48)
         out.append((off, content // 8, size // 8))
         off += size // 8
@@ -207,18 +212,18 @@ def case_hostile(mark, target, prog, workdir):
         return d, os.path.basename(s), where
 
     def second_event(f, pk):
-        return pk[1][0] + 88
+        return pk[1][0] + PKT
 
     cases = [
-        ("cut", lambda f, pk: (f.truncate(pk[1][0] + 100), pk[1][0])[1], "bad packet size"),
+        ("cut", lambda f, pk: (f.truncate(pk[1][0] + PKT + 12), pk[1][0])[1], "bad packet size"),
         ("magic", lambda f, pk: (f.seek(pk[1][0]), f.write(b"\0\0\0\0"), pk[1][0])[2], "bad packet magic"),
         ("size", lambda f, pk: (f.seek(pk[1][0] + 56), f.write(struct.pack("<Q", 1 << 60)), pk[1][0])[2],
          "bad packet size"),
         ("id", lambda f, pk: (f.seek(second_event(f, pk) + 8), f.write(struct.pack("<H", 0xfff0)),
                               second_event(f, pk))[2], "event id 65520 is not in the metadata"),
         # t_str "%d %ld %s %s": the first string's length byte is at +32
-        ("nul", lambda f, pk: (f.seek(pk[1][0] + 88 + 16), f.write(b"\x07" * (pk[1][1] - 88 - 16)),
-                               pk[1][0] + 88 + 32)[2], "runs past the packet's content"),
+        ("nul", lambda f, pk: (f.seek(pk[1][0] + PKT + 16), f.write(b"\x07" * (pk[1][1] - PKT - 16)),
+                               pk[1][0] + PKT + 32)[2], "runs past the packet's content"),
         ("backwards", lambda f, pk: (f.seek(second_event(f, pk)), f.write(struct.pack("<Q", 1)),
                                      second_event(f, pk))[2], "time goes backwards"),
     ]

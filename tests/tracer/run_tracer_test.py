@@ -101,7 +101,7 @@ class TextTrace(Trace):
     """The same view from the babeltrace2 command's text (much faster than
     bt2 objects); integer fields only.  Discarded counts from its warnings."""
 
-    LINE = re.compile(r"^\[[^]]*\] \([^)]*\) \S+ (\S+): \{ tid = (\d+) \}, \{ cpu_id = (\d+) \}, \{ (.*) \}$")
+    LINE = re.compile(r"^\[[^]]*\] \([^)]*\) \S+ (\S+): \{ tid = (\d+)(?:, thread_name = \"[^\"]*\")? \}, \{ cpu_id = (\d+) \}, \{ (.*) \}$")
 
     def __init__(self, path):
         self.events = []
@@ -130,7 +130,7 @@ def babeltrace_text(path, expect_events):
     check(len(lines) == expect_events,
           "babeltrace2 printed %d events, expected %d" % (len(lines), expect_events))
     for l in lines[:50]:
-        check(re.match(r"^\[\d\d:\d\d:\d\d\.\d{9}\] \(\+[?\d.]+\) \S+ \S+: \{ tid = \d+ \}, "
+        check(re.match(r"^\[\d\d:\d\d:\d\d\.\d{9}\] \(\+[?\d.]+\) \S+ \S+: \{ tid = \d+(?:, thread_name = \"[^\"]*\")? \}, "
                        r"\{ cpu_id = \d+ \}, \{ .* \}$", l) is not None or l.endswith("{ }"),
               "babeltrace2 line has no time/name/cpu/fields: " + l)
     return r
