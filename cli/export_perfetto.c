@@ -445,9 +445,9 @@ static struct track *track_find(struct pf *pf, int64_t pid, int64_t tid, size_t 
 	size_t j = track_hash(pid, tid) & (pf->trackcap - 1);
 	for (; pf->tracks[j].uuid; j = (j + 1) & (pf->trackcap - 1))
 		if (pf->tracks[j].pid == pid && pf->tracks[j].tid == tid)
-			return &pf->tracks[j];
-	*slot = j;
-	return NULL;
+			break;
+	*slot = j;   /* also when found: callers and compilers need not guess */
+	return pf->tracks[j].uuid ? &pf->tracks[j] : NULL;
 }
 
 /* Room for one more track; -1 when out of memory. */
