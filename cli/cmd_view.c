@@ -58,6 +58,7 @@ static const char view_usage[] =
 struct name_slot {
 	const char *name;    /* compared by address only */
 	char *text;          /* cli_text(name)           */
+	size_t text_len;
 	int match;           /* matches(v, name)         */
 };
 
@@ -70,6 +71,12 @@ struct view_state {
 	int64_t first_ns;
 	int have_first;
 	struct strbuf line;
+	/* " cpu C[ pid P \"name\"] tid T " of the last event, kept as text:
+	 * consecutive events mostly share it (one thread's packet, one CPU). */
+	struct strbuf ctx;
+	int64_t ctx_cpu, ctx_pid, ctx_tid;
+	const char *ctx_procname;
+	bool ctx_multi, ctx_valid;
 	uint64_t lost;
 	uint64_t shown;      /* events printed                                    */
 	char *names[16];     /* marker names seen while nothing matched -e        */
@@ -122,7 +129,11 @@ static const struct name_slot *name_slot(struct view_state *v, const char *name)
 	struct name_slot *slot = &v->escaped[((uintptr_t)name >> 4) % VIEW_NAME_SLOTS];
 	if (slot->name != name || !slot->text) {
 		free(slot->text);
-		slot->text = strdup(cli_text(name));
+		const char *text = cli_text(name);
+		slot->text_len = strlen(text);
+		slot->text = calloc(1, slot->text_len + 1 + STRBUF_PAD);   /* padded: strbuf_add_padded() */
+		if (slot->text)
+			memcpy(slot->text, text, slot->text_len);
 		slot->name = slot->text ? name : NULL;
 		slot->match = matches(v, name);
 	}
@@ -177,19 +188,50 @@ static int view_event(const struct trace_event *ev, void *arg)
 	else
 		trace_time_append_seconds(sb, ev->ns);
 	strbuf_add_lit(sb, "]");
-	if (ev->cpu >= 0) {
-		strbuf_add_lit(sb, " cpu ");
-		strbuf_add_int(sb, ev->cpu);
+	const bool multi = ev->ntraces > 1;
+	if (!v->ctx_valid || ev->cpu != v->ctx_cpu || ev->tid != v->ctx_tid || multi != v->ctx_multi ||
+	    (multi && (ev->pid != v->ctx_pid || ev->procname != v->ctx_procname))) {
+		struct strbuf *c = &v->ctx;
+		strbuf_reset(c);
+		if (ev->cpu >= 0) {
+			strbuf_add_lit(c, " cpu ");
+			strbuf_add_int(c, ev->cpu);
+		}
+		if (multi)
+			append_process(c, ev->pid, ev->procname);
+		if (ev->tid >= 0) {
+			strbuf_add_lit(c, " tid ");
+			strbuf_add_int(c, ev->tid);
+		}
+		strbuf_add_lit(c, " ");
+		/* STRBUF_PAD bytes of the buffer's own after the text: what
+		 * strbuf_add_padded() reads beyond it. */
+		static const char pad[STRBUF_PAD];
+		strbuf_add(c, pad, sizeof(pad));
+		if (!c->failed) {
+			c->len -= sizeof(pad);
+			c->data[c->len] = '\0';
+		}
+		/* The procname is compared by address: a reader hands one
+		 * pointer per trace, and another address only rebuilds this. */
+		v->ctx_cpu = ev->cpu;
+		v->ctx_tid = ev->tid;
+		v->ctx_pid = ev->pid;
+		v->ctx_procname = ev->procname;
+		v->ctx_multi = multi;
+		v->ctx_valid = !c->failed;
+		if (c->failed) {
+			sb->failed = 1;
+			return 1;
+		}
 	}
-	if (ev->ntraces > 1)
-		append_process(sb, ev->pid, ev->procname);
-	if (ev->tid >= 0) {
-		strbuf_add_lit(sb, " tid ");
-		strbuf_add_int(sb, ev->tid);
+	strbuf_add_padded(sb, v->ctx.data, v->ctx.len);
+	if (slot->text) {
+		strbuf_add_padded(sb, slot->text, slot->text_len);
+	} else {
+		const char *name = cli_text(ev->name);
+		strbuf_add(sb, name, strlen(name));
 	}
-	strbuf_add_lit(sb, " ");
-	const char *name = slot->text ? slot->text : cli_text(ev->name);
-	strbuf_add(sb, name, strlen(name));
 	strbuf_add_lit(sb, ":");
 	if (trace_event_payload_count(ev) > 0) {
 		strbuf_add_lit(sb, " ");
@@ -349,6 +391,7 @@ static int view_run(int argc, char **argv)
 	if (follow) {
 		int st = view_follow(argv[optind], &v, holdback);
 		strbuf_release(&v.line);
+		strbuf_release(&v.ctx);
 		mark_filter_free(filter);
 		for (size_t i = 0; i < v.nnames; i++)
 			free(v.names[i]);
@@ -362,6 +405,7 @@ static int view_run(int argc, char **argv)
 	flush_lines(&v);
 	fflush(stdout);
 	strbuf_release(&v.line);
+	strbuf_release(&v.ctx);
 	mark_filter_free(filter);
 	int status = r == 0 || r == 2 ? 0 : 1;
 	if (r == 0 && v.nglobs > 0 && v.shown == 0) {

@@ -68,6 +68,22 @@ void text_put_digits(char *end, uint64_t v, unsigned n)
 		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 		"8081828384858687888990919293949596979899";
 	char *p = end, *start = end - n;
+	if (v <= UINT32_MAX) {
+		/* The same in 32 bits (a timestamp's nanoseconds, most fields):
+		 * the divisions by 100 become cheaper multiplications. */
+		uint32_t w = (uint32_t)v;
+		while (w >= 100 && p - start >= 2) {
+			uint32_t r = w % 100;
+			w /= 100;
+			p -= 2;
+			memcpy(p, pairs + 2 * r, 2);
+		}
+		while (p > start) {
+			*--p = (char)('0' + w % 10);
+			w /= 10;
+		}
+		return;
+	}
 	while (v >= 100 && p - start >= 2) {
 		unsigned r = (unsigned)(v % 100);
 		v /= 100;

@@ -67,6 +67,7 @@ enum tn_kind { TN_SINT, TN_UINT, TN_REAL, TN_CHAR, TN_STRING };
 struct tn_field {
 	char *name;
 	size_t name_len;             /* strlen(name): appended once per event     */
+	char *text_key;              /* " name=" (mark view's text; NULL: no memory) */
 	uint8_t kind;                /* enum tn_kind                             */
 	uint8_t bytes;               /* integers: 1, 2, 4 or 8                   */
 	uint8_t base;                /* integers: 10 or 16                       */
@@ -314,8 +315,10 @@ static void free_class(struct tn_class *k)
 	if (!k)
 		return;
 	free(k->name);
-	for (unsigned i = 0; i < k->nfields; i++)
+	for (unsigned i = 0; i < k->nfields; i++) {
 		free(k->fields[i].name);
+		free(k->fields[i].text_key);
+	}
 	free(k);
 }
 
@@ -396,11 +399,21 @@ static struct tn_class *parse_event(struct cur *c, unsigned *id)
 		}
 		f->name = ident(c);
 		f->name_len = f->name ? strlen(f->name) : 0;
+		/* The text a view line puts before the value, made once per class:
+		 * one copy per field and event instead of three. */
+		f->text_key = NULL;
+		if (f->name && (f->text_key = calloc(1, f->name_len + 3 + STRBUF_PAD))) {   /* padded */
+			f->text_key[0] = ' ';
+			memcpy(f->text_key + 1, f->name, f->name_len);
+			memcpy(f->text_key + 1 + f->name_len, "=", 2);
+		}
 		lit(c, ";\n");
-		if (c->ok)
+		if (c->ok) {
 			k->nfields++;
-		else
+		} else {
 			free(f->name);
+			free(f->text_key);
+		}
 	}
 	if (pending_len)
 		c->ok = false;
@@ -1680,8 +1693,10 @@ void trace_native_payload_append(struct strbuf *sb, const struct trace_native_ev
 			strbuf_add_lit(sb, "\"");
 			strbuf_add(sb, f->name, f->name_len);
 			strbuf_add_lit(sb, "\": ");
-		} else {
+		} else if (f->text_key) {
 			/* names are [A-Za-z0-9_]+ (ident()): nothing to escape */
+			strbuf_add_padded(sb, f->text_key + (i == 0), f->name_len + 2 - (i == 0));
+		} else {
 			if (i)
 				strbuf_add_lit(sb, " ");
 			strbuf_add(sb, f->name, f->name_len);

@@ -19,7 +19,7 @@ void trace_time_append_wall(struct strbuf *sb, int64_t ns, int utc)
 	 * callers: see trace_reader.h). */
 	static int64_t cached_sec = INT64_MIN;
 	static int cached_utc = -1;
-	static char cached_text[64];
+	static char cached_text[64 + STRBUF_PAD];   /* padded: strbuf_add_padded() */
 	static size_t cached_len;
 	if (sec != cached_sec || utc != cached_utc) {
 		time_t t = (time_t)sec;
@@ -32,9 +32,10 @@ void trace_time_append_wall(struct strbuf *sb, int64_t ns, int utc)
 		cached_sec = sec;
 		cached_utc = utc;
 	}
-	strbuf_add(sb, cached_text, cached_len);
-	strbuf_add(sb, ".", 1);
-	strbuf_add_uint(sb, (uint64_t)frac, 9);
+	strbuf_add_padded(sb, cached_text, cached_len);
+	char nanos[STRBUF_PAD] = ".";   /* ".NNNNNNNNN", padded */
+	text_put_digits(nanos + 10, (uint64_t)frac, 9);
+	strbuf_add_padded(sb, nanos, 10);
 }
 
 void trace_time_append_seconds(struct strbuf *sb, int64_t ns)
