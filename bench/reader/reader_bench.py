@@ -60,6 +60,8 @@ def main():
         ("stats", [mark, "stats", trace], env_native),
         ("view", [mark, "view", trace], env_native),
         ("view_filter", [mark, "view", "-e", "rb_req_*", trace], env_native),
+        # a field filter (issue 13's language), printing half of the events that have `i`
+        ("view_filter_expr", [mark, "view", "--filter", "i & 1 == 0", trace], env_native),
         ("export", [mark, "export", "-o", "-", trace], env_native),
         ("export_perfetto", [mark, "export", "--format", "perfetto", "-o", "-", trace], env_native),
         ("export_otlp", [mark, "export", "--format", "otlp", "-o", "-", trace], env_native),
@@ -96,7 +98,8 @@ def main():
     if "bt2_counter" in med and "stats" in med:
         print("I reader_ratio stats is %.1fx babeltrace2 -c sink.utils.counter (goal >= 10x)"
               % (med["bt2_counter"] / med["stats"]))
-    for name, goal in (("stats", 20), ("view", 10), ("view_filter", 10), ("export", 5), ("export_perfetto", 5),
+    for name, goal in (("stats", 20), ("view", 10), ("view_filter", 10), ("view_filter_expr", 10), ("export", 5),
+                       ("export_perfetto", 5),
                        ("export_otlp", 5)):
         if name in med:
             rate = events / med[name] / 1e6

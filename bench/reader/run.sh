@@ -9,6 +9,7 @@
 #   stats          mark stats
 #   view           mark view > /dev/null
 #   view_filter    mark view -e rb_req_* > /dev/null
+#   view_filter_expr mark view --filter 'i & 1 == 0' > /dev/null
 #   export         mark export -o - > /dev/null (Chrome JSON)
 #   export_perfetto mark export --format perfetto -o - > /dev/null
 #   export_otlp    mark export --format otlp -o - > /dev/null (OTLP/JSON lines)
