@@ -35,7 +35,7 @@ endif()
 add_executable(trigger_target filter/trigger_target.c)
 target_link_libraries(trigger_target PRIVATE mark Threads::Threads)
 if(TARGET mark_cli)
-  foreach(case record limits env refuse pid)
+  foreach(case record gaps limits env refuse pid)
     add_test(NAME trigger_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/filter/test_trigger.py ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:trigger_target>

@@ -176,6 +176,42 @@ static int emit_packet(struct tracer_packet_sink *sink, struct iovec *iov, int c
 	return 0;
 }
 
+uint64_t tracer_ring_losses(const struct mark_tf_ring *hdr, uint64_t begin, uint64_t end, uint64_t total,
+			    uint64_t pending, uint64_t floor, struct mark_tf_gap *gaps, unsigned *ngaps)
+{
+	*ngaps = 0;
+	/* Acquire: pairs with ring_note_gap()'s release; the entries are whole. */
+	const uint64_t next = __atomic_load_n(&hdr->gaps_next, __ATOMIC_ACQUIRE);
+	uint64_t inside = 0, after = pending, last_pos = 0;
+	for (uint64_t i = next > MARK_TF_RING_GAPS ? next - MARK_TF_RING_GAPS : 0; i < next; i++) {
+		const struct mark_tf_gap *g = &hdr->gaps[i % MARK_TF_RING_GAPS];
+		const uint64_t pos = __atomic_load_n(&g->pos, __ATOMIC_RELAXED);
+		const uint64_t count = __atomic_load_n(&g->count, __ATOMIC_RELAXED);
+		/* Positions only grow; anything else is a damaged (recovered)
+		 * header or an entry overwritten while we read: trust no gap. */
+		if (pos < last_pos || count > total) {
+			*ngaps = 0;
+			return total;
+		}
+		last_pos = pos;
+		if (pos >= end)
+			after += count;
+		else if (pos > begin) {
+			gaps[*ngaps] = (struct mark_tf_gap){ pos, count };
+			++*ngaps;
+			inside += count;
+		}
+	}
+	/* Counts that do not add up (racy reads of a live ring): report every
+	 * loss before the records, as without gaps, rather than a count that
+	 * goes backwards. */
+	if (inside > total || after > total - inside || total - inside - after < floor) {
+		*ngaps = 0;
+		return total < floor ? floor : total;
+	}
+	return total - inside - after;
+}
+
 int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, uint64_t capacity,
 			 uint64_t begin, uint64_t end, uint64_t *consumed)
 {
@@ -183,9 +219,17 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 	uint64_t pos = begin;
 	*consumed = begin;
 	while (pos < end) {
+		/* A hole in the ring (mark_tf_ring.gaps) ends a packet: the
+		 * packets after it report its loss, babeltrace2 shows it there. */
+		while (sink->ngaps && sink->gaps->pos <= pos) {
+			sink->lost += sink->gaps->count;
+			sink->gaps++;
+			sink->ngaps--;
+		}
+		const uint64_t stop_at = sink->ngaps && sink->gaps->pos < end ? sink->gaps->pos : end;
 		uint64_t pkt_begin = pos, ts_begin = 0, ts_end = 0, nev = 0, last_pad = 0;
 		bool stop = false;
-		while (pos < end && pos - pkt_begin < TRACER_PACKET_MAX) {
+		while (pos < stop_at && pos - pkt_begin < TRACER_PACKET_MAX) {
 			uint64_t ts = __atomic_load_n(&data[(pos / 8) & mask], __ATOMIC_RELAXED);
 			uint64_t w = __atomic_load_n(&data[(pos / 8 + 1) & mask], __ATOMIC_RELAXED);
 			unsigned id = (unsigned)(w & 0xffff), len = (unsigned)((w >> 16) & 0xffff);
@@ -413,6 +457,14 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 	}
 	uint64_t lost = __atomic_load_n(&hdr->lost, __ATOMIC_RELAXED) + hdr->lost_consumer;
 	const uint64_t reported_before = hdr->lost_reported;   /* consumer-owned: plain read */
+	/* Overwrite mode: a trigger's holes inside [start, head) are reported
+	 * where they are; those after head by the empty packet below. */
+	struct mark_tf_gap gaps[MARK_TF_RING_GAPS];
+	unsigned ngaps = 0;
+	uint64_t first_lost = lost;
+	if (s->mode == MARK_TRACE_OVERWRITE)
+		first_lost = tracer_ring_losses(hdr, start, head, lost, __atomic_load_n(&r->hold_gap, __ATOMIC_RELAXED),
+						reported_before, gaps, &ngaps);
 	if (start == head && lost == hdr->lost_reported) {
 		if (start != hdr->tail)
 			__atomic_store_n(&hdr->tail, start, __ATOMIC_RELEASE);
@@ -451,7 +503,9 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 		.seq = hdr->packet_seq,
 		.stream_bytes = hdr->stream_bytes,
 		.commit = hdr,
-		.lost = lost,
+		.lost = first_lost,
+		.gaps = gaps,
+		.ngaps = ngaps,
 		.lost_before = hdr->lost_reported,
 		.counts = s->marker_counts,
 		.counts_cap = s->described < s->marker_counts_cap ? s->described : s->marker_counts_cap,

@@ -309,6 +309,26 @@ static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nestin
 	return r;
 }
 
+/*
+ * Note where a trigger's hold left a hole in the ring: before the record
+ * that will start at `head` (mark_tf_ring.gaps, trace_format.h), so that
+ * writers report the loss there and not before the ring's first record.
+ * Producer only (or the claimer of a ring whose last owner left a hole).
+ * The entry first, then (release) gaps_next: a reader that acquires
+ * gaps_next, or a head past `head`, sees the entry whole.  A reader may
+ * race with the entry 16 gaps later overwriting this one; readers take
+ * only entries inside the window they copied (see tracer_ring_losses()).
+ */
+static void ring_note_gap(struct tracer_ring *r, uint64_t head)
+{
+	struct mark_tf_ring *hdr = r->hdr;
+	struct mark_tf_gap *g = &hdr->gaps[hdr->gaps_next % MARK_TF_RING_GAPS];
+	__atomic_store_n(&g->pos, head, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->count, r->hold_gap, __ATOMIC_RELAXED);
+	__atomic_store_n(&hdr->gaps_next, hdr->gaps_next + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->hold_gap, 0, __ATOMIC_RELAXED);
+}
+
 static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
 {
 	if (tls.generation != s->generation) {
@@ -349,6 +369,11 @@ static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
 			if (s->mode == MARK_TRACE_OVERWRITE) {
 				/* Drained to head before it was freed: start empty. */
 				uint64_t head = __atomic_load_n(&r->hdr->head, __ATOMIC_RELAXED);
+				/* The last owner's hold dropped events after its last
+				 * record: the hole lies before our first one.  (The
+				 * acquire CAS above ordered its producer-side stores.) */
+				if (r->hold_gap)
+					ring_note_gap(r, head);
 				__atomic_store_n(&r->hdr->oldest, head, __ATOMIC_RELAXED);
 				r->cached_tail = head;
 				r->oldest_events = r->hdr->events;
@@ -491,8 +516,12 @@ static bool __attribute__((noinline)) make_room(struct tracer_session *s, struct
 		if (unlikely(__atomic_load_n(&r->hold, __ATOMIC_ACQUIRE))) {
 			__atomic_store_n(&hdr->lost, hdr->lost + 1, __ATOMIC_RELAXED);
 			__atomic_store_n(&r->hold_lost, r->hold_lost + 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&r->hold_gap, r->hold_gap + 1, __ATOMIC_RELAXED);
 			return false;
 		}
+		/* The hold is over and this is the first record after its hole. */
+		if (unlikely(r->hold_gap))
+			ring_note_gap(r, head);
 		const uint64_t chunk = cap / TRACER_OVERWRITE_CHUNKS;
 		uint64_t oldest = r->cached_tail, oldest_events = r->oldest_events;
 		const uint64_t events = hdr->events;
@@ -871,6 +900,7 @@ static void __attribute__((noinline, cold)) probe_trigger(unsigned depth, const 
 				s->trig_ring = r->index;
 				s->trig_end = r->hdr->head;
 				s->trig_ts = ts;
+				s->trig_lost = r->hdr->lost;   /* the losses up to the trigger */
 				/* Release: the hold and the three fields above first. */
 				__atomic_store_n(&s->trig_state, TRIG_PENDING, __ATOMIC_RELEASE);
 				tracer_kick_consumer(s);

@@ -876,7 +876,7 @@ int mark_tracer_snapshot_into(const char *directory, unsigned flags)
 	}
 	if (full > 0)
 		tracer_clean_trace_dir(fd, 0);
-	rc = tracer_snapshot_write(s, fd, directory, NULL, 0, 0);
+	rc = tracer_snapshot_write(s, fd, directory, NULL, 0, 0, 0);
 	if (rc < 0)
 		rc = mark_error(-rc, "mark: snapshot: cannot write into %s: %s", directory, strerror(-rc));
 out:

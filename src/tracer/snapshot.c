@@ -92,9 +92,16 @@ static struct ring_window ring_copy(struct tracer_ring *r, uint64_t *buf, uint64
 	return (struct ring_window){ start, start < head ? head : start };
 }
 
-/* Write a ring's copied window as stream file stream-<index> in dirfd. */
+/*
+ * Write a ring's copied window as stream file stream-<index> in dirfd.
+ * Its losses: `total` in all, of which `pending` (a trigger's hole not yet
+ * noted) and the holes noted at or after w.end follow the window.  Those
+ * are reported after the last record only when `trailing` (a snapshot of
+ * everything, `mark snapshot`); a triggered snapshot ends at its trigger.
+ * Holes inside the window are reported where they are.
+ */
 static int ring_write(const struct tracer_ring *r, int dirfd, const uint64_t *buf, struct ring_window w,
-		      const uint8_t *uuid, unsigned described)
+		      const uint8_t *uuid, unsigned described, uint64_t total, uint64_t pending, bool trailing)
 {
 	if (w.start >= w.end)
 		return 0;
@@ -103,23 +110,29 @@ static int ring_write(const struct tracer_ring *r, int dirfd, const uint64_t *bu
 	int fd = mark_file_create_at(dirfd, name, O_WRONLY);   /* the directory was emptied of these */
 	if (fd < 0)
 		return fd;
+	struct mark_tf_gap gaps[MARK_TF_RING_GAPS];
 	uint64_t consumed;
 	struct tracer_packet_sink sink = {
 		.fd = fd,
 		.uuid = uuid,
 		.index = r->index,
 		.tid = __atomic_load_n(&r->hdr->tid, __ATOMIC_RELAXED),
-		.lost = __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED),
 		.counts_cap = described,
 	};
+	sink.lost = tracer_ring_losses(r->hdr, w.start, w.end, total, pending, 0, gaps, &sink.ngaps);
+	sink.gaps = gaps;
 	tracer_ring_thread_name(r, sink.tid, sink.thread_name);
 	int rc = tracer_write_records(&sink, buf, r->capacity, w.start, w.end, &consumed);
+	if (rc == 0 && trailing && sink.events && sink.lost != total) {
+		sink.lost = total;
+		rc = tracer_write_empty_packet(&sink, consumed);
+	}
 	close(fd);
 	return rc;
 }
 
 int tracer_snapshot_write(struct tracer_session *s, int dirfd, const char *directory,
-			  struct tracer_ring *cut_ring, uint64_t cut_end, uint64_t cut_ts)
+			  struct tracer_ring *cut_ring, uint64_t cut_end, uint64_t cut_ts, uint64_t cut_lost)
 {
 	uint64_t *buf = malloc(s->buffer_size), *cut_buf = cut_ring ? malloc(s->buffer_size) : NULL;
 	if (!buf || (cut_ring && !cut_buf)) {
@@ -149,10 +162,16 @@ int tracer_snapshot_write(struct tracer_session *s, int dirfd, const char *direc
 	tracer_for_each_ring(s, r) {
 		if (rc != 0)
 			break;
-		if (r == cut_ring)
-			rc = ring_write(r, dirfd, cut_buf, cut_window, uuid, described);
-		else
-			rc = ring_write(r, dirfd, buf, ring_copy(r, buf, UINT64_MAX, cut_ts), uuid, described);
+		if (r == cut_ring) {
+			/* Its losses up to the trigger; the hold's come after. */
+			rc = ring_write(r, dirfd, cut_buf, cut_window, uuid, described, cut_lost, 0, false);
+		} else {
+			struct ring_window w = ring_copy(r, buf, UINT64_MAX, cut_ts);
+			/* Loaded after the copy: every loss before its records. */
+			rc = ring_write(r, dirfd, buf, w, uuid, described,
+					__atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED),
+					__atomic_load_n(&r->hold_gap, __ATOMIC_RELAXED), cut_ts == 0);
+		}
 	}
 	free(buf);
 	free(cut_buf);
@@ -209,7 +228,7 @@ static void snapshot_requested(struct tracer_session *s, struct tracer_ring *r)
 	char path[4096];
 	unsigned n = 0;
 	int fd = snapshot_dir_create(s, &n, path, sizeof(path));
-	int rc = fd < 0 ? fd : tracer_snapshot_write(s, fd, path, r, s->trig_end, s->trig_ts);
+	int rc = fd < 0 ? fd : tracer_snapshot_write(s, fd, path, r, s->trig_end, s->trig_ts, s->trig_lost);
 	if (fd >= 0)
 		close(fd);
 	if (rc < 0) {

@@ -132,6 +132,7 @@ struct mark_tf_stats_entry {
 #define MARK_TF_RING_MAGIC "MARKRING"
 #define MARK_TF_RING_VERSION 2   /* 2: thread names (packets of 104 bytes) */
 #define MARK_TF_RING_HEADER_SIZE 4096         /* data starts at this offset      */
+#define MARK_TF_RING_GAPS 16                  /* losses inside a ring remembered */
 
 /*
  * Positions (head, tail, oldest) are byte counts since the buffer was
@@ -187,6 +188,24 @@ struct mark_tf_ring {
 	 * two words stored with relaxed atomics by the claiming producer; for
 	 * recovery after a crash.  Zero in files of older tracers. */
 	uint64_t thread_name[2];
+
+	/*
+	 * Overwrite mode: where losses lie inside the ring.  The ring's own
+	 * losses are otherwise all older than its oldest record (overwritten),
+	 * but a snapshot trigger's hold (docs/tracer.md, "Triggers") drops a
+	 * thread's new events until the consumer has copied its ring: a hole
+	 * between two records.  The producer notes each such hole when it
+	 * writes the record after it: gaps[gaps_next % MARK_TF_RING_GAPS] =
+	 * { position of that record, events dropped }, then (release)
+	 * gaps_next + 1.  Writers of the ring's records start a new packet at
+	 * each gap, so that babeltrace2 reports the loss there.  Older files
+	 * hold zeros: no gap known, every loss reported before the records.
+	 */
+	uint64_t gaps_next;
+	struct mark_tf_gap {
+		uint64_t pos;             /* ring position of the first record after it    */
+		uint64_t count;           /* events dropped there                          */
+	} gaps[MARK_TF_RING_GAPS];
 };
 
 enum mark_tf_ring_state {
@@ -229,6 +248,7 @@ struct mark_tf_record_header {
 #define MARK_TF_MAX_ID 0xfffe                 /* larger marker ids are counted lost */
 #define MARK_TF_STRING_MAX 256                /* default bytes kept of a %s, with NUL */
 /* A string's length (without its NUL) is stored in one byte before it. */
+_Static_assert(sizeof(struct mark_tf_ring) <= MARK_TF_RING_HEADER_SIZE, "the ring header must fit its page");
 _Static_assert(MARK_TF_STRING_MAX - 1 <= 255, "a %s length must fit its length byte");
 
 /* ------------------------------------------------------------------ */

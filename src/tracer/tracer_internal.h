@@ -122,6 +122,11 @@ struct tracer_ring {
 	 */
 	int hold;
 	uint64_t hold_lost;         /* events so dropped (producer-owned; relaxed)   */
+	/* Of those, the ones of the current hole, not yet noted in the ring
+	 * header's gaps (ring_note_gap(): at the next record).  Producer-owned;
+	 * relaxed, since snapshots read it to leave out losses after their
+	 * last record. */
+	uint64_t hold_gap;
 	/*
 	 * The owner's name for the packets the consumer writes: read from
 	 * /proc/self/task/TID/comm (renames show within a second), else the
@@ -243,6 +248,7 @@ struct tracer_session {
 	unsigned trig_ring;         /* index of the ring holding the trigger event   */
 	uint64_t trig_end;          /* its position just after the trigger record     */
 	uint64_t trig_ts;           /* the trigger event's timestamp                 */
+	uint64_t trig_lost;         /* its ring's lost count just after the trigger    */
 	unsigned max_snapshots;     /* 0: triggers off                               */
 	uint64_t snapshot_interval_ms;
 	uint64_t snapshot_interval_ticks;   /* the same in clock ticks                */
@@ -333,6 +339,10 @@ struct tracer_packet_sink {
 	uint64_t stream_bytes;      /* committed stream length                      */
 	struct mark_tf_ring *commit; /* NULL: no commit protocol (snapshots)        */
 	uint64_t lost;              /* events_discarded to put in the packets        */
+	/* Holes inside the records written (ascending): from gaps->pos on,
+	 * packets report lost + gaps->count (see tracer_ring_losses()). */
+	const struct mark_tf_gap *gaps;
+	unsigned ngaps;
 	/* events_discarded already reported in earlier files of this stream
 	 * (earlier chunks): a new file starts with an empty packet carrying it,
 	 * so the losses in this file are differences a reader can see. */
@@ -352,6 +362,19 @@ struct tracer_packet_sink {
  */
 MARK_HIDDEN int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data,
 				     uint64_t capacity, uint64_t begin, uint64_t end, uint64_t *consumed);
+/*
+ * Where the losses of a ring window [begin, end) go: `total` events lost
+ * in all (the ring header's lost count, as loaded by the caller), of which
+ * `pending` are known to follow the last record (a trigger's hole not yet
+ * noted).  Fills gaps (MARK_TF_RING_GAPS entries) with the holes strictly
+ * inside the window, for tracer_packet_sink.gaps, and returns what the
+ * window's first packet reports: total less those, less the holes at or
+ * after `end` and `pending`.  Never below `floor` (what the stream already
+ * reported): counts that do not add up give no gaps and `total`.
+ */
+MARK_HIDDEN uint64_t tracer_ring_losses(const struct mark_tf_ring *hdr, uint64_t begin, uint64_t end,
+					uint64_t total, uint64_t pending, uint64_t floor,
+					struct mark_tf_gap *gaps, unsigned *ngaps);
 /* A packet without events: carries a new events_discarded value. */
 MARK_HIDDEN int tracer_write_empty_packet(struct tracer_packet_sink *sink, uint64_t ring_pos);
 /* Number of records in [pos, end) (a damaged record ends the count). */
@@ -472,10 +495,12 @@ MARK_HIDDEN void tracer_ring_thread_name(const struct tracer_ring *r, uint32_t t
  * everything each buffer holds now (`mark snapshot`); otherwise the
  * snapshot ends with a trigger event: its ring up to cut_end (copied
  * first, then its hold is released), the other rings up to their last
- * event stamped before cut_ts.  0 or -errno.
+ * event stamped before cut_ts; cut_lost is the trigger ring's lost count
+ * at the trigger (what its stream reports).  0 or -errno.
  */
 MARK_HIDDEN int tracer_snapshot_write(struct tracer_session *s, int dirfd, const char *directory,
-				      struct tracer_ring *cut_ring, uint64_t cut_end, uint64_t cut_ts);
+				      struct tracer_ring *cut_ring, uint64_t cut_end, uint64_t cut_ts,
+				      uint64_t cut_lost);
 MARK_HIDDEN bool tracer_filter_rejects(struct tracer_filter *tf, const struct mark_marker *m,
 				       const uint64_t *args);
 
