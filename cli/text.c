@@ -26,7 +26,7 @@ int cli_array_grow(void *array_ptr, size_t *cap, size_t elem_size, size_t initia
 	return 0;
 }
 
-static int strbuf_reserve(struct strbuf *sb, size_t extra)
+int strbuf_reserve(struct strbuf *sb, size_t extra)
 {
 	if (sb->failed)
 		return -1;

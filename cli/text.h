@@ -26,6 +26,9 @@ struct strbuf {
 
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void strbuf_add_grow(struct strbuf *sb, const char *text, size_t len);
+/* Room for `extra` more bytes and a NUL, for a caller that writes them at
+ * data + len itself: 0, or -1 (out of memory; `failed` is set). */
+int strbuf_reserve(struct strbuf *sb, size_t extra);
 /* Inline when it fits: `mark view` appends a dozen short pieces per event. */
 static inline void strbuf_add(struct strbuf *sb, const char *text, size_t len)
 {
