@@ -79,6 +79,10 @@ struct otlp_open {
 	uint64_t span_id;
 	uint64_t trace_hi, trace_lo;
 	char *attrs;                           /* the begin's arguments: OTLP attributes "[...]" */
+	/* `"traceId": "<32 hex>", "spanId": "<16 hex>"`, made when the span
+	 * opens: every log record inside it repeats it (add_span_ids()). */
+	char ids[80];
+	uint8_t ids_len;
 };
 
 struct otlp_proc {
@@ -98,6 +102,10 @@ struct otlp_thread {
 	uint64_t begins;                       /* begins seen: a span id's position */
 	int64_t last_ns;
 	char name[16];                         /* the thread's name ("": unknown) */
+	/* `"attributes": [{thread.id}, {thread.name}`, without the closing
+	 * bracket, made once per thread and name (thread_attributes()). */
+	char *attr_text;
+	size_t attr_len;
 };
 
 struct otlp_name {
@@ -134,23 +142,38 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return z ^ (z >> 31);
 }
 
+static char *put_hex_id(char *out, uint64_t v)
+{
+	for (int i = 15; i >= 0; i--, v >>= 4)
+		out[i] = "0123456789abcdef"[v & 15];
+	return out + 16;
+}
+
 static void add_hex_id(struct strbuf *sb, uint64_t v)
 {
 	char hex[16];
-	for (int i = 15; i >= 0; i--, v >>= 4)
-		hex[i] = "0123456789abcdef"[v & 15];
+	put_hex_id(hex, v);
 	strbuf_add(sb, hex, 16);
+}
+
+/* Make o->ids from its three ids. */
+static void span_ids_text(struct otlp_open *o)
+{
+	static const char a[] = "\"traceId\": \"", b[] = "\", \"spanId\": \"";
+	char *p = o->ids;
+	memcpy(p, a, sizeof(a) - 1);
+	p = put_hex_id(p + sizeof(a) - 1, o->trace_hi);
+	p = put_hex_id(p, o->trace_lo);
+	memcpy(p, b, sizeof(b) - 1);
+	p = put_hex_id(p + sizeof(b) - 1, o->span_id);
+	*p++ = '"';
+	o->ids_len = (uint8_t)(p - o->ids);
 }
 
 /* `"traceId": "<32 hex>", "spanId": "<16 hex>"` of an open span. */
 static void add_span_ids(struct strbuf *sb, const struct otlp_open *o)
 {
-	strbuf_add_lit(sb, "\"traceId\": \"");
-	add_hex_id(sb, o->trace_hi);
-	add_hex_id(sb, o->trace_lo);
-	strbuf_add_lit(sb, "\", \"spanId\": \"");
-	add_hex_id(sb, o->span_id);
-	strbuf_add_lit(sb, "\"");
+	strbuf_add(sb, o->ids, o->ids_len);
 }
 
 /* ---------------- output ---------------- */
@@ -330,17 +353,36 @@ static void add_time(struct strbuf *sb, const char *key, int64_t ns)
 	strbuf_add_lit(sb, "\"");
 }
 
+/* Make t->attr_text for the thread's id and current name; -1 when out of memory. */
+static int thread_attributes(struct otlp_thread *t)
+{
+	struct strbuf a = { 0 };
+	strbuf_add_lit(&a, "\"attributes\": [{\"key\": \"thread.id\", \"value\": {\"intValue\": \"");
+	strbuf_add_int(&a, t->tid);
+	strbuf_add_lit(&a, "\"}}");
+	if (t->name[0]) {
+		strbuf_add_lit(&a, ", {\"key\": \"thread.name\", \"value\": {\"stringValue\": ");
+		strbuf_add_json_string(&a, t->name);
+		strbuf_add_lit(&a, "}}");
+	}
+	if (a.failed) {
+		strbuf_release(&a);
+		return -1;
+	}
+	free(t->attr_text);
+	t->attr_text = a.data;
+	t->attr_len = a.len;
+	return 0;
+}
+
 /* `"attributes": [thread.id, thread.name, ARGS...]`, ARGS an OTLP payload "[...]". */
 static void add_attributes(struct strbuf *sb, const struct otlp_thread *t, const char *args, size_t args_len)
 {
-	strbuf_add_lit(sb, "\"attributes\": [{\"key\": \"thread.id\", \"value\": {\"intValue\": \"");
-	strbuf_add_int(sb, t->tid);
-	strbuf_add_lit(sb, "\"}}");
-	if (t->name[0]) {
-		strbuf_add_lit(sb, ", {\"key\": \"thread.name\", \"value\": {\"stringValue\": ");
-		strbuf_add_json_string(sb, t->name);
-		strbuf_add_lit(sb, "}}");
+	if (!t->attr_text) {
+		sb->failed = 1;   /* not made: out of memory, reported by the batch's flush */
+		return;
 	}
+	strbuf_add(sb, t->attr_text, t->attr_len);
 	if (args_len > 2) {
 		strbuf_add_lit(sb, ", ");
 		strbuf_add(sb, args + 1, args_len - 2);
@@ -465,8 +507,12 @@ static int otlp_event(const struct trace_event *ev, void *arg)
 	struct otlp_thread *t = p ? thread_of(x, pid, tid, p) : NULL;
 	if (!t)
 		return oom(x);
-	if (ev->thread_name && strncmp(t->name, ev->thread_name, sizeof(t->name)) != 0)
-		snprintf(t->name, sizeof(t->name), "%s", ev->thread_name);
+	if ((ev->thread_name && strncmp(t->name, ev->thread_name, sizeof(t->name)) != 0) || !t->attr_text) {
+		if (ev->thread_name)
+			snprintf(t->name, sizeof(t->name), "%s", ev->thread_name);
+		if (thread_attributes(t) != 0)
+			return oom(x);
+	}
 	int64_t ns = ev->has_time ? ev->ns : t->last_ns;   /* untimed: the thread's last time, as pairs.c */
 	t->last_ns = ns;
 	x->ev = ev;
@@ -492,6 +538,7 @@ static int otlp_event(const struct trace_event *ev, void *arg)
 			o->trace_hi = mix(o->span_id, 1);
 			o->trace_lo = mix(o->span_id, 2) | 1;
 		}
+		span_ids_text(o);
 		struct strbuf a = { 0 };
 		trace_event_payload_append(&a, ev, TRACE_VALUE_OTLP);
 		if (a.failed) {
@@ -511,11 +558,20 @@ static int otlp_event(const struct trace_event *ev, void *arg)
 	strbuf_add_lit(sb, ", \"body\": {\"stringValue\": ");
 	strbuf_add(sb, name, strlen(name));
 	strbuf_add_lit(sb, "}, ");
-	strbuf_reset(&x->tmp);
-	trace_event_payload_append(&x->tmp, ev, TRACE_VALUE_OTLP);
-	if (x->tmp.failed)
+	/* add_attributes() without the copy: the payload "[a, b]" goes in
+	 * straight after ", ", its '[' made a space: ", {..}, {..} a, b]". */
+	strbuf_add(sb, t->attr_text, t->attr_len);
+	strbuf_add_lit(sb, ",");
+	const size_t open = sb->len;
+	trace_event_payload_append(sb, ev, TRACE_VALUE_OTLP);
+	if (sb->failed)
 		return oom(x);
-	add_attributes(sb, t, x->tmp.data, x->tmp.len);
+	if (sb->len - open <= 2) {
+		sb->len = open - 1;   /* no arguments: "..}}]" */
+		strbuf_add_lit(sb, "]");
+	} else {
+		sb->data[open] = ' ';
+	}
 	if (t->depth) {
 		strbuf_add_lit(sb, ", ");
 		add_span_ids(sb, &t->stack[t->depth - 1]);
@@ -902,6 +958,7 @@ int export_otlp(const struct export_otlp_options *o, int nargs, char **args)
 		for (size_t d = 0; d < t->depth; d++)
 			free(t->stack[d].attrs);
 		free(t->stack);
+		free(t->attr_text);
 		free(t);
 	}
 	free(x.threads);
