@@ -15,7 +15,7 @@ DEB_TEST  = babeltrace2 python3-bt2 systemtap-sdt-dev bpftrace gdb binutils \
 DEB_BENCH = liblttng-ust-dev lttng-tools python3-matplotlib dpkg-dev libevent-dev patch debian-archive-keyring
 
 .PHONY: all build deps deps-test deps-bench install test test-quick test-asan test-tsan test-clang \
-        demo bench bench-quick fuzz clean
+        test-aarch64 install-aarch64 deps-aarch64 demo bench bench-quick fuzz clean
 
 all: build
 
@@ -44,10 +44,20 @@ build: deps $(BUILD)/build.ninja
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)
 
-# The whole suite: the default build, then ASan+UBSan, TSan and clang builds.
+# The whole suite: the default build, then ASan+UBSan, TSan and clang builds,
+# then the aarch64 cross build under qemu-user.
 test: deps-test build
 	cd $(BUILD) && ctest --output-on-failure -j 2
-	$(MAKE) test-asan test-tsan test-clang
+	$(MAKE) test-asan test-tsan test-clang test-aarch64
+
+# aarch64: Debian's cross toolchain, arm64 multiarch libraries, qemu-user
+# (tests/aarch64/run.sh says what it installs, registers and skips).
+deps-aarch64: deps
+	./tests/aarch64/run.sh deps
+test-aarch64: deps
+	./tests/aarch64/run.sh test
+install-aarch64: deps
+	./tests/aarch64/run.sh install $(PREFIX)
 
 test-quick: deps-test build
 	cd $(BUILD) && ctest --output-on-failure -j 2

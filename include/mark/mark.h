@@ -483,7 +483,7 @@ constexpr bool has_percent_n(const char *f)
  * such variables.
  */
 #define MARK__KIND 2
-#elif (defined(__x86_64__)) && (defined(__GNUC__) || defined(__clang__))
+#elif (defined(__x86_64__) || defined(__aarch64__)) && (defined(__GNUC__) || defined(__clang__))
 #define MARK__KIND 1
 #else
 #define MARK__KIND 3
@@ -497,8 +497,19 @@ typedef char MARK__CAT(mark_site_kind_is_not_jump_immediate_or_generic__, MARK_S
 #endif
 #endif
 
-#if (MARK__KIND == 1 || MARK__KIND == 2) && !defined(__x86_64__)
-#error "mark: MARK_SITE=jump and MARK_SITE=immediate need x86-64; use -DMARK_SITE=generic"
+#if (MARK__KIND == 1 || MARK__KIND == 2) && !defined(__x86_64__) && !defined(__aarch64__)
+#error "mark: MARK_SITE=jump and MARK_SITE=immediate need x86-64 or aarch64; use -DMARK_SITE=generic"
+#endif
+
+/*
+ * The asm operand that names the descriptor's address as a link-time
+ * constant (printed with %c): "i" on x86-64; aarch64 wants "S" (a symbolic
+ * address) for it in position-independent code.
+ */
+#if defined(__aarch64__)
+#define MARK__ADDR "S"
+#else
+#define MARK__ADDR "i"
 #endif
 
 /*
@@ -548,6 +559,19 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
  * to the out-of-line block.  The statement expression yields 1 only on the
  * jump path, so the compiler places the block out of line.
  */
+#if defined(__aarch64__)
+/*
+ * aarch64: one 4-byte NOP (every instruction is aligned); arming rewrites
+ * it into "b" to the out-of-line block (src/arch/aarch64/patch.c).
+ */
+#define MARK__JUMP_ASM(desc, label)                                        \
+	__asm__ goto("1: nop\n"                                            \
+		     ".pushsection __mark_sites, \"a?\"\n"                 \
+		     ".balign 4\n"                                         \
+		     ".long 1b - ., %l[" #label "] - ., %c0 - .\n"         \
+		     ".popsection\n"                                       \
+		     : : MARK__ADDR(&(desc)) : : label)
+#else
 #define MARK__JUMP_ASM(desc, label)                                        \
 	__asm__ goto(".p2align 6,,4\n"                                     \
 		     "1: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"             \
@@ -555,7 +579,8 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 		     ".balign 4\n"                                         \
 		     ".long 1b - ., %l[" #label "] - ., %c0 - .\n"         \
 		     ".popsection\n"                                       \
-		     : : "i"(&(desc)) : : label)
+		     : : MARK__ADDR(&(desc)) : : label)
+#endif
 
 #define MARK__TEST_JUMP(desc)                                                  \
 	__extension__({                                                                     \
@@ -573,7 +598,28 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 /*
  * Immediate: "movb $imm8, %al" (b0 ib); arming patches the immediate byte.
  * The compiler adds the test and the predicted branch.
+ *
+ * aarch64 may only patch NOP <-> B while other threads run the code (ARM
+ * ARM B2.2.5), not a MOVZ's immediate, so there the value comes from two
+ * movs and a branch that skips the second: "mov w, #0; b .+8; mov w, #1"
+ * yields 0, and arming turns the branch into a NOP, which yields 1.
  */
+#if defined(__aarch64__)
+#define MARK__TEST_IMMEDIATE(desc)                                            \
+	__extension__({                                                                    \
+		unsigned int mark__imm;                                       \
+		__asm__ volatile("mov %w0, #0\n"                              \
+				 "1: b 2f\n"                                  \
+				 "mov %w0, #1\n"                              \
+				 "2:\n"                                       \
+				 ".pushsection __mark_sites, \"a?\"\n"        \
+				 ".balign 4\n"                                \
+				 ".long 1b - ., 0, %c1 - .\n"                 \
+				 ".popsection\n"                              \
+				 : "=r"(mark__imm) : MARK__ADDR(&(desc)));    \
+		mark__imm;                                                    \
+	})
+#else
 #define MARK__TEST_IMMEDIATE(desc)                                            \
 	__extension__({                                                                    \
 		unsigned char mark__imm;                                      \
@@ -582,9 +628,10 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 				 ".balign 4\n"                                \
 				 ".long 1b - ., 0, %c1 - .\n"                 \
 				 ".popsection\n"                              \
-				 : "=a"(mark__imm) : "i"(&(desc)));           \
+				 : "=a"(mark__imm) : MARK__ADDR(&(desc)));    \
 		mark__imm;                                                    \
 	})
+#endif
 
 /* Generic: a plain load of the per-site flag, a test and a predicted branch. */
 #ifdef __cplusplus
@@ -598,7 +645,7 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 		__asm__(".pushsection __mark_sites, \"a?\"\n"                          \
 			".balign 4\n"                                                  \
 			".long 0, 0, %c0 - .\n"                                        \
-			".popsection\n" : : "i"(&(desc)));                             \
+			".popsection\n" : : MARK__ADDR(&(desc)));                      \
 		__atomic_load_n(&(desc).semaphore, __ATOMIC_RELAXED) != 0;             \
 	})
 #else

@@ -122,7 +122,20 @@ struct thread_rings {
 	 * store may be lost, acceptable for a diagnostic). */
 	uint64_t slow_events;
 };
-static __thread struct thread_rings tls __attribute__((tls_model("initial-exec")));
+/*
+ * x86-64: initial-exec.  aarch64: the default model, which gcc compiles
+ * with TLS descriptors (the resolver returns a static offset once libmark
+ * is in static TLS): glibc's static TLS surplus for dlopen (512 bytes) has
+ * no room there for this 64-byte-aligned block next to liburcu-bp's, and
+ * a dlopen'd plug-in that needs libmark failed to load (test
+ * test_dlopen_libmark under make test-aarch64).
+ */
+#if defined(__x86_64__)
+#define TRACER_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#else
+#define TRACER_TLS_MODEL
+#endif
+static __thread struct thread_rings tls TRACER_TLS_MODEL;
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
