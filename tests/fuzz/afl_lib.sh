@@ -19,8 +19,10 @@ libmark_sources() {
 		case "$d" in */arch/) continue ;; esac
 		srcs+=("$d"*.c)
 	done
+	# As CMakeLists.txt: the architecture's protocol and the shared driver.
 	case "$(uname -m)" in
-	x86_64) srcs+=("$1"/src/arch/x86_64/*.c) ;;
+	x86_64) srcs+=("$1"/src/arch/x86_64/*.c "$1"/src/arch/common/*.c) ;;
+	aarch64) srcs+=("$1"/src/arch/aarch64/*.c "$1"/src/arch/common/*.c) ;;
 	*) srcs+=("$1"/src/arch/generic/*.c) ;;
 	esac
 }
