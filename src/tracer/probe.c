@@ -914,7 +914,7 @@ static void __attribute__((noinline, cold)) probe_trigger(unsigned depth, const 
 				s->trig_end = r->hdr->head;
 				s->trig_ts = ts;
 				s->trig_lost = r->hdr->lost;   /* the losses up to the trigger */
-				/* Release: the hold and the three fields above first. */
+				/* Release: the hold and the four fields above first. */
 				__atomic_store_n(&s->trig_state, TRIG_PENDING, __ATOMIC_RELEASE);
 				tracer_kick_consumer(s);
 			} else {
