@@ -126,9 +126,9 @@ struct pair_text {
  */
 #define EXPORT_THREAD_SLOTS 64
 struct thread_text {
-	int64_t pid, tid;                    /* tid -1: empty slot                        */
-	uint8_t len;
-	char text[71];                       /* 2 x 20 digits + 31 fixed bytes            */
+	int64_t pid, tid;
+	uint8_t len;                         /* 0: empty slot                             */
+	char text[71];                       /* 28 fixed bytes + 2 x at most 20 characters */
 };
 
 struct export_state {
