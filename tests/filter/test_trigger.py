@@ -14,6 +14,7 @@ Exit 0 = pass, 1 = fail, 77 = skip.
 """
 import os
 import re
+import select
 import subprocess
 import sys
 import time
@@ -279,6 +280,26 @@ def case_refuse(mark, target, workdir):
     check("--snapshot-on" in h.stdout and "--max-snapshots" in h.stdout, "record --help lacks the triggers")
 
 
+def wait_line(proc, prefix, seconds):
+    """The first line of proc's stderr that starts with prefix, or None at its
+    end or after `seconds`."""
+    deadline = time.time() + seconds
+    fd = proc.stderr.fileno()
+    buf = b""
+    while time.time() < deadline:
+        ready, _, _ = select.select([fd], [], [], max(deadline - time.time(), 0))
+        if not ready:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return None
+        buf += chunk
+        for line in buf.decode(errors="replace").splitlines(keepends=True):
+            if line.startswith(prefix) and line.endswith("\n"):
+                return line
+    return None
+
+
 def case_pid(mark, target, workdir):
     t.bt2_module()
     os.makedirs(workdir, exist_ok=True)
@@ -297,24 +318,20 @@ def case_pid(mark, target, workdir):
                    "-d", "1"])
         check(bad.returncode == 2 and "column" in bad.stderr, "--pid with a bad trigger: %d %r"
               % (bad.returncode, bad.stderr))
-        rec = subprocess.Popen([mark, "record", "-q", "--pid", str(proc.pid), "--buffer", "1M", "--snapshot-on",
+        rec = subprocess.Popen([mark, "record", "--pid", str(proc.pid), "--buffer", "1M", "--snapshot-on",
                                 TRIGGER, "-o", trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # Until the recording runs (a condition, bounded at 60 s): then the requests start.
-        stats = None
-        deadline = time.time() + 60
-        while time.time() < deadline and rec.poll() is None:
-            subs = [n for n in os.listdir(trace) if n.startswith("pid-")] if os.path.isdir(trace) else []
-            if subs and os.path.exists(os.path.join(trace, subs[0], ".mark-stats")):
-                stats = subs[0]
-                break
-            time.sleep(0.02)
-        check(stats is not None, "mark record --pid never started the recording: %s"
-              % (rec.stderr.read() if rec.poll() is not None else "still waiting"))
+        # The requests start once the markers are armed, which mark says by its
+        # banner, printed after the agent answered TRACE_START.  (DIR/pid-P/.mark-stats
+        # exists before the agent arms: with it as the condition, a loaded
+        # machine served every request before the markers were armed.)
+        banner = wait_line(rec, "mark: recording process %d " % proc.pid, 60)
+        check(banner is not None, "mark record --pid never started the recording: %s"
+              % (rec.stderr.read() if rec.poll() is not None else "still waiting after 60 s"))
         open(go, "w").close()
         out, _ = proc.communicate(timeout=120)
         check(proc.returncode == 0, "target exit %d" % proc.returncode)
         rout, rerr = rec.communicate(timeout=120)
-        check(rec.returncode == 0, "mark record --pid --snapshot-on: exit %d %s" % (rec.returncode, rerr))
+        check(rec.returncode == 0, "mark record --pid --snapshot-on: exit %d %s%s" % (rec.returncode, banner, rerr))
     finally:
         for p in (proc, locals().get("rec")):
             if p and p.poll() is None:
