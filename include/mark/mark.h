@@ -662,7 +662,7 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 
 /* ---------------- USDT (.note.stapsdt) ------------------------------ */
 
-#if defined(__x86_64__) && !defined(MARK_NO_USDT)
+#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(MARK_NO_USDT)
 #define MARK__USDT_SEP_0 ""
 #define MARK__USDT_SEP_1 " "
 #define MARK__USDT_SEP_2 " "
@@ -702,7 +702,7 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 			 "992: .balign 4\n"                                                   \
 			 "993: .8byte 990b\n"                                                 \
 			 ".8byte _.stapsdt.base\n"                                            \
-			 ".8byte %c[mark_sem]\n"                                                   \
+			 ".8byte %c[mark_sem] + %c[mark_sem_off]\n"                          \
 			 ".asciz \"" prov "\"\n"                                              \
 			 ".asciz \"" nm "\"\n"                                                \
 			 ".asciz \"" MARK__EACH(MARK__USDT_SPEC, __VA_ARGS__) "\"\n"         \
@@ -717,7 +717,8 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 			 ".popsection\n"                                                      \
 			 ".endif\n"                                                           \
 			 MARK__USDT_PROBES_ANCHOR                                             \
-			 : : [mark_sem] "i"(sem) MARK__EACH(MARK__USDT_OPS, __VA_ARGS__))
+			 : : [mark_sem] MARK__USDT_SEM_OPERAND(sem),                         \
+			   [mark_sem_off] "n"(MARK__USDT_SEM_OFF) MARK__EACH(MARK__USDT_OPS, __VA_ARGS__))
 #else
 #define MARK__USDT(desc, sem, prov, nm, ...) ((void)0)
 #endif
@@ -739,7 +740,11 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
  * resulting offsets against the program headers of real binaries.
  */
 #if MARK__KIND == 3
-#define MARK__USDT_SEM(desc) (&(desc).semaphore)
+/* The descriptor's address plus the field's offset: clang's aarch64 "S"
+ * takes a symbol, not the address of a member. */
+#define MARK__USDT_SEM(desc) (&(desc))
+#define MARK__USDT_SEM_OFF __builtin_offsetof(struct mark__site, semaphore)
+#define MARK__USDT_SEM_OPERAND MARK__ADDR
 #define MARK__USDT_PROBES_ANCHOR                                                                \
 	".ifndef _.mark.probes.anchor\n"                                                      \
 	".pushsection .probes, \"awGR\", \"progbits\", _.mark.probes.anchor, comdat\n"        \
@@ -751,6 +756,8 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 	".endif\n"
 #else
 #define MARK__USDT_SEM(desc) 0
+#define MARK__USDT_SEM_OFF 0
+#define MARK__USDT_SEM_OPERAND "i"   /* the constant 0: no semaphore */
 #define MARK__USDT_PROBES_ANCHOR ""
 #endif
 

@@ -25,7 +25,7 @@ ACTION=${1:?usage: run.sh deps|test|install [PREFIX]}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD_AARCH64:-$ROOT/build-aarch64}
 JOBS=${JOBS:-$(nproc)}
-PKGS_HOST="gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user"
+PKGS_HOST="gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user gdb-multiarch"
 PKGS_ARM64="liburcu-dev:arm64 libstdc++6:arm64"
 
 skip() {

@@ -7,12 +7,15 @@ usage: check_notes.py BINARY KIND EXPECT...
 
 Checks, per note (sys/sdt.h's format, type 3, owner "stapsdt"):
   * the probe location is inside an executable PT_LOAD segment and holds a
-    NOP (0x90), where uprobes are placed;
+    NOP (x86-64: 0x90; aarch64: d503201f), where uprobes are placed;
   * the base is the address of .stapsdt.base (tools relocate with it);
   * the semaphore is 0 for jump/immediate sites; for generic sites it lies in
     a writable PT_LOAD segment, and the file offset bcc (bpftrace) and perf
     compute from the .probes section header equals its real file offset;
-  * the argument specs are well formed: "[-]SIZE@OPERAND" with SIZE 1/2/4/8;
+  * the argument specs are well formed: "[-]SIZE@OPERAND" with SIZE 1/2/4/8
+    and OPERAND in the machine's syntax as the tools parse it (x86-64: AT&T,
+    "%rdi", "$5", "-8(%rbp)"; aarch64: "x3", "5", "[sp, 96]", "[x2]", the
+    forms libbpf and bcc accept);
   * readelf -n prints the same provider and name.
 """
 import re
@@ -20,7 +23,15 @@ import struct
 import subprocess
 import sys
 
-SPEC = re.compile(r"^-?(1|2|4|8)@(%[a-z0-9]+|\$-?[0-9]+|-?[0-9]*\(%[a-z0-9]+(,%[a-z0-9]+(,[1248])?)?\)|[A-Za-z_.][\w.]*(\+[0-9]+)?\(%rip\))$")
+EM_X86_64, EM_AARCH64 = 62, 183
+SPEC = {
+    EM_X86_64: re.compile(r"^-?(1|2|4|8)@(%[a-z0-9]+|\$-?[0-9]+|-?[0-9]*\(%[a-z0-9]+(,%[a-z0-9]+(,[1248])?)?\)"
+                          r"|[A-Za-z_.][\w.]*(\+[0-9]+)?\(%rip\))$"),
+    # x0..x30 or sp; an immediate without '#'; [reg] or [reg, offset]
+    EM_AARCH64: re.compile(r"^-?(1|2|4|8)@(x([0-9]|[12][0-9]|30)|sp|-?[0-9]+"
+                           r"|\[(x([0-9]|[12][0-9]|30)|sp)(, -?[0-9]+)?\])$"),
+}
+NOP = {EM_X86_64: b"\x90", EM_AARCH64: b"\x1f\x20\x03\xd5"}
 
 
 def fail(msg):
@@ -36,6 +47,9 @@ def main():
     data = open(path, "rb").read()
     if data[:4] != b"\x7fELF" or data[4] != 2:
         fail("%s is not a 64-bit ELF file" % path)
+    (e_machine,) = struct.unpack_from("<H", data, 0x12)
+    if e_machine not in SPEC:
+        fail("%s: machine %d is neither x86-64 nor aarch64" % (path, e_machine))
     (e_shoff,) = struct.unpack_from("<Q", data, 0x28)
     (e_phoff,) = struct.unpack_from("<Q", data, 0x20)
     e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx = struct.unpack_from("<HHHHH", data, 0x36)
@@ -98,8 +112,10 @@ def main():
             if not seg or not (seg[0] & 1):
                 fail("%s: location %#x is not in an executable segment" % (where, loc))
             foff = loc - seg[2] + seg[1]
-            if data[foff] != 0x90:
-                fail("%s: the byte at the location %#x is %#x, not a NOP" % (where, loc, data[foff]))
+            nop = NOP[e_machine]
+            if data[foff:foff + len(nop)] != nop:
+                fail("%s: the code at the location %#x is %s, not a NOP (%s)"
+                     % (where, loc, data[foff:foff + len(nop)].hex(), nop.hex()))
             if base != base_addr:
                 fail("%s: base %#x differs from .stapsdt.base at %#x" % (where, base, base_addr))
             if kind == "generic":
@@ -121,7 +137,7 @@ def main():
                 fail("%s: a %s site has semaphore %#x, expected 0" % (where, kind, sem))
             specs = args.split() if args else []
             for s in specs:
-                if not SPEC.match(s):
+                if not SPEC[e_machine].match(s):
                     fail("%s: malformed argument spec %r in %r" % (where, s, args))
             probes.setdefault(where, []).append(len(specs))
     for e in expect:
