@@ -34,7 +34,7 @@ set(EH_CHECK ${EH_DIR}/compile_check.sh)
 set(EH_SNIPPET ${EH_DIR}/typecheck_snippet.c)
 set(EH_INC ${PROJECT_SOURCE_DIR}/include)
 add_test(NAME eventhandler_typecheck_c_good
-  COMMAND sh ${EH_CHECK} pass "" ${CMAKE_C_COMPILER} -Wall -Wextra -Werror -xc -std=gnu11 -I${EH_INC} ${EH_SNIPPET})
+  COMMAND sh ${EH_CHECK} pass "-" ${CMAKE_C_COMPILER} -Wall -Wextra -Werror -xc -std=gnu11 -I${EH_INC} ${EH_SNIPPET})
 add_test(NAME eventhandler_typecheck_c_bad_register
   COMMAND sh ${EH_CHECK} fail "does not have the type declared by EVENTHANDLER_DECLARE.eh_typed"
           ${CMAKE_C_COMPILER} -xc -std=gnu11 -I${EH_INC} -DBAD_REGISTER ${EH_SNIPPET})
@@ -45,7 +45,7 @@ add_test(NAME eventhandler_typecheck_c_bad_invoke_args
   COMMAND sh ${EH_CHECK} fail "incompatible|too few arguments|passing argument"
           ${CMAKE_C_COMPILER} -xc -std=gnu11 -I${EH_INC} -Werror -DBAD_INVOKE ${EH_SNIPPET})
 add_test(NAME eventhandler_typecheck_cxx_good
-  COMMAND sh ${EH_CHECK} pass "" ${CMAKE_CXX_COMPILER} -Wall -Wextra -Werror -xc++ -std=gnu++11 -I${EH_INC} ${EH_SNIPPET})
+  COMMAND sh ${EH_CHECK} pass "-" ${CMAKE_CXX_COMPILER} -Wall -Wextra -Werror -xc++ -std=gnu++11 -I${EH_INC} ${EH_SNIPPET})
 add_test(NAME eventhandler_typecheck_cxx_bad_register
   COMMAND sh ${EH_CHECK} fail "cannot convert|cannot initialize|invalid conversion"
           ${CMAKE_CXX_COMPILER} -xc++ -std=gnu++11 -I${EH_INC} -DBAD_REGISTER ${EH_SNIPPET})

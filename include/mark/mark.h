@@ -554,8 +554,8 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 /* ---------------- the is-armed test of each kind -------------------- */
 
 /*
- * Jump: one 5-byte NOP, never straddling a 64-byte line (.p2align 6,,4 pads
- * only when the NOP would cross one).  Arming rewrites it into "jmp rel32"
+ * Jump: one 5-byte NOP at an even address, never straddling a 64-byte line
+ * (at most 1 + 4 bytes of padding, see below).  Arming rewrites it into "jmp rel32"
  * to the out-of-line block.  The statement expression yields 1 only on the
  * jump path, so the compiler places the block out of line.
  */
@@ -572,8 +572,15 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
 		     ".popsection\n"                                       \
 		     : : MARK__ADDR(&(desc)) : : label)
 #else
+/*
+ * x86-64: the 5-byte NOP at an even address (its first two bytes, which
+ * arming replaces with one 2-byte store, then lie in one fetch block) and
+ * inside one cache line (".p2align 6,,4": to the next line when fewer
+ * than 5 bytes are left in this one).  The order matters: evening up
+ * first can push a site across the line's end; the line check comes last.
+ */
 #define MARK__JUMP_ASM(desc, label)                                        \
-	__asm__ goto(".p2align 6,,4\n"                                     \
+	__asm__ goto(".p2align 1\n.p2align 6,,4\n"                         \
 		     "1: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"             \
 		     ".pushsection __mark_sites, \"a?\"\n"                 \
 		     ".balign 4\n"                                         \

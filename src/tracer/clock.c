@@ -17,10 +17,15 @@
  * origin is the anchor's CLOCK_REALTIME, so later NTP steps of the wall
  * clock do not bend the trace's time axis.
  *
+ * aarch64: a tick is one count of CNTVCT_EL0 (tracer_counter()), at the
+ * rate CNTFRQ_EL0 states; the consumer refines that rate against
+ * CLOCK_MONOTONIC as it does the TSC's.
+ *
  * CPU: the kernel keeps the current CPU in the thread's rseq area (glibc
- * registers one for every thread since 2.35); reading it is one load.
- * Where rseq is unavailable we use rdtscp's TSC_AUX (Linux stores the CPU
- * number in its low 12 bits), else sched_getcpu().
+ * registers one for every thread since 2.35); reading it is one load, on
+ * x86-64 and aarch64.  Where rseq is unavailable we use rdtscp's TSC_AUX
+ * (x86-64: Linux stores the CPU number in its low 12 bits), else
+ * sched_getcpu().
  */
 #define _GNU_SOURCE
 #include "tracer_internal.h"
@@ -61,13 +66,27 @@ uint64_t tracer_monotonic_ns(void)
 
 static uint64_t read_tsc(void)
 {
-#if defined(__x86_64__)
-	return __rdtsc();
+#if TRACER_HAVE_COUNTER
+	return tracer_counter();
 #else
 	return tracer_monotonic_ns();
 #endif
 }
 
+/* The counter's nominal rate in Hz where the hardware states it (aarch64's
+ * CNTFRQ_EL0, set by firmware), else 0: measured (x86-64's TSC). */
+static uint64_t counter_nominal_hz(void)
+{
+#if defined(__aarch64__)
+	uint64_t f;
+	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(f));
+	return f;
+#else
+	return 0;
+#endif
+}
+
+/* Is tracer_counter() a clock: constant rate, synchronised across cores? */
 static bool cpu_has_invariant_tsc(void)
 {
 #if defined(__x86_64__)
@@ -76,6 +95,11 @@ static bool cpu_has_invariant_tsc(void)
 		return false;
 	__get_cpuid(0x80000007u, &a, &b, &c, &d);
 	return (d >> 8) & 1;
+#elif defined(__aarch64__)
+	/* The architecture makes the generic timer system-wide and of
+	 * constant frequency; a firmware that left CNTFRQ_EL0 at 0 gets
+	 * CLOCK_MONOTONIC. */
+	return counter_nominal_hz() >= 1000000;
 #else
 	return false;
 #endif
@@ -120,7 +144,13 @@ void tracer_clock_init(struct tracer_clock *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->tsc = cpu_has_invariant_tsc();
-	if (c->tsc) {
+	const uint64_t nominal_hz = counter_nominal_hz();
+	if (c->tsc && nominal_hz) {
+		/* A stated rate: no 2 ms measurement.  The consumer still refines
+		 * it against CLOCK_MONOTONIC (NTP's frequency correction). */
+		read_pair(&c->tsc0, &c->mono0_ns, &c->real0_ns);
+		c->freq = nominal_hz;
+	} else if (c->tsc) {
 		read_pair(&c->tsc0, &c->mono0_ns, &c->real0_ns);
 		struct timespec d = { 0, 2000000 };
 		nanosleep(&d, NULL);
@@ -169,7 +199,7 @@ bool tracer_clock_refine(struct tracer_clock *c)
 
 void tracer_cpu_init(void)
 {
-#if __has_include(<sys/rseq.h>) && defined(__x86_64__)
+#if TRACER_HAVE_RSEQ
 	if (__rseq_size >= 8) {
 		tracer_cpu_source = CPU_RSEQ;
 		return;

@@ -234,12 +234,12 @@ static void put_header(FILE *f, const struct tracer_session *s, const uint8_t *t
 	fprintf(f, ";\n\tprocname = ");
 	put_quoted(f, comm);
 	fprintf(f, ";\n\tvpid = %d;\n\tclock_source = \"%s\";\n};\n\n", (int)s->pid,
-		c->tsc ? "invariant TSC, calibrated against CLOCK_MONOTONIC" : "CLOCK_MONOTONIC");
+		c->tsc ? TRACER_COUNTER_SOURCE : "CLOCK_MONOTONIC");
 	fprintf(f, "clock {\n\tname = \"mark_clock\";\n\tuuid = \"");
 	put_uuid(f, c->uuid);
 	fprintf(f, "\";\n\tdescription = \"%s\";\n\tfreq = %llu;\n\tprecision = %llu;\n"
 		   "\toffset_s = %lld;\n\toffset = %lld;\n\tabsolute = TRUE;\n};\n\n",
-		c->tsc ? "TSC" : "CLOCK_MONOTONIC", (unsigned long long)c->freq,
+		c->tsc ? TRACER_COUNTER_NAME : "CLOCK_MONOTONIC", (unsigned long long)c->freq,
 		(unsigned long long)(c->freq / 1000000 ? c->freq / 1000000 : 1), (long long)c->offset_s,
 		(long long)c->offset);
 	fprintf(f, "typealias integer { size = 64; align = 64; signed = false; map = clock.mark_clock.value; } "

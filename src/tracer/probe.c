@@ -4,8 +4,10 @@
  * Hot path (no string arguments, room in the ring): a relaxed load of the
  * session's generation, compared with the thread's cached copy of its ring
  * (struct hot_ring, initial-exec TLS, one per nesting depth); the head;
- * one comparison for room; rdtsc; the CPU number (one load from the rseq
- * area; without rseq one rdtscp gives both timestamp and CPU); 2 + nargs
+ * one comparison for room; the counter (rdtsc; aarch64: isb and CNTVCT_EL0,
+ * tracer_counter()); the CPU number (one load from the rseq area; on
+ * x86-64 without rseq one rdtscp gives both timestamp and CPU; aarch64
+ * without rseq has no such instruction and takes the slow path); 2 + nargs
  * relaxed 64-bit stores of contiguous words; a release store of head (a
  * plain store on x86-64) and a store of the event counter.  No lock, no
  * atomic read-modify-write, no system call, no call.  Everything else
@@ -160,9 +162,9 @@ void tracer_probe_init(void)
 
 static inline uint64_t now_ticks(void)
 {
-#if defined(__x86_64__)
+#if TRACER_HAVE_COUNTER
 	if (likely(tracer_clock_is_tsc))
-		return __rdtsc();
+		return tracer_counter();
 #endif
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -171,12 +173,9 @@ static inline uint64_t now_ticks(void)
 
 static inline uint32_t current_cpu(void)
 {
-#if __has_include(<sys/rseq.h>) && defined(__x86_64__)
+#if TRACER_HAVE_RSEQ
 	if (likely(tracer_cpu_source == CPU_RSEQ)) {
-		const struct rseq *rs;
-		char *tp;
-		__asm__("mov %%fs:0, %0" : "=r"(tp));
-		rs = (const struct rseq *)(tp + __rseq_offset);
+		const struct rseq *rs = (const struct rseq *)(tracer_thread_pointer() + __rseq_offset);
 		uint32_t cpu = __atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
 		if (likely(cpu != (uint32_t)-1 && cpu != (uint32_t)-2))
 			return cpu;
@@ -354,11 +353,9 @@ static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
 			__atomic_store_n(&tls.hot[d].generation, 0, __ATOMIC_RELAXED);
 		tls.generation = s->generation;
 	}
-#if __has_include(<sys/rseq.h>) && defined(__x86_64__)
+#if TRACER_HAVE_RSEQ
 	if (!tls.rseq_cpu && tracer_cpu_source == CPU_RSEQ) {
-		char *tp;
-		__asm__("mov %%fs:0, %0" : "=r"(tp));
-		const struct rseq *rs = (const struct rseq *)(tp + __rseq_offset);
+		const struct rseq *rs = (const struct rseq *)(tracer_thread_pointer() + __rseq_offset);
 		uint32_t cpu = __atomic_load_n(&rs->cpu_id, __ATOMIC_RELAXED);
 		if (cpu != (uint32_t)-1 && cpu != (uint32_t)-2)
 			tls.rseq_cpu = &rs->cpu_id;   /* registered: the kernel keeps it current */
@@ -732,10 +729,8 @@ static void hot_fill(struct tracer_session *s, unsigned depth)
 {
 	struct hot_ring *h = &tls.hot[depth];
 	struct tracer_ring *r = tls.rings[depth];
-	bool fast_clock = true;
-#if defined(__x86_64__)
-	fast_clock = tracer_clock_is_tsc;
-#endif
+	/* The fast path reads tracer_counter(), never CLOCK_MONOTONIC. */
+	const bool fast_clock = TRACER_HAVE_COUNTER && tracer_clock_is_tsc;
 	/* The CPU number: rseq's cpu_id, or, without rseq, rdtscp's TSC_AUX
 	 * (the fast path takes its timestamp from the same instruction). */
 	const bool fast_cpu = tls.rseq_cpu || tracer_cpu_source == CPU_RDTSCP;
@@ -1011,9 +1006,15 @@ void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
 		ts = __rdtscp(&aux);
 		cpu = aux & 0xfff;
 	}
-#else
-	ts = now_ticks();
+#elif TRACER_HAVE_COUNTER
+	/* hot_fill() checked the clock is the counter and the thread has an
+	 * rseq area (no rdtscp here). */
+	ts = tracer_counter();
 	cpu = __atomic_load_n(rseq_cpu, __ATOMIC_RELAXED);
+#else
+	(void)rseq_cpu;
+	ts = now_ticks();   /* not reached: hot_fill() leaves such threads slow */
+	cpu = current_cpu();
 #endif
 	__atomic_store_n(&rec[0], ts, __ATOMIC_RELAXED);
 	__atomic_store_n(&rec[1], SHAPE_HEADER(shape) | (uint64_t)cpu << 32, __ATOMIC_RELAXED);

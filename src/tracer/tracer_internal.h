@@ -59,7 +59,7 @@ extern MARK_HIDDEN int tracer_fence_word;
 
 /* ---- clock.c ---- */
 struct tracer_clock {
-	bool tsc;                   /* ticks are TSC, else CLOCK_MONOTONIC ns      */
+	bool tsc;                   /* ticks are tracer_counter() (TSC, CNTVCT), else CLOCK_MONOTONIC ns */
 	uint64_t freq;              /* ticks per second                           */
 	/* realtime(ticks) = offset_s + (offset + ticks) / freq  (CTF clock) */
 	int64_t offset_s;
@@ -75,6 +75,63 @@ MARK_HIDDEN void tracer_clock_init(struct tracer_clock *c);
  * returns true if freq/offset changed. */
 MARK_HIDDEN bool tracer_clock_refine(struct tracer_clock *c);
 MARK_HIDDEN void tracer_cpu_init(void);
+
+/*
+ * The hardware counter the fast path stamps events with (c->tsc: "ticks
+ * are the counter"):
+ *   x86-64   rdtsc, where the TSC is invariant (clock.c checks CPUID);
+ *   aarch64  CNTVCT_EL0, the generic timer's virtual count, which the
+ *            kernel lets user space read (the vDSO does) and keeps
+ *            synchronised across cores; its rate is CNTFRQ_EL0.  The ISB
+ *            before it keeps the read from being speculated ahead of the
+ *            instructions before it (as the kernel's own reads do), so a
+ *            thread's timestamps follow its program order.
+ * Elsewhere there is none and the ticks are CLOCK_MONOTONIC ns.
+ */
+#if defined(__x86_64__)
+#define TRACER_COUNTER_NAME "TSC"
+#define TRACER_COUNTER_SOURCE "invariant TSC, calibrated against CLOCK_MONOTONIC"
+#elif defined(__aarch64__)
+#define TRACER_COUNTER_NAME "CNTVCT_EL0"
+#define TRACER_COUNTER_SOURCE "CNTVCT_EL0 at CNTFRQ_EL0, refined against CLOCK_MONOTONIC"
+#endif
+#if defined(__x86_64__) || defined(__aarch64__)
+#define TRACER_HAVE_COUNTER 1
+static inline uint64_t tracer_counter(void)
+{
+#if defined(__x86_64__)
+	return __builtin_ia32_rdtsc();
+#else
+	uint64_t v;
+	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+#endif
+}
+#else
+#define TRACER_HAVE_COUNTER 0
+#endif
+
+/*
+ * The thread pointer, which glibc's __rseq_offset is relative to (the
+ * rseq area lives in the thread control block): %fs:0 on x86-64,
+ * TPIDR_EL0 on aarch64.  TRACER_HAVE_RSEQ: this file can find the rseq
+ * area; tracer_cpu_init() still checks that glibc registered one.
+ */
+#if __has_include(<sys/rseq.h>) && (defined(__x86_64__) || defined(__aarch64__))
+#define TRACER_HAVE_RSEQ 1
+static inline char *tracer_thread_pointer(void)
+{
+	char *tp;
+#if defined(__x86_64__)
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+#else
+	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
+#endif
+	return tp;
+}
+#else
+#define TRACER_HAVE_RSEQ 0
+#endif
 
 enum tracer_cpu_source { CPU_RSEQ, CPU_RDTSCP, CPU_GETCPU };
 extern MARK_HIDDEN enum tracer_cpu_source tracer_cpu_source;

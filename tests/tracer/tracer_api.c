@@ -278,6 +278,13 @@ static int test_pastkick(const char *dir)
 	CHECK_EQ(st.lost, 92);
 	CHECK_EQ(st.events, 1 + 2040 + 8);
 	CHECK_EQ(mark_tracer_stop(), 0);
+	if (tracer_cpu_source == CPU_GETCPU && testutil_failures == 0) {
+		/* Every event takes the slow path here (as in test_fastpath); the
+		 * counts above held, the fast path's exits cannot be checked. */
+		printf("SKIP: neither rseq nor rdtscp gives the CPU number cheaply here (qemu-user has no "
+		       "rseq): no fast path whose exits to check; the exact loss count held\n");
+		return 77;
+	}
 	/* The kick at the half-full mark, then one look per eighth of the ring
 	 * (1 + 4 here; 1017 before the fix). */
 	CHECK(slow <= 8);

@@ -13,8 +13,11 @@
  *      store; sync.
  * Every byte sequence a core can observe at the site is then one complete
  * instruction ending at the same place (old, skip, new); the 2-byte stores
- * are single atomic accesses because a site never straddles a cache line
- * (the .p2align in mark.h; Intel SDM vol 3 8.1.1).  A thread that runs the
+ * are naturally aligned (mark.h puts every jump site at an even address,
+ * never straddling a cache line), so no fetch block boundary (16 bytes or
+ * more) splits one: instruction fetch does not see half of it.  An
+ * unaligned one did tear: a site at 15 mod 16 was executed as "0f 03"
+ * (lsl) while "0f 1f" became "eb 03", and the thread died of SIGSEGV.  A thread that runs the
  * site during the batch skips it as if disarmed: it neither traps (an
  * int3 guard kills a thread that has SIGTRAP blocked) nor waits for the
  * patcher (an "eb fe" guard hangs a real-time thread that outranks the
@@ -39,7 +42,9 @@
 #include "../patch_common.h"
 #include "../../core/internal.h"
 
+#include <errno.h>
 #include <string.h>
+#include <stdint.h>
 
 #define JMP_REL32 0xe9
 #define MOVB_AL 0xb0
@@ -136,8 +141,22 @@ static void write_heads(struct mark_patch *p, size_t count, bool original)
 int mark_arch_write_batch(struct mark_patch *p, size_t count)
 {
 	bool jumps = false;
-	for (size_t i = 0; i < count; i++)
-		jumps |= p[i].kind == MARK_PATCH_JUMP;
+	for (size_t i = 0; i < count; i++) {
+		if (p[i].kind != MARK_PATCH_JUMP)
+			continue;
+		jumps = true;
+		/* The 2-byte stores of steps 1 and 3 must be naturally aligned:
+		 * instruction fetch tore one that straddled a 16-byte fetch block
+		 * (a site at 15 mod 16 ran "0f 03 44 00 00", an lsl through
+		 * address 0: SIGSEGV).  mark.h places every jump site at an even
+		 * address; an object built with an older mark.h may not. */
+		if ((uintptr_t)p[i].code & 1)
+			return mark_error(EINVAL,
+				"mark: the jump site at %p starts at an odd address, where arming it could "
+				"crash a thread running it; its object was built with an older <mark/mark.h>. "
+				"Rebuild it with this version's header; no site was changed.",
+				(void *)p[i].code);
+	}
 	int err;
 	if (jumps) {
 		write_guards(p, count);
