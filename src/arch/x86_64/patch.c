@@ -17,11 +17,11 @@
  * never straddling a cache line), so no fetch block boundary (16 bytes or
  * more) splits one: instruction fetch does not see half of it.  An
  * unaligned one did tear: a site at 15 mod 16 was executed as "0f 03"
- * (lsl) while "0f 1f" became "eb 03", and the thread died of SIGSEGV.  A thread that runs the
- * site during the batch skips it as if disarmed: it neither traps (an
- * int3 guard kills a thread that has SIGTRAP blocked) nor waits for the
- * patcher (an "eb fe" guard hangs a real-time thread that outranks the
- * patcher on its CPU).
+ * (lsl) while "0f 1f" became "eb 03", and the thread died of SIGSEGV.
+ * A thread that runs the site during the batch skips it as if disarmed:
+ * it neither traps (an int3 guard kills a thread that has SIGTRAP
+ * blocked) nor waits for the patcher (an "eb fe" guard hangs a real-time
+ * thread that outranks the patcher on its CPU).
  *
  * Immediate sites ("b0 00" <-> "b0 01"): only the immediate byte changes,
  * with one 1-byte store, so there is no intermediate state at all; the
