@@ -637,12 +637,23 @@ def table4(p):
         pb = res.get("t4pad", "jump", "pad_bytes")[0]
         mx = res.get("t4pad", "jump", "max_pad")[0]
         st = res.get("t4pad", "jump", "straddling")[0]
+        odd = res.get("t4pad", "jump", "odd")
+        ev = res.get("t4pad", "jump", "even_pads")
+        even_text = ""
+        if odd is not None and ev is not None:
+            even_text = (f"  {ev[0]:.0f} sites ({100 * ev[0] / n[0]:.1f} %) got a 1-byte `.p2align 1` NOP in "
+                         f"front (jump sites start at even addresses, docs/markers.md); sites at an odd "
+                         f"address: {odd[0]:.0f} (must be 0).")
         p.add(f"**Cache-line padding census** over the {n[0]:.0f} generated jump sites of table 5: "
               f"{padded:.0f} sites ({100 * padded / n[0]:.1f} %) got a `.p2align 6,,4` pad in front "
               f"(max {mx:.0f} bytes, {pb / n[0]:.2f} bytes per site on average), so the straight-line cost "
-              f"is 5 bytes, or 5 + ≤4 when the NOP would cross a 64-byte line.  Sites straddling a line: {st:.0f} "
-              f"(must be 0: issue 2 requires that a 5-byte site never straddles a cache line).\n")
+              f"is 5 bytes, or 5 + 1 at an odd address, or 5 + ≤4 when the NOP would cross a 64-byte line.  "
+              f"Sites straddling a line: {st:.0f} "
+              f"(must be 0: issue 2 requires that a 5-byte site never straddles a cache line).{even_text}\n")
         p.goals.append(("No jump site straddles a 64-byte line", f"{st:.0f} of {n[0]:.0f}", st == 0))
+        if odd is not None:
+            p.goals.append(("No jump site starts at an odd address", f"{odd[0]:.0f} of {n[0]:.0f}",
+                            odd[0] == 0))
     p.add(AARCH64_SIZES)
 
 

@@ -10,8 +10,10 @@ are out of line.  The "none" object (no site) is subtracted.
 Then the padding census: in the objects of the 10,000 generated jump sites
 (sites_objects.txt), every __mark_sites entry gives a site's offset; a site
 whose NOP would cross a 64-byte line gets a `.p2align 6,,4` pad (<= 4
-bytes) in front of it.  Counted: sites, padded sites, pad bytes, and any
-site that straddles a line (must be 0).
+bytes) in front of it, and a site at an odd address a 1-byte `.p2align 1`
+NOP.  Counted: sites, padded sites, pad bytes, 1-byte even-up pads, and
+any site that straddles a line or starts at an odd address (both must be
+0).
 
 Prints result lines in bench/common/bench.h's format.
 """
@@ -89,7 +91,7 @@ def func_bytes(obj, name):
 
 
 def census(objs):
-    sites = padded = pad_bytes = straddle = max_pad = 0
+    sites = padded = pad_bytes = straddle = max_pad = odd = even_pads = 0
     for obj in objs:
         rel = subprocess.run(["objdump", "-r", "-j", "__mark_sites", obj], check=True,
                              capture_output=True, text=True).stdout
@@ -111,13 +113,18 @@ def census(objs):
             sites += 1
             if off % 64 > 59:
                 straddle += 1
+            if off % 2:
+                odd += 1
             prev = ends.get((sec, off))
+            # The 1-byte pad of ".p2align 1" (even sites: docs/markers.md).
+            if off % 64 != 0 and prev and prev[0] == 1 and is_nop(prev[1]) and (sec, prev[2]) not in site_set:
+                even_pads += 1
             # A NOP that is itself a site (two markers back to back) is no pad.
             if off % 64 == 0 and prev and is_nop(prev[1]) and (sec, prev[2]) not in site_set:
                 padded += 1
                 pad_bytes += prev[0]
                 max_pad = max(max_pad, prev[0])
-    return sites, padded, pad_bytes, max_pad, straddle
+    return sites, padded, pad_bytes, max_pad, straddle, odd, even_pads
 
 
 def main():
@@ -146,12 +153,14 @@ def main():
             measure(other, "_clang")
     kinds = dict(line.strip().split("=", 1) for line in open(sites_list) if "=" in line)
     if "jump" in kinds:
-        sites, padded, pad_bytes, max_pad, straddle = census(kinds["jump"].split())
+        sites, padded, pad_bytes, max_pad, straddle, odd, even_pads = census(kinds["jump"].split())
         print(f"R t4pad jump sites count {sites}")
         print(f"R t4pad jump padded count {padded}")
         print(f"R t4pad jump pad_bytes bytes {pad_bytes}")
         print(f"R t4pad jump max_pad bytes {max_pad}")
         print(f"R t4pad jump straddling count {straddle}")
+        print(f"R t4pad jump odd count {odd}")
+        print(f"R t4pad jump even_pads count {even_pads}")
 
 
 if __name__ == "__main__":
