@@ -2,14 +2,13 @@
 # Patching does not break gdb: a program whose threads execute sites while
 # they are armed and disarmed 3,000 times runs to completion under gdb, and
 # a gdb breakpoint still stops it (mark raises no SIGTRAP and installs no
-# handler for it, so nothing can eat it or reach gdb).
+# handler for it, so nothing can eat it or reach gdb).  Cross builds run it
+# under qemu-user's gdb stub (gdb_lib.sh).
 set -u
 target=$1
-if ! command -v gdb >/dev/null; then echo "SKIP: gdb is not installed"; exit 77; fi
-# LeakSanitizer cannot run under ptrace; the rest of ASan can.
-export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0"
-out=$(timeout 120 gdb -batch -nx -ex 'set pagination off' -ex 'break gdb_checkpoint' -ex run \
-      -ex 'print n' -ex continue --args "$target" 2>&1)
+. "$(dirname "$0")/gdb_lib.sh"
+gdb_setup
+out=$(gdb_run 'break gdb_checkpoint' $GDB_START 'print n' continue -- "$target")
 rc=$?
 echo "$out" | tail -n 15
 if echo "$out" | grep -q "ptrace: Operation not permitted"; then echo "SKIP: ptrace is not permitted here"; exit 77; fi
