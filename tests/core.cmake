@@ -94,3 +94,5 @@ mark_kind_test(test_blocked_signals SOURCES test_blocked_signals.c)
 mark_kind_test(test_patch_failure SOURCES test_patch_failure.c)
 mark_kind_test(test_page_protection SOURCES test_page_protection.c)
 mark_kind_test(test_patch_rollback SOURCES test_patch_rollback.c KINDS jump immediate)
+# A jump site at an odd address (an object of an older header) is refused.
+mark_kind_test(test_odd_site SOURCES test_odd_site.c KINDS jump)
