@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/aarch64/run.sh deps|test|install [PREFIX] - the aarch64 build (issue 12).
 #
-#   deps     installs Debian's cross toolchain, qemu-user and the arm64
+#   deps     installs Debian's cross toolchain, qemu-user, gdb-multiarch and the arm64
 #            multiarch libraries libmark needs (liburcu-dev:arm64,
 #            libstdc++6:arm64 for the C++ tests).  Never an arm64 package
 #            that depends on Python: apt would replace the host's
@@ -12,8 +12,11 @@
 #            qemu-aarch64.  Programs a test starts with exec() run through
 #            binfmt_misc: registered here for qemu-aarch64 when missing (as
 #            Debian's qemu-user-binfmt does at boot through systemd, which
-#            a container lacks).  Script tests (host tools) and those that
-#            need the mark command are listed and skip, saying why.
+#            a container lacks).  Script tests run on the host and start
+#            the aarch64 programs that way (gdb ones through qemu's gdb
+#            stub and gdb-multiarch); those that need the mark command,
+#            uprobe tools, fuzzing or a host build are listed and skip,
+#            saying why (tests/CMakeLists.txt).
 #   install  installs the cross-built library, headers, mark.pc and the
 #            CMake package into PREFIX.
 #
