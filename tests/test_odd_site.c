@@ -10,12 +10,15 @@
  * one padding byte after an even alignment.
  */
 #include <mark/mark.h>
+
+#include <stdio.h>
+
+#if defined(__x86_64__) && !MARK__OFF && MARK__KIND == 1
 #include "testutil.h"
 
 #include <errno.h>
 #include <string.h>
 
-#if defined(__x86_64__) && !MARK__OFF && MARK__KIND == 1
 #undef MARK__JUMP_ASM
 #define MARK__JUMP_ASM(desc, label)                                        \
 	__asm__ goto(".p2align 4\n.byte 0x90\n"                            \
