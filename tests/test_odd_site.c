@@ -6,8 +6,8 @@
  * refusal names the cause and the remedy, and the site's bytes stay the
  * 5-byte NOP.  x86-64 only: aarch64 instructions are 4-byte aligned.
  *
- * The site is made odd by redefining the header's private jump asm with
- * one padding byte after an even alignment.
+ * The site is made odd by redefining the header's private alignment of
+ * jump sites (MARK__JUMP_ALIGN) to one padding byte after a 16-byte one.
  */
 #include <mark/mark.h>
 
@@ -19,15 +19,9 @@
 #include <errno.h>
 #include <string.h>
 
-#undef MARK__JUMP_ASM
-#define MARK__JUMP_ASM(desc, label)                                        \
-	__asm__ goto(".p2align 4\n.byte 0x90\n"                            \
-		     "1: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"             \
-		     ".pushsection __mark_sites, \"a?\"\n"                 \
-		     ".balign 4\n"                                         \
-		     ".long 1b - ., %l[" #label "] - ., %c0 - .\n"         \
-		     ".popsection\n"                                       \
-		     : : MARK__ADDR(&(desc)) : : label)
+/* One byte after a 16-byte boundary: odd, as an older header could place it. */
+#undef MARK__JUMP_ALIGN
+#define MARK__JUMP_ALIGN ".p2align 4\n.byte 0x90\n"
 
 static int hits;
 

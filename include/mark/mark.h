@@ -578,9 +578,12 @@ struct mark__site site_holder<TU, Local>::desc __attribute__((section("__mark_de
  * inside one cache line (".p2align 6,,4": to the next line when fewer
  * than 5 bytes are left in this one).  The order matters: evening up
  * first can push a site across the line's end; the line check comes last.
+ * (tests/test_odd_site.c redefines MARK__JUMP_ALIGN to build the odd site
+ * of an older header.)
  */
+#define MARK__JUMP_ALIGN ".p2align 1\n.p2align 6,,4\n"
 #define MARK__JUMP_ASM(desc, label)                                        \
-	__asm__ goto(".p2align 1\n.p2align 6,,4\n"                         \
+	__asm__ goto(MARK__JUMP_ALIGN                                      \
 		     "1: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n"             \
 		     ".pushsection __mark_sites, \"a?\"\n"                 \
 		     ".balign 4\n"                                         \

@@ -145,13 +145,13 @@ void tracer_clock_init(struct tracer_clock *c)
 	memset(c, 0, sizeof(*c));
 	c->tsc = cpu_has_invariant_tsc();
 	const uint64_t nominal_hz = counter_nominal_hz();
+	if (c->tsc)
+		read_pair(&c->tsc0, &c->mono0_ns, &c->real0_ns);
 	if (c->tsc && nominal_hz) {
 		/* A stated rate: no 2 ms measurement.  The consumer still refines
 		 * it against CLOCK_MONOTONIC (NTP's frequency correction). */
-		read_pair(&c->tsc0, &c->mono0_ns, &c->real0_ns);
 		c->freq = nominal_hz;
 	} else if (c->tsc) {
-		read_pair(&c->tsc0, &c->mono0_ns, &c->real0_ns);
 		struct timespec d = { 0, 2000000 };
 		nanosleep(&d, NULL);
 		uint64_t t1 = 0, m1 = 0;

@@ -94,6 +94,9 @@ MARK_HIDDEN void tracer_cpu_init(void);
 #elif defined(__aarch64__)
 #define TRACER_COUNTER_NAME "CNTVCT_EL0"
 #define TRACER_COUNTER_SOURCE "CNTVCT_EL0 at CNTFRQ_EL0, refined against CLOCK_MONOTONIC"
+#else   /* no counter: c->tsc is never set, the metadata says CLOCK_MONOTONIC */
+#define TRACER_COUNTER_NAME "CLOCK_MONOTONIC"
+#define TRACER_COUNTER_SOURCE "CLOCK_MONOTONIC"
 #endif
 #if defined(__x86_64__) || defined(__aarch64__)
 #define TRACER_HAVE_COUNTER 1
