@@ -6,8 +6,12 @@
  * The file's descriptors are the __mark_descs section (C sites) plus those
  * the PC-relative __mark_sites entries point to (C++ template members).
  * Their string fields are pointers: in a PIE or shared object the file
- * holds 0 and an R_X86_64_RELATIVE relocation holds the address, so the
- * relocations are applied here the way the dynamic loader would.
+ * holds 0 and a RELATIVE relocation holds the address, so the relocations
+ * are applied here the way the dynamic loader would.
+ *
+ * The file's architecture comes from its ELF header, not from the machine
+ * mark runs on: an x86-64 mark lists an aarch64 build and the reverse
+ * (struct mark__site and the __mark_sites entries have one layout on both).
  */
 #define _GNU_SOURCE
 #include "command.h"
@@ -33,14 +37,37 @@
 /* Provided by the control commands; absent from builds without them. */
 int cli_list_pid(pid_t pid, const char *glob) __attribute__((weak));
 
+/* What differs between the architectures mark patches (src/arch/). */
+struct elf_arch {
+	uint16_t machine;            /* e_machine */
+	uint32_t relative_type;      /* R_*_RELATIVE */
+	size_t jump_len, immediate_len;
+	/* The disarmed instruction each site kind holds, as mark.h emits it. */
+	unsigned char jump_insn[5], immediate_insn[4];
+	size_t immediate_insn_len;   /* bytes of immediate_insn compared */
+	size_t jump_align;           /* a jump site's address is a multiple of this */
+	const char *not_immediate;   /* site_problem()'s words when it is not */
+};
+
+static const struct elf_arch elf_arches[] = {
+	/* 5-byte NOP; "movb $imm8,%al" (b0 ib), whose immediate byte is patched.
+	 * Jump sites are even (the 2-byte guard store: docs/markers.md). */
+	{ EM_X86_64, R_X86_64_RELATIVE, 5, 2, { 0x0f, 0x1f, 0x44, 0x00, 0x00 }, { 0xb0 }, 1, 2,
+	  "its instruction is not the movb $imm8,%al mark emits" },
+	/* "nop" (d503201f); the immediate site's "b .+8" (14000002). */
+	{ EM_AARCH64, R_AARCH64_RELATIVE, 4, 4, { 0x1f, 0x20, 0x03, 0xd5 }, { 0x02, 0x00, 0x00, 0x14 }, 4, 4,
+	  "its instruction is not the \"b .+8\" mark emits" },
+};
+
 struct elf_file {
+	const struct elf_arch *arch;
 	const unsigned char *data;
 	size_t size;
 	const Elf64_Ehdr *ehdr;
 	const Elf64_Shdr *shdrs;
 	const Elf64_Phdr *phdrs;
 	const char *shstrtab;
-	Elf64_Rela *relative;   /* R_X86_64_RELATIVE relocations, sorted by offset */
+	Elf64_Rela *relative;   /* the arch's RELATIVE relocations, sorted by offset */
 	size_t nrelative;
 };
 
@@ -114,9 +141,9 @@ static bool writable(const struct elf_file *f, uint64_t vaddr, size_t len)
 static const char *site_problem(const struct elf_file *f, uint64_t entry, const struct mark__code_entry *ce,
 				const struct mark__site *d, uint64_t desc)
 {
-	static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	const struct elf_arch *a = f->arch;
 	uint64_t code = entry + offsetof(struct mark__code_entry, code) + (int64_t)ce->code;
-	size_t len = d->kind == MARK_KIND_JUMP ? 5 : 2;
+	size_t len = d->kind == MARK_KIND_JUMP ? a->jump_len : a->immediate_len;
 	const Elf64_Shdr *sec = section_of(f, code, len);
 	if (!sec || !(sec->sh_flags & SHF_EXECINSTR))
 		return "its instruction is not in an executable section";
@@ -124,15 +151,17 @@ static const char *site_problem(const struct elf_file *f, uint64_t entry, const 
 	if (!bytes)
 		return "its instruction is not in the file";
 	if (d->kind == MARK_KIND_JUMP) {
-		if (memcmp(bytes, nop5, 5) != 0)
-			return "its 5 bytes are not the NOP mark emits (rewritten after compilation?)";
+		if (memcmp(bytes, a->jump_insn, a->jump_len) != 0)
+			return "its instruction is not the NOP mark emits (rewritten after compilation?)";
+		if (code % a->jump_align != 0)
+			return "it is at a misaligned address (built with an older mark.h: rebuild it)";
 		uint64_t target = entry + offsetof(struct mark__code_entry, target) + (int64_t)ce->target;
 		const Elf64_Shdr *ts = section_of(f, target, 1);
 		if (!ts || !(ts->sh_flags & SHF_EXECINSTR))
 			return "its jump target is not in an executable section";
 	} else if (d->kind == MARK_KIND_IMMEDIATE) {
-		if (bytes[0] != 0xb0)
-			return "its instruction is not the movb $imm8,%al mark emits";
+		if (memcmp(bytes, a->immediate_insn, a->immediate_insn_len) != 0)
+			return a->not_immediate;
 	} else {
 		return "its descriptor says generic, but it has a code site";
 	}
@@ -164,7 +193,7 @@ static int load_relocations(struct elf_file *f)
 			continue;
 		const Elf64_Rela *r = (const Elf64_Rela *)(f->data + s->sh_offset);
 		for (size_t k = 0; k < s->sh_size / sizeof(Elf64_Rela); k++)
-			if (ELF64_R_TYPE(r[k].r_info) == R_X86_64_RELATIVE)
+			if (ELF64_R_TYPE(r[k].r_info) == f->arch->relative_type)
 				f->relative[f->nrelative++] = r[k];
 	}
 	qsort(f->relative, f->nrelative, sizeof(Elf64_Rela), compare_rela);
@@ -226,8 +255,12 @@ static int open_elf(const char *path, struct elf_file *f)
 	if (f->data == MAP_FAILED || f->size < sizeof(Elf64_Ehdr) || memcmp(f->data, ELFMAG, SELFMAG) != 0)
 		return cli_error("%s is not an ELF file; give an executable, a shared object or a PID", path);
 	f->ehdr = (const Elf64_Ehdr *)f->data;
-	if (f->ehdr->e_ident[EI_CLASS] != ELFCLASS64 || f->ehdr->e_machine != EM_X86_64)
-		return cli_error("%s is not an x86-64 ELF file; this mark reads x86-64 objects only", path);
+	for (size_t i = 0; i < sizeof(elf_arches) / sizeof(elf_arches[0]); i++)
+		if (f->ehdr->e_machine == elf_arches[i].machine)
+			f->arch = &elf_arches[i];
+	if (f->ehdr->e_ident[EI_CLASS] != ELFCLASS64 || f->ehdr->e_ident[EI_DATA] != ELFDATA2LSB || !f->arch)
+		return cli_error("%s is not a 64-bit little-endian x86-64 or aarch64 ELF file, the ones mark builds for",
+				 path);
 	if (f->ehdr->e_shoff + (uint64_t)f->ehdr->e_shnum * sizeof(Elf64_Shdr) > f->size ||
 	    f->ehdr->e_phoff + (uint64_t)f->ehdr->e_phnum * sizeof(Elf64_Phdr) > f->size ||
 	    f->ehdr->e_shstrndx >= f->ehdr->e_shnum)

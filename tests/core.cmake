@@ -67,8 +67,13 @@ add_test(NAME test_install COMMAND ${MARK_TEST_DIR}/test_install.sh ${CMAKE_BINA
 set_tests_properties(test_install PROPERTIES TIMEOUT 300)
 
 # mark list FILE: markers read from an executable and a shared object without running them.
+# On x86-64 also test_odd_site_jump, whose one jump site is at an odd address.
+set(odd_site "")
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  set(odd_site $<TARGET_FILE:test_odd_site_jump>)
+endif()
 add_test(NAME test_list_file COMMAND ${MARK_TEST_DIR}/test_list_file.sh $<TARGET_FILE:mark_cli>
-         $<TARGET_FILE:test_api_jump> $<TARGET_FILE:cxx_lib_generic_17> $<TARGET_FILE:dl_markers_immediate>)
+         $<TARGET_FILE:test_api_jump> $<TARGET_FILE:cxx_lib_generic_17> $<TARGET_FILE:dl_markers_immediate> ${odd_site})
 
 # Strict ISO C and -O0/-O2 builds of the header, for each site kind.
 foreach(kind jump immediate generic)

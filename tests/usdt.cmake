@@ -43,9 +43,11 @@ if(TARGET mark_cli)
       DEPENDS mark_cli ${DT_SRC}/${d}.d ${DT_SRC}/inc/cpp_types.h VERBATIM)
     list(APPEND DT_HEADERS ${DT_OUT}/${d}.h)
   endforeach()
-  # The -G object, through the installed-name wrapper as autoconf calls it.
+  # The -G object, through the installed-name wrapper as autoconf calls it,
+  # compiled by this build's compiler ($CC, as a cross-building project
+  # sets it: the aarch64 build needs an aarch64 object).
   add_custom_command(OUTPUT ${DT_OUT}/basic_dtrace.o
-    COMMAND ${CMAKE_BINARY_DIR}/mark-dtrace -G -s ${DT_SRC}/basic.d -o ${DT_OUT}/basic_dtrace.o
+    COMMAND ${CMAKE_COMMAND} -E env CC=${CMAKE_C_COMPILER} ${CMAKE_BINARY_DIR}/mark-dtrace -G -s ${DT_SRC}/basic.d -o ${DT_OUT}/basic_dtrace.o
     DEPENDS mark_cli ${DT_SRC}/basic.d VERBATIM)
   add_custom_target(dtrace_generated DEPENDS ${DT_HEADERS} ${DT_OUT}/basic_dtrace.o)
 
@@ -84,6 +86,8 @@ if(TARGET mark_cli)
   # The installed mark-dtrace: default outputs, no -I, no -lmark.
   add_test(NAME dtrace_install COMMAND ${MARK_TEST_DIR}/dtrace/test_install.sh ${CMAKE_BINARY_DIR})
   set_tests_properties(dtrace_install PROPERTIES LABELS dtrace TIMEOUT 120 SKIP_RETURN_CODE 77)
+  # The project's compiler is this build's (the aarch64 one when cross-built).
+  set_property(TEST dtrace_install APPEND PROPERTY ENVIRONMENT "CC=${CMAKE_C_COMPILER}")
   # Syntax errors: file, line and what was expected; the command line.
   add_test(NAME dtrace_errors COMMAND ${MARK_TEST_DIR}/dtrace/run_errors.sh $<TARGET_FILE:mark_cli>)
   # bpftrace attaches to a probe by its systemtap name.

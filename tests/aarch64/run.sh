@@ -2,23 +2,24 @@
 # tests/aarch64/run.sh deps|test|install [PREFIX] - the aarch64 build (issue 12).
 #
 #   deps     installs Debian's cross toolchain, qemu-user, gdb-multiarch and the arm64
-#            multiarch libraries libmark needs (liburcu-dev:arm64,
-#            libstdc++6:arm64 for the C++ tests).  Never an arm64 package
-#            that depends on Python: apt would replace the host's
-#            python3.11-minimal with the arm64 one (libbabeltrace2-dev:arm64
-#            does that), which is why the mark command is not cross-built.
-#   test     cross-builds libmark and the test programs into build-aarch64
-#            (cmake/aarch64-linux-gnu.cmake) and runs ctest under
-#            qemu-aarch64.  Programs a test starts with exec() run through
-#            binfmt_misc: registered here for qemu-aarch64 when missing (as
-#            Debian's qemu-user-binfmt does at boot through systemd, which
-#            a container lacks).  Script tests run on the host and start
-#            the aarch64 programs that way (gdb ones through qemu's gdb
-#            stub and gdb-multiarch); those that need the mark command,
-#            uprobe tools, fuzzing or a host build are listed and skip,
-#            saying why (tests/CMakeLists.txt).
-#   install  installs the cross-built library, headers, mark.pc and the
-#            CMake package into PREFIX.
+#            multiarch libraries libmark and the mark command need
+#            (liburcu-dev:arm64, libbabeltrace2-dev:arm64, libstdc++6:arm64
+#            for the C++ tests), without their recommended packages:
+#            libbabeltrace2-0 recommends its Python plugin provider, and
+#            the arm64 Python would replace the host's python3.11-minimal.
+#            Any install that would still touch the host's Python is refused.
+#   test     cross-builds libmark, the mark command and the test programs
+#            into build-aarch64 (cmake/aarch64-linux-gnu.cmake) and runs
+#            ctest under qemu-aarch64.  Programs a test starts with exec()
+#            run through binfmt_misc: registered here for qemu-aarch64 when
+#            missing (as Debian's qemu-user-binfmt does at boot through
+#            systemd, which a container lacks).  Script tests run on the host
+#            and start the aarch64 programs, mark among them, that way (gdb
+#            ones through qemu's gdb stub and gdb-multiarch); those that need
+#            uprobe tools, fuzzing or a host build, or that meet a defect of
+#            qemu itself, are listed and skip, saying why (tests/CMakeLists.txt).
+#   install  installs the cross-built library, command, headers, mark.pc and
+#            the CMake package into PREFIX.
 #
 # What the machine may deny (no network for apt, no binfmt_misc, a qemu
 # that cannot run the toolchain's programs) ends the run with "SKIP:" and
@@ -29,7 +30,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD_AARCH64:-$ROOT/build-aarch64}
 JOBS=${JOBS:-$(nproc)}
 PKGS_HOST="gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user gdb-multiarch"
-PKGS_ARM64="liburcu-dev:arm64 libstdc++6:arm64"
+PKGS_ARM64="liburcu-dev:arm64 libbabeltrace2-dev:arm64 libstdc++6:arm64"
 
 skip() {
 	echo "SKIP: make test-aarch64: $*"
@@ -55,17 +56,17 @@ deps() {
 	echo "installing:$need"
 	apt-get update -qq >/dev/null 2>&1 || skip "apt-get update failed (no network?)"
 	# Refuse, rather than let apt swap the host's Python for arm64's.
-	if apt-get install -s $need 2>/dev/null | grep -qE '^(Inst|Remv) python3'; then
+	if apt-get install -s --no-install-recommends $need 2>/dev/null | grep -qE '^(Inst|Remv) python3'; then
 		skip "installing$need would replace the host's Python packages; not done"
 	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null ||
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $need >/dev/null ||
 		skip "apt-get install$need failed"
 	/usr/bin/python3 -c 'import sys' || { echo "the host Python broke while installing$need" >&2; exit 1; }
 }
 
 configure_build() {
 	cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/aarch64-linux-gnu.cmake" \
-		-DMARK_BUILD_CLI=OFF -DCMAKE_INSTALL_PREFIX="${1:-/usr/local}" >/dev/null || exit 1
+		-DMARK_BUILD_CLI=ON -DCMAKE_INSTALL_PREFIX="${1:-/usr/local}" >/dev/null || exit 1
 	cmake --build "$BUILD" -j "$JOBS" || exit 1
 }
 

@@ -61,11 +61,14 @@ armed_apart() {
 	run lc "$MARK" list "$1" agent_tick
 	expect_in lc.out 'agent_tick .* yes '
 }
-# Threads of process $1; ThreadSanitizer's runtime may run a thread of its
-# own (in a forked child too), so there it counts as one.
+# Threads of process $1 that the program runs.  ThreadSanitizer's runtime
+# may run a thread of its own (in a forked child too), so there 2 counts
+# as one.  qemu-user (the aarch64 build: MARK_TEST_EMULATOR) always runs
+# one thread of its own, its RCU thread, in every process it emulates.
 threads() {
 	local n
 	n=$(ls "/proc/$1/task" | wc -l)
+	[ -n "${MARK_TEST_EMULATOR:-}" ] && n=$((n - 1))
 	[ "${MARK_TEST_SANITIZER:-}" = thread ] && [ "$n" = 2 ] && n=1
 	echo "$n"
 }
@@ -385,7 +388,7 @@ fork)
 	PIDS+=("$child")
 	sleep 0.5
 	[ ! -e "$SOCKDIR/$child.sock" ] || fail "a forked child that did not call mark_agent_start() has a socket"
-	[ "$(ls /proc/$child/task | wc -l)" = 1 ] || fail "the forked child has $(ls /proc/$child/task | wc -l) threads, not 1"
+	[ "$(threads "$child")" = 1 ] || fail "the forked child has $(threads "$child") threads, not 1"
 	run lc0 "$MARK" list "$child"
 	expect_rc 1 "list of a child without an agent"
 	expect_in lc0.err "has no mark agent"
@@ -602,6 +605,14 @@ setuid_env)
 			kill "$pid"; wait "$pid"
 			continue
 		fi
+		# binfmt_misc without its C flag (qemu-user for the aarch64 build)
+		# takes no file capabilities from the program: nothing privileged
+		# runs, so there is nothing to check.
+		if [ "$v" = setcap ] && grep -q "^CapEff:[[:space:]]*0*$" "/proc/$pid/status"; then
+			echo "note: the file capability was not honoured here (an emulator through binfmt_misc?): $status"
+			kill "$pid"; wait "$pid"
+			continue
+		fi
 		tested=$((tested + 1))
 		socks=$(ls "$xdg/mark/$pid.sock" "/tmp/mark-0/$pid.sock" "/tmp/mark-65534/$pid.sock" 2>/dev/null)
 		wait "$pid" || fail "the $v program failed: $(cat "$WORK/$v.err")"
@@ -702,7 +713,13 @@ escape)
 	for _ in $(seq 600); do grep -q "^ready" "$WORK/target.out" && break; sleep 0.05; done
 	wait_socket "$TPID"
 	run ps "$MARK" ps
-	expect_in ps.out "^ *$TPID .*ev\\\\x1b\\[5mil\\\\r"
+	if tr '\0' '\n' <"/proc/$TPID/cmdline" | grep -q "$(printf '\033')"; then
+		expect_in ps.out "^ *$TPID .*ev\\\\x1b\\[5mil\\\\r"
+	else
+		# binfmt_misc without its P flag (qemu-user for the aarch64 build)
+		# drops the argv[0] execv() gave; the other names below still carry escapes.
+		echo "note: the target's argv[0] was not kept by exec here: $(tr '\0' ' ' <"/proc/$TPID/cmdline" | cat -v)"
+	fi
 	run list "$MARK" list "$TPID"
 	expect_in list.out 'evil\\x1b\[2J\\r\\x07name'
 	run list_glob "$MARK" list "$TPID" "$(printf 'nothing\033[5m*')"
