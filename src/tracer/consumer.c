@@ -97,21 +97,57 @@ static int emit_packet(struct tracer_packet_sink *sink, struct iovec *iov, int c
 
 /*
  * A packet without events, stamped `ts`, carrying `lost` as its
- * events_discarded.  The stamps of a stream's packets must increase by at
- * least a nanosecond wherever their counts differ: a reader of a chunked
- * trace merges a stream's files from every chunk and orders all their
- * packets by timestamp_begin in nanoseconds, and babeltrace2 2.0 keeps no
- * order among equal ones.  An empty packet stamped one tick (0.4 ns)
- * before the next packet's first event came after it, and the merged
- * trace failed ("timestamp is less than ... last returned timestamp",
- * after "Discarded events (18446744073709534899 events)").  So empty
- * packets keep EMPTY_PACKET_GAP ticks from the events around them: 8 ticks
- * are at least 1.6 ns up to a 5 GHz clock (and 8 ns of the nanosecond
- * clock), while two events of one thread are tens of ticks apart.  Two
- * packets that share a stamp carry the same count and no event between
+ * events_discarded.  The stamps of a stream's packets must increase
+ * wherever their counts differ, in the nanoseconds a reader computes: a
+ * reader of a chunked trace merges a stream's files from every chunk and
+ * orders all their packets by timestamp_begin in nanoseconds, and
+ * babeltrace2 2.0 keeps no order among equal ones (it puts the later
+ * packet of a file first).  An empty packet in the same nanosecond as the
+ * next packet's first event came after it, and the merged trace failed
+ * ("timestamp is less than ... last returned timestamp", after "Discarded
+ * events (18446744073709534899 events)").
+ *
+ * Those nanoseconds are coarser than a tick where the counter is large:
+ * babeltrace2 computes 1e9 * (double)ticks / freq (bt_util_ns_from_value),
+ * exact only up to 2^53.  qemu-user's CNTVCT_EL0 counts 62.5 MHz ticks
+ * since 1970 (about 1.1e17): (double)ticks is a multiple of 16 ticks there
+ * and the nanoseconds of 2^8, so two stamps 8 ticks apart read as the same
+ * nanosecond (an x86 TSC passes 2^53 after some 40 days of uptime).  So
+ * the gap between an empty packet and the events around it is worked out
+ * from the clock's frequency and the stamps' size (tracer_tick_gap()).
+ * Two packets that share a stamp carry the same count and no event between
  * them, so their order does not matter.
  */
-#define EMPTY_PACKET_GAP 8
+#define EMPTY_PACKET_GAP 8   /* ticks, at least: 1.6 ns up to a 5 GHz clock */
+
+/* The full ulp of x as a double (0 below 2^53, where doubles are exact). */
+static uint64_t double_ulp(uint64_t x)
+{
+	const int bits = x ? 64 - __builtin_clzll(x) : 0;
+	return bits > 53 ? 1ull << (bits - 53) : 0;
+}
+
+uint64_t tracer_tick_gap(uint64_t freq, uint64_t ticks)
+{
+	if (freq == 0)
+		freq = 1000000000;   /* unknown: nanoseconds */
+	/* A reader's nanoseconds of `ticks`, before the truncation to an
+	 * integer, are off the exact ticks * 1e9 / freq by the rounding of
+	 * (double)ticks and two roundings of the result (1e9 * that, then
+	 * / freq): at most `err` ns.  Stamps exactly err + err + 1 ns apart
+	 * truncate to different nanoseconds (exact integer readers need 1). */
+	const unsigned __int128 exact = (unsigned __int128)ticks * 1000000000u / freq;
+	const uint64_t ns = exact > UINT64_MAX ? UINT64_MAX : (uint64_t)exact;
+	const unsigned __int128 err =
+		((unsigned __int128)double_ulp(ticks) * 1000000000u + freq - 1) / freq + 2 * (unsigned __int128)double_ulp(ns);
+	const unsigned __int128 apart_ns = 2 * err + 1;
+	/* In ticks, rounded up, and one more for a frequency refined later. */
+	const unsigned __int128 gap = (apart_ns * freq + 999999999u) / 1000000000u + 1;
+	if (gap > UINT64_MAX / 4)
+		return UINT64_MAX / 4;
+	return gap < EMPTY_PACKET_GAP ? EMPTY_PACKET_GAP : (uint64_t)gap;
+}
+
 static int write_empty_at(struct tracer_packet_sink *sink, uint64_t ring_pos, uint64_t ts, uint64_t lost)
 {
 	struct mark_tf_packet pk;
@@ -217,6 +253,7 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 {
 	const uint64_t mask = capacity / 8 - 1;
 	uint64_t pos = begin;
+	bool owed = false;
 	*consumed = begin;
 	while (pos < end) {
 		/* A hole in the ring (mark_tf_ring.gaps) ends a packet: the
@@ -249,20 +286,28 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 		}
 		if (nev == 0)
 			break;
+		uint64_t pk_lost = sink->lost;
 		if (sink->stream_bytes == 0 && sink->lost != sink->lost_before) {
 			/* babeltrace2 reports discarded events as the difference to the
 			 * previous packet: start the file at what earlier files of the
 			 * stream reported (0, or earlier chunks' count), just before
 			 * this packet and not before the stream's last event (see
-			 * write_empty_at). */
-			uint64_t ts = ts_begin > EMPTY_PACKET_GAP ? ts_begin - EMPTY_PACKET_GAP : 0;
-			int rc = write_empty_at(sink, pkt_begin, ts > sink->last_ts ? ts : sink->last_ts,
-						sink->lost_before);
-			if (rc < 0)
-				return rc;
+			 * write_empty_at).  No room between the two (they are closer
+			 * than the readers' resolution): this packet starts the file
+			 * with that count instead, and the next packet, or an empty
+			 * one after it, reports the new losses. */
+			const uint64_t gap = tracer_tick_gap(sink->freq, ts_begin);
+			if (ts_begin >= gap && ts_begin - gap >= sink->last_ts) {
+				int rc = write_empty_at(sink, pkt_begin, ts_begin - gap, sink->lost_before);
+				if (rc < 0)
+					return rc;
+			} else {
+				pk_lost = sink->lost_before;
+			}
 		}
 		struct mark_tf_packet pk;
 		packet_init(&pk, sink);
+		pk.events_discarded = pk_lost;
 		uint64_t len = pos - pkt_begin;
 		pk.timestamp_begin = ts_begin;
 		pk.timestamp_end = ts_end;
@@ -281,7 +326,10 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 			iov[cnt].iov_base = (char *)data;
 			iov[cnt++].iov_len = len - first;
 		}
+		const uint64_t saved_lost = sink->lost;
+		sink->lost = pk_lost;   /* what the commit records as reported */
 		int rc = emit_packet(sink, iov, cnt, sizeof(pk) + len, pos);
+		sink->lost = saved_lost;
 		if (rc < 0) {
 			for (uint64_t p = pkt_begin; sink->counts && p < pos;) {
 				uint64_t w = __atomic_load_n(&data[(p / 8 + 1) & mask], __ATOMIC_RELAXED);
@@ -293,10 +341,13 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 		sink->events += nev;
 		sink->last_ts = ts_end;
 		*consumed = pos;
+		owed = pk_lost != sink->lost;
 		if (stop)
 			break;
 	}
-	return 0;
+	/* The last packet carried the earlier count (no room for the empty
+	 * packet before it): the losses before it go in one after it. */
+	return owed ? tracer_write_empty_packet(sink, *consumed) : 0;
 }
 
 int tracer_write_empty_packet(struct tracer_packet_sink *sink, uint64_t ring_pos)
@@ -306,10 +357,10 @@ int tracer_write_empty_packet(struct tracer_packet_sink *sink, uint64_t ring_pos
 		if (rc < 0)
 			return rc;
 	}
-	/* Just after the stream's last event (see write_empty_at): the
-	 * thread's next event is later still, as two events of a thread are
-	 * tens of TSC ticks (or nanoseconds) apart. */
-	sink->last_ts += EMPTY_PACKET_GAP;
+	/* Just after the stream's last event (see write_empty_at), far
+	 * enough that readers see a later nanosecond; the thread's next event
+	 * is later still: it follows the losses this packet reports. */
+	sink->last_ts += tracer_tick_gap(sink->freq, sink->last_ts);
 	return write_empty_at(sink, ring_pos, sink->last_ts, sink->lost);
 }
 
@@ -510,6 +561,7 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 		.counts = s->marker_counts,
 		.counts_cap = s->described < s->marker_counts_cap ? s->described : s->marker_counts_cap,
 		.last_ts = r->last_ts,
+		.freq = s->clock.freq,
 	};
 	refresh_thread_name(r, sink.tid);
 	tracer_ring_thread_name(r, sink.tid, sink.thread_name);

@@ -250,6 +250,31 @@ static const char *ring_check(const struct mark_tf_ring *h, uint64_t fsize, uint
 }
 
 /*
+ * The trace clock's frequency from the metadata (the clock block near its
+ * start), for the spacing of empty packets (tracer_tick_gap()); 0 when it
+ * cannot be read (then taken as nanoseconds).
+ */
+static uint64_t metadata_clock_freq(int dfd)
+{
+	char buf[8192];
+	int fd = openat(dfd, MARK_TF_METADATA, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\tfreq = ");
+	if (!p)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long f = strtoull(p + 8, &end, 10);
+	return errno == 0 && *end == ';' ? (uint64_t)f : 0;
+}
+
+/*
  * Recover one ring, d/name (= .mark-ring-index).  Returns 0 or -errno
  * (reported).  The ring is read into our memory (see the top of the
  * file); its consumer fields are updated there by the commit protocol and
@@ -257,7 +282,8 @@ static const char *ring_check(const struct mark_tf_ring *h, uint64_t fsize, uint
  * so that a second recovery resumes where this one stopped.
  */
 static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const char *name, uint32_t index,
-			uint64_t *counts, unsigned described, uint64_t *events_out, uint64_t *bytes_out)
+			uint64_t *counts, unsigned described, uint64_t freq, uint64_t *events_out,
+			uint64_t *bytes_out)
 {
 	struct stat sb;
 	int fd = open_owned(ctx, d, name, &sb);
@@ -377,6 +403,7 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 		.lost_before = lost_reported,
 		.counts = counts,
 		.counts_cap = described,
+		.freq = freq,
 	};
 	/* The name the owner stored (an untrusted file: cleaned again). */
 	mark_thread_name_clean(sink.thread_name, (const char *)hdr.thread_name, sizeof(hdr.thread_name));
@@ -545,6 +572,7 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 	struct stat ms;
 	if (fstatat(d->fd, MARK_TF_METADATA, &ms, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(ms.st_mode))
 		described = 0;   /* no metadata: nothing is decodable */
+	const uint64_t freq = described ? metadata_clock_freq(d->fd) : 0;
 	/* Records carry 16-bit ids; described <= MARK_TF_MAX_ID + 1 (stats_check). */
 	uint64_t *counts = calloc(MARK_TF_MAX_ID + 1, sizeof(uint64_t));
 	if (!counts) {
@@ -566,7 +594,7 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 		int64_t index = name_number(e->d_name, MARK_TF_RING_PREFIX);
 		if (index < 0)
 			continue;
-		int r = recover_ring(ctx, d, e->d_name, (uint32_t)index, counts, described, &events, &bytes);
+		int r = recover_ring(ctx, d, e->d_name, (uint32_t)index, counts, described, freq, &events, &bytes);
 		if (r < 0 && ring_rc == 0)
 			ring_rc = r;
 	}

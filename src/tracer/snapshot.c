@@ -101,7 +101,8 @@ static struct ring_window ring_copy(struct tracer_ring *r, uint64_t *buf, uint64
  * Holes inside the window are reported where they are.
  */
 static int ring_write(const struct tracer_ring *r, int dirfd, const uint64_t *buf, struct ring_window w,
-		      const uint8_t *uuid, unsigned described, uint64_t total, uint64_t pending, bool trailing)
+		      const uint8_t *uuid, unsigned described, uint64_t freq, uint64_t total, uint64_t pending,
+		      bool trailing)
 {
 	if (w.start >= w.end)
 		return 0;
@@ -118,6 +119,7 @@ static int ring_write(const struct tracer_ring *r, int dirfd, const uint64_t *bu
 		.index = r->index,
 		.tid = __atomic_load_n(&r->hdr->tid, __ATOMIC_RELAXED),
 		.counts_cap = described,
+		.freq = freq,
 	};
 	sink.lost = tracer_ring_losses(r->hdr, w.start, w.end, total, pending, 0, gaps, &sink.ngaps);
 	sink.gaps = gaps;
@@ -157,6 +159,7 @@ int tracer_snapshot_write(struct tracer_session *s, int dirfd, const char *direc
 	tracer_new_uuid(uuid);   /* a trace of its own: babeltrace2 must not merge it with the session's */
 	pthread_mutex_lock(&tracer_fork_guard);   /* the consumer may be refining the clock */
 	int rc = tracer_metadata_write(dirfd, directory, s, uuid, &described);
+	const uint64_t freq = s->clock.freq;   /* the metadata's */
 	pthread_mutex_unlock(&tracer_fork_guard);
 	struct tracer_ring *r;
 	tracer_for_each_ring(s, r) {
@@ -164,11 +167,11 @@ int tracer_snapshot_write(struct tracer_session *s, int dirfd, const char *direc
 			break;
 		if (r == cut_ring) {
 			/* Its losses up to the trigger; the hold's come after. */
-			rc = ring_write(r, dirfd, cut_buf, cut_window, uuid, described, cut_lost, 0, false);
+			rc = ring_write(r, dirfd, cut_buf, cut_window, uuid, described, freq, cut_lost, 0, false);
 		} else {
 			struct ring_window w = ring_copy(r, buf, UINT64_MAX, cut_ts);
 			/* Loaded after the copy: every loss before its records. */
-			rc = ring_write(r, dirfd, buf, w, uuid, described,
+			rc = ring_write(r, dirfd, buf, w, uuid, described, freq,
 					__atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED),
 					__atomic_load_n(&r->hold_gap, __ATOMIC_RELAXED), cut_ts == 0);
 		}

@@ -412,6 +412,7 @@ struct tracer_packet_sink {
 	uint64_t events;            /* out: events written                          */
 	uint64_t bytes;             /* out: bytes written                           */
 	uint64_t last_ts;           /* in/out: timestamp of the last event written   */
+	uint64_t freq;              /* the trace clock's ticks per second; 0: unknown */
 };
 
 /*
@@ -437,6 +438,13 @@ MARK_HIDDEN uint64_t tracer_ring_losses(const struct mark_tf_ring *hdr, uint64_t
 					struct mark_tf_gap *gaps, unsigned *ngaps);
 /* A packet without events: carries a new events_discarded value. */
 MARK_HIDDEN int tracer_write_empty_packet(struct tracer_packet_sink *sink, uint64_t ring_pos);
+/*
+ * Ticks between two stamps near `ticks` on a clock of `freq` Hz (0:
+ * unknown, taken as ns) that any reader sees as different nanoseconds,
+ * also babeltrace2, which converts in double precision (its nanoseconds
+ * are coarser than a tick beyond 2^53 ticks).  At least 8.
+ */
+MARK_HIDDEN uint64_t tracer_tick_gap(uint64_t freq, uint64_t ticks);
 /* Number of records in [pos, end) (a damaged record ends the count). */
 MARK_HIDDEN uint64_t tracer_count_records(const uint64_t *data, uint64_t capacity, uint64_t pos,
 					  uint64_t end);

@@ -42,6 +42,7 @@ kill: as max_size with 8M, but the program is killed with SIGKILL once it
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -78,6 +79,55 @@ def chunk_dirs(top):
         if "metadata" in files:
             out.append(root)
     return out
+
+
+def bt_ns(ticks, freq):
+    """The nanoseconds babeltrace2 2.0 makes of a clock value: 1e9 *
+    (double)ticks / freq, truncated (coarser than a tick beyond 2^53)."""
+    return ticks if freq == 1000000000 else int(1e9 * float(ticks) / float(freq))
+
+
+def check_packet_order(top):
+    """A reader merges a stream's files from every chunk (pid-P.chunk-N in
+    order, then pid-P) and orders the packets by timestamp_begin in its
+    nanoseconds, keeping no order among equal ones.  So where the
+    events_discarded of two consecutive packets differ (the empty packet
+    that opens a chunk's file, or one after the last event), the later one
+    must begin in a later nanosecond than the earlier one begins, and not
+    before it ends.  Reads the packet contexts (docs/tracer.md layout)."""
+    groups = {}
+    for d in chunk_dirs(top):
+        base = os.path.basename(d)
+        m = re.match(r"(pid-\d+)(?:\.chunk-(\d+))?$", base)
+        if not m:
+            continue
+        key = int(m.group(2)) if m.group(2) else 1 << 62
+        groups.setdefault((os.path.dirname(d), m.group(1)), []).append((key, d))
+    for dirs in groups.values():
+        dirs.sort()
+        streams = {}
+        for _, d in dirs:
+            with open(os.path.join(d, "metadata")) as f:
+                m = re.search(r"\tfreq = (\d+);", f.read())
+            freq = int(m.group(1)) if m else 1000000000
+            for name in sorted(os.listdir(d)):
+                if not name.startswith("stream-"):
+                    continue
+                with open(os.path.join(d, name), "rb") as f:
+                    data = f.read()
+                off = 0
+                while off + 104 <= len(data):
+                    tb, te, _cs, ps, _seq, disc = struct.unpack_from("<6Q", data, off + 32)
+                    if ps < 104 * 8:
+                        break
+                    streams.setdefault(name, []).append((os.path.join(d, name), off, bt_ns(tb, freq),
+                                                         bt_ns(te, freq), disc))
+                    off += ps // 8
+        for pkts in streams.values():
+            for a, b in zip(pkts, pkts[1:]):
+                if a[4] != b[4] and not (a[2] < b[2] and a[3] <= b[2]):
+                    fail("packets at %s+%d (ns %d..%d, discarded %d) and %s+%d (ns %d.., discarded %d): "
+                         "a reader cannot order them" % (a[0], a[1], a[2], a[3], a[4], b[0], b[1], b[2], b[4]))
 
 
 def start_recording(mark, target, args):
@@ -303,6 +353,7 @@ def run(case, mark, prog, work):
     print("%d traces (chunks) in %s" % (len(chunks), trace))
     if len(chunks) < 3 and case not in ("detach", "detach_exit", "controller_killed"):
         fail("expected the trace cut into several chunks, found %d: %s" % (len(chunks), chunks))
+    check_packet_order(trace)
     # Each chunk reads alone.
     for c in chunks:
         seqs_babeltrace(c)
