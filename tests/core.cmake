@@ -65,6 +65,13 @@ endforeach()
 # make install: headers, libraries, pkg-config and CMake package work for a user program.
 add_test(NAME test_install COMMAND ${MARK_TEST_DIR}/test_install.sh ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR})
 set_tests_properties(test_install PROPERTIES TIMEOUT 300)
+if(CMAKE_CROSSCOMPILING)
+  # The user's programs are cross-built too (what make install-aarch64 is for).
+  set_property(TEST test_install APPEND PROPERTY ENVIRONMENT
+    "CC=${CMAKE_C_COMPILER}" "CXX=${CMAKE_CXX_COMPILER}"
+    "MARK_TEST_CMAKE_ARGS=-DCMAKE_TOOLCHAIN_FILE=${CMAKE_TOOLCHAIN_FILE}"
+    "PKG_CONFIG_LIBDIR=$ENV{PKG_CONFIG_LIBDIR}")
+endif()
 
 # mark list FILE: markers read from an executable and a shared object without running them.
 # On x86-64 also test_odd_site_jump, whose one jump site is at an odd address.

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # make install works for users: headers, libmark.so/.a, mark.pc and the CMake
 # package let a program with markers build and run, from C and from C++.
+# The compilers are $CC and $CXX, and MARK_TEST_CMAKE_ARGS goes to cmake: the
+# aarch64 cross build sets them (and PKG_CONFIG_LIBDIR) to cross-build the
+# programs against its installed tree, as `make install-aarch64` users do,
+# and runs them under qemu-user through binfmt_misc.
 set -eu
+CC=${CC:-cc} CXX=${CXX:-c++}
 build=$1
 src=$2
 prefix=$(mktemp -d /tmp/mark-install.XXXXXX)
@@ -35,9 +40,9 @@ case "${MARK_TEST_SANITIZER:-}" in
 esac
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 # shellcheck disable=SC2046
-cc $san -Wall -Wextra -Werror "$prefix/app.c" -o "$prefix/app" $(pkg-config --cflags --libs mark)
+$CC $san -Wall -Wextra -Werror "$prefix/app.c" -o "$prefix/app" $(pkg-config --cflags --libs mark)
 "$prefix/app"
-c++ -x c++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$prefix/app.c"
+$CXX -x c++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$prefix/app.c"
 
 # The tracer's API (<mark/tracer.h>) from the installed files only.
 cat > "$prefix/tracer_app.c" <<'C'
@@ -72,9 +77,9 @@ int main(int argc, char **argv) {
 }
 C
 # shellcheck disable=SC2046
-cc $san -Wall -Wextra -Werror "$prefix/tracer_app.c" -o "$prefix/tracer_app" $(pkg-config --cflags --libs mark)
+$CC $san -Wall -Wextra -Werror "$prefix/tracer_app.c" -o "$prefix/tracer_app" $(pkg-config --cflags --libs mark)
 "$prefix/tracer_app" "$prefix/trace"
-c++ -x c++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$prefix/tracer_app.c"
+$CXX -x c++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$prefix/tracer_app.c"
 
 mkdir -p "$prefix/cm"
 cp "$prefix/app.c" "$prefix/cm/app.c"
@@ -85,7 +90,9 @@ find_package(mark REQUIRED)
 add_executable(app app.c)
 target_link_libraries(app PRIVATE mark::mark)
 CM
-cmake -S "$prefix/cm" -B "$prefix/cm/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="$san" >/dev/null
+# shellcheck disable=SC2086
+cmake -S "$prefix/cm" -B "$prefix/cm/build" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_FLAGS="$san" \
+	${MARK_TEST_CMAKE_ARGS:-} >/dev/null
 cmake --build "$prefix/cm/build" >/dev/null
 LD_LIBRARY_PATH=$prefix/lib "$prefix/cm/build/app"
 "$prefix/bin/mark" list "$prefix/app" | grep -q "app_event" || { echo "FAIL: mark list on the installed app"; exit 1; }
