@@ -4,7 +4,14 @@
  * deny_execmem/execmod policy does.  mark_arm must fail with an error that
  * names the cause, leave every site untouched, and the generic kind must
  * keep working.
+ *
+ * Where no seccomp filter can be installed (qemu-user, which runs guest
+ * filters on none of its own syscalls), the test program defines
+ * mprotect() itself, which libmark's calls resolve to (the executable comes
+ * first in symbol lookup, as in test_patch_rollback.c), and refuses the same
+ * calls with the same errno.
  */
+#define _GNU_SOURCE
 #include <mark/mark.h>
 #include "testutil.h"
 
@@ -15,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 static int hits;
 static void probe(const struct mark_marker *m, void *priv, const uint64_t *args)
@@ -30,6 +38,20 @@ static int fire(void)
 	MARK(wx_a, "%d", 1);
 	MARK(wx_a, "%d", 2);
 	return MARK_ENABLED(wx_a);
+}
+
+/* Set when the seccomp filter could not be installed: mprotect() below
+ * then refuses what the filter would have. */
+static int refuse_in_process;
+
+int mprotect(void *addr, size_t len, int prot)
+{
+	if (refuse_in_process && (prot & PROT_WRITE)) {
+		errno = EACCES;
+		return -1;
+	}
+	long r = syscall(SYS_mprotect, addr, len, prot);
+	return r == 0 ? 0 : -1;   /* syscall() has set errno */
 }
 
 static int deny_writable_exec(void)
@@ -48,11 +70,12 @@ static int deny_writable_exec(void)
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 }
 
-struct bytes { unsigned char b[5][5]; int n; };
+/* The bytes of every code site (at most 16; 5, the longest site). */
+struct bytes { unsigned char b[16][5]; int n; };
 static int save_bytes(const struct mark_site_info *s, void *arg)
 {
 	struct bytes *b = arg;
-	if (s->kind != MARK_KIND_GENERIC && b->n < 5)
+	if (s->kind != MARK_KIND_GENERIC && b->n < 16)
 		memcpy(b->b[b->n++], s->address, 5);
 	return 0;
 }
@@ -60,8 +83,11 @@ static int save_bytes(const struct mark_site_info *s, void *arg)
 
 int main(void)
 {
-	if (deny_writable_exec() != 0)
-		TEST_SKIP("cannot install a seccomp filter: %s", strerror(errno));
+	if (deny_writable_exec() != 0) {
+		printf("no seccomp filter (%s): mprotect(PROT_WRITE) refused by the test's own mprotect()\n",
+		       strerror(errno));
+		refuse_in_process = 1;
+	}
 	CHECK_EQ(mark_probe_register_fast("wx_a", probe, NULL), 0);
 	const struct mark_marker *wx = testutil_marker("wx_a");
 	CHECK(wx != NULL);
@@ -84,7 +110,9 @@ int main(void)
 	CHECK_EQ(hits, 0);
 	struct bytes after = { 0 };
 	mark_marker_sites(wx, save_bytes, &after);
-	CHECK_EQ(before.n, 3);
+	/* 3 in the source; the compiler may copy fire() (aarch64 gcc makes 5). */
+	CHECK(before.n >= 3);
+	CHECK_EQ(after.n, before.n);
 	CHECK(memcmp(before.b, after.b, sizeof(before.b)) == 0);   /* nothing half-patched */
 	CHECK(mark_disarm("wx_*") == 0);
 #endif
