@@ -1,6 +1,7 @@
 # Convenience wrapper around CMake.  On a fresh Debian 12 machine:
 #   make demo   installs dependencies, builds, runs the example program
-#   make test   installs dependencies, builds, runs every test (plus ASan+UBSan, TSan, clang)
+#   make test   installs dependencies, builds, runs every test (plus ASan+UBSan, TSan, clang,
+#               and the aarch64 cross build under qemu-user)
 PREFIX ?= /usr/local
 BUILD  ?= build
 JOBS   ?= $(shell nproc)
@@ -11,7 +12,7 @@ CMAKE_FLAGS ?=
 # installed by deps-test into .pydeps/ with pip (they skip, saying why, without it).
 DEB_BUILD = build-essential cmake ninja-build pkg-config liburcu-dev libbabeltrace2-dev clang libclang-rt-14-dev
 DEB_TEST  = babeltrace2 python3-bt2 systemtap-sdt-dev bpftrace gdb binutils \
-            linux-perf afl++ systemtap python3-pip time
+            linux-perf afl++ systemtap python3-pip time python3-matplotlib
 DEB_BENCH = liblttng-ust-dev lttng-tools python3-matplotlib dpkg-dev libevent-dev patch debian-archive-keyring
 
 .PHONY: all build deps deps-test deps-bench install test test-quick test-asan test-tsan test-clang \

@@ -10,9 +10,10 @@
 #            Any install that would still touch the host's Python is refused.
 #   test     cross-builds libmark, the mark command and the test programs
 #            into build-aarch64 (cmake/aarch64-linux-gnu.cmake) and runs
-#            ctest under qemu-aarch64.  Programs a test starts with exec()
-#            run through binfmt_misc: registered here for qemu-aarch64 when
-#            missing (as Debian's qemu-user-binfmt does at boot through
+#            ctest under qemu-aarch64.  Programs a test starts with exec(),
+#            and the build's own runs of the aarch64 mark (mark dtrace makes
+#            the USDT tests' headers), run through binfmt_misc: registered
+#            here for qemu-aarch64, before the build, when missing (as Debian's qemu-user-binfmt does at boot through
 #            systemd, which a container lacks).  Script tests run on the host
 #            and start the aarch64 programs, mark among them, that way (gdb
 #            ones through qemu's gdb stub and gdb-multiarch); those that need
@@ -64,10 +65,14 @@ deps() {
 	/usr/bin/python3 -c 'import sys' || { echo "the host Python broke while installing$need" >&2; exit 1; }
 }
 
-configure_build() {
+# configure TESTS [PREFIX]: TESTS is ON or OFF (MARK_BUILD_TESTS).
+configure() {
 	cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/aarch64-linux-gnu.cmake" \
-		-DMARK_BUILD_CLI=ON -DCMAKE_INSTALL_PREFIX="${1:-/usr/local}" >/dev/null || exit 1
-	cmake --build "$BUILD" -j "$JOBS" || exit 1
+		-DMARK_BUILD_CLI=ON -DMARK_BUILD_TESTS="$1" -DCMAKE_INSTALL_PREFIX="${2:-/usr/local}" >/dev/null || exit 1
+}
+
+build() {
+	cmake --build "$BUILD" -j "$JOBS" "$@" || exit 1
 }
 
 binfmt() {
@@ -86,18 +91,24 @@ deps)
 	;;
 test)
 	deps
-	configure_build
 	# The loader and libc of the multiarch libc6:arm64 (see the toolchain file).
 	export QEMU_LD_PREFIX=/
-	"$BUILD/tests/test_api_jump" >/dev/null 2>&1 || qemu-aarch64 -L / "$BUILD/tests/test_api_jump" >/dev/null 2>&1 ||
+	configure ON
+	build --target test_api_jump
+	qemu-aarch64 -L / "$BUILD/tests/test_api_jump" >/dev/null 2>&1 ||
 		skip "qemu-aarch64 cannot run the cross-built test_api_jump"
+	# Before the rest of the build: it runs the aarch64 mark (mark dtrace
+	# makes the USDT tests' headers and objects), which needs binfmt.
 	binfmt
+	build
 	cd "$BUILD" && ctest --output-on-failure -j 2 --timeout 600
 	;;
 install)
 	deps
 	PREFIX=${2:?usage: run.sh install PREFIX}
-	configure_build "$PREFIX"
+	# Without the tests nothing runs at build time: no qemu, no binfmt.
+	configure OFF "$PREFIX"
+	build
 	cmake --install "$BUILD" --prefix "$PREFIX"
 	;;
 *)
