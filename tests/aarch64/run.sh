@@ -13,8 +13,9 @@
 #            ctest under qemu-aarch64.  Programs a test starts with exec(),
 #            and the build's own runs of the aarch64 mark (mark dtrace makes
 #            the USDT tests' headers), run through binfmt_misc: registered
-#            here for qemu-aarch64, before the build, when missing (as Debian's qemu-user-binfmt does at boot through
-#            systemd, which a container lacks).  Script tests run on the host
+#            here for qemu-aarch64, before the build, when missing (as
+#            Debian's qemu-user-binfmt does at boot through systemd, which a
+#            container lacks).  Script tests run on the host
 #            and start the aarch64 programs, mark among them, that way (gdb
 #            ones through qemu's gdb stub and gdb-multiarch); those that need
 #            uprobe tools, fuzzing or a host build, or that meet a defect of
