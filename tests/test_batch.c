@@ -28,13 +28,6 @@ unsigned long mark_arch_sync_count(void);
 #define S100(n) S10(n##0) S10(n##1) S10(n##2) S10(n##3) S10(n##4) S10(n##5) S10(n##6) S10(n##7) S10(n##8) S10(n##9)
 
 static int hits;
-static void probe(const struct mark_marker *m, void *priv, const uint64_t *args)
-{
-	(void)m;
-	(void)priv;
-	(void)args;
-	hits++;
-}
 
 __attribute__((noinline)) static void all_sites(int x)
 {
@@ -65,7 +58,7 @@ int main(void)
 #else
 	CHECK(p.sites >= 1000);
 #endif
-	CHECK_EQ(mark_probe_register_fast("batch_*", probe, NULL), 0);
+	CHECK_EQ(mark_probe_register_fast("batch_*", testutil_count_hit, &hits), 0);
 	unsigned long syncs = mark_arch_sync_count();
 	CHECK_EQ(mark_arm("batch_*"), p.sites);
 	CHECK_EQ(mark_arch_sync_count() - syncs, SYNCS_PER_BATCH);

@@ -25,14 +25,6 @@
 
 static int hits;
 
-static void probe(const struct mark_marker *m, void *priv, const uint64_t *args)
-{
-	(void)m;
-	(void)priv;
-	(void)args;
-	hits++;
-}
-
 static __attribute__((noinline)) void odd_site(int i)
 {
 	MARK(odd_site_marker, "%d", i);
@@ -58,7 +50,7 @@ int main(void)
 		return 1;
 	printf("site at %p\n", (const void *)site);
 	CHECK(((uintptr_t)site & 1) == 1);
-	CHECK_EQ(mark_probe_register_fast("odd_site_marker", probe, NULL), 0);
+	CHECK_EQ(mark_probe_register_fast("odd_site_marker", testutil_count_hit, &hits), 0);
 	const int r = mark_arm("odd_site_marker");
 	printf("mark_arm: %d: %s\n", r, mark_last_error());
 	CHECK_EQ(r, -EINVAL);

@@ -28,12 +28,6 @@
 #include <unistd.h>
 
 static int hits;
-static void probe(const struct mark_marker *m, void *priv, const uint64_t *args)
-{
-	(void)m, (void)priv, (void)args;
-	hits++;
-}
-
 /* Two markers in functions aligned to different pages. */
 __attribute__((noinline, aligned(4096))) static int fire_rwx(void)
 {
@@ -154,7 +148,7 @@ int main(void)
 	if (!maps_is_procfs())
 		TEST_SKIP("/proc/self/maps is not served by procfs here (qemu-user emulates it), so mark takes "
 			  "code pages to be r-x and cannot restore an rwx page: nothing to check");
-	CHECK_EQ(mark_probe_register_fast("prot_*", probe, NULL), 0);
+	CHECK_EQ(mark_probe_register_fast("prot_*", testutil_count_hit, &hits), 0);
 	const void *rwx_site = site_of("prot_rwx");
 	const void *rx_site = site_of("prot_rx");
 	CHECK(rwx_site && rx_site);

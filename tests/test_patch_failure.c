@@ -23,12 +23,6 @@
 #include <unistd.h>
 
 static int hits;
-static void probe(const struct mark_marker *m, void *priv, const uint64_t *args)
-{
-	(void)m, (void)priv, (void)args;
-	hits++;
-}
-
 /* Not inlined: each MARK() below is then exactly one site (clang inlined
  * fire() into its callers and the counts below became 5 and 9). */
 __attribute__((noinline)) static int fire(void)
@@ -65,7 +59,7 @@ static int save_bytes(const struct mark_site_info *s, void *arg)
 
 static int child(int err, int register_first)
 {
-	CHECK_EQ(mark_probe_register_fast("mb_a", probe, NULL), 0);
+	CHECK_EQ(mark_probe_register_fast("mb_a", testutil_count_hit, &hits), 0);
 	const struct mark_marker *mb = testutil_marker("mb_a");
 	CHECK(mb != NULL);
 	if (register_first) {

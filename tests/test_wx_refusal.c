@@ -25,14 +25,6 @@
 #include <unistd.h>
 
 static int hits;
-static void probe(const struct mark_marker *m, void *priv, const uint64_t *args)
-{
-	(void)m;
-	(void)priv;
-	(void)args;
-	hits++;
-}
-
 static int fire(void)
 {
 	MARK(wx_a, "%d", 1);
@@ -88,7 +80,7 @@ int main(void)
 		       strerror(errno));
 		refuse_in_process = 1;
 	}
-	CHECK_EQ(mark_probe_register_fast("wx_a", probe, NULL), 0);
+	CHECK_EQ(mark_probe_register_fast("wx_a", testutil_count_hit, &hits), 0);
 	const struct mark_marker *wx = testutil_marker("wx_a");
 	CHECK(wx != NULL);
 	struct bytes before = { 0 };
