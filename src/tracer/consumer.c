@@ -91,7 +91,7 @@ static int writev_full(int fd, struct iovec *iov, int cnt)
 	return 0;
 }
 
-static void packet_init(struct mark_tf_packet *p, const struct tracer_packet_sink *sink);
+static void packet_init(struct mark_tf_packet *p, const struct tracer_packet_sink *sink, uint64_t lost);
 static int emit_packet(struct tracer_packet_sink *sink, struct iovec *iov, int cnt, uint64_t len,
 		       uint64_t ring_end);
 
@@ -151,21 +151,19 @@ uint64_t tracer_tick_gap(uint64_t freq, uint64_t ticks)
 static int write_empty_at(struct tracer_packet_sink *sink, uint64_t ring_pos, uint64_t ts, uint64_t lost)
 {
 	struct mark_tf_packet pk;
-	uint64_t saved = sink->lost;
-	sink->lost = lost;
-	packet_init(&pk, sink);
+	packet_init(&pk, sink, lost);
 	pk.timestamp_begin = pk.timestamp_end = ts;
 	/* No event: the content ends with the context, before the padding
 	 * that would align a first event header. */
 	pk.packet_size = sizeof(pk) * 8;
 	pk.content_size = __builtin_offsetof(struct mark_tf_packet, padding) * 8;
 	struct iovec iov = { &pk, sizeof(pk) };
-	int rc = emit_packet(sink, &iov, 1, sizeof(pk), ring_pos);
-	sink->lost = saved;
-	return rc;
+	return emit_packet(sink, &iov, 1, sizeof(pk), ring_pos);
 }
 
-static void packet_init(struct mark_tf_packet *p, const struct tracer_packet_sink *sink)
+/* A packet header for the sink's stream, reporting `lost` events discarded
+ * so far (what emit_packet() then records as reported). */
+static void packet_init(struct mark_tf_packet *p, const struct tracer_packet_sink *sink, uint64_t lost)
 {
 	memset(p, 0, sizeof(*p));
 	p->magic = MARK_TF_CTF_MAGIC;
@@ -175,17 +173,20 @@ static void packet_init(struct mark_tf_packet *p, const struct tracer_packet_sin
 	p->tid = sink->tid;
 	memcpy(p->thread_name, sink->thread_name, sizeof(p->thread_name));
 	p->packet_seq_num = sink->seq;
-	p->events_discarded = sink->lost;
+	p->events_discarded = lost;
 }
 
 /*
  * Write one packet (iov[0] is its header) with the commit protocol: the
  * ring header says which packet is in flight before the write and commits
- * it after, so recovery can tell a complete packet from a torn one.
+ * it after, so recovery can tell a complete packet from a torn one.  The
+ * losses committed as reported are the header's events_discarded.
  */
 static int emit_packet(struct tracer_packet_sink *sink, struct iovec *iov, int cnt, uint64_t len,
 		       uint64_t ring_end)
 {
+	/* Read before writev_full(), which advances the iovecs. */
+	const uint64_t reported = ((const struct mark_tf_packet *)iov[0].iov_base)->events_discarded;
 	struct mark_tf_ring *c = sink->commit;
 	if (c) {
 		__atomic_store_n(&c->pending_tail, ring_end, __ATOMIC_RELAXED);
@@ -205,7 +206,7 @@ static int emit_packet(struct tracer_packet_sink *sink, struct iovec *iov, int c
 	if (c) {
 		__atomic_store_n(&c->stream_bytes, sink->stream_bytes, __ATOMIC_RELAXED);
 		__atomic_store_n(&c->packet_seq, sink->seq, __ATOMIC_RELAXED);
-		__atomic_store_n(&c->lost_reported, sink->lost, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->lost_reported, reported, __ATOMIC_RELAXED);
 		/* Release: done reading the records before the producer reuses them. */
 		__atomic_store_n(&c->tail, ring_end, __ATOMIC_RELEASE);
 	}
@@ -306,8 +307,7 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 			}
 		}
 		struct mark_tf_packet pk;
-		packet_init(&pk, sink);
-		pk.events_discarded = pk_lost;
+		packet_init(&pk, sink, pk_lost);
 		uint64_t len = pos - pkt_begin;
 		pk.timestamp_begin = ts_begin;
 		pk.timestamp_end = ts_end;
@@ -326,10 +326,7 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 			iov[cnt].iov_base = (char *)data;
 			iov[cnt++].iov_len = len - first;
 		}
-		const uint64_t saved_lost = sink->lost;
-		sink->lost = pk_lost;   /* what the commit records as reported */
 		int rc = emit_packet(sink, iov, cnt, sizeof(pk) + len, pos);
-		sink->lost = saved_lost;
 		if (rc < 0) {
 			for (uint64_t p = pkt_begin; sink->counts && p < pos;) {
 				uint64_t w = __atomic_load_n(&data[(p / 8 + 1) & mask], __ATOMIC_RELAXED);
