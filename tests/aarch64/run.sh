@@ -1,13 +1,14 @@
 #!/bin/bash
 # tests/aarch64/run.sh deps|test|install [PREFIX] - the aarch64 build (issue 12).
 #
-#   deps     installs Debian's cross toolchain, qemu-user, gdb-multiarch and the arm64
-#            multiarch libraries libmark and the mark command need
-#            (liburcu-dev:arm64, libbabeltrace2-dev:arm64, libstdc++6:arm64
-#            for the C++ tests), without their recommended packages:
-#            libbabeltrace2-0 recommends its Python plugin provider, and
-#            the arm64 Python would replace the host's python3.11-minimal.
-#            Any install that would still touch the host's Python is refused.
+#   deps     installs Debian's cross toolchain, qemu-user, gdb-multiarch
+#            and the arm64 multiarch libraries libmark and the mark command
+#            need (liburcu-dev:arm64, libbabeltrace2-dev:arm64,
+#            libstdc++6:arm64 for the C++ tests), without their recommended
+#            packages: libbabeltrace2-0 recommends its Python plugin
+#            provider, and the arm64 Python would replace the host's
+#            python3.11-minimal.  Any install that would still touch the
+#            host's Python is refused.
 #   test     cross-builds libmark, the mark command and the test programs
 #            into build-aarch64 (cmake/aarch64-linux-gnu.cmake) and runs
 #            ctest under qemu-aarch64.  Programs a test starts with exec(),
@@ -15,11 +16,11 @@
 #            the USDT tests' headers), run through binfmt_misc: registered
 #            here for qemu-aarch64, before the build, when missing (as
 #            Debian's qemu-user-binfmt does at boot through systemd, which a
-#            container lacks).  Script tests run on the host
-#            and start the aarch64 programs, mark among them, that way (gdb
-#            ones through qemu's gdb stub and gdb-multiarch); those that need
-#            uprobe tools, fuzzing or a host build, or that meet a defect of
-#            qemu itself, are listed and skip, saying why (tests/CMakeLists.txt).
+#            container lacks).  Script tests run on the host and start the
+#            aarch64 programs, mark among them, that way (gdb ones through
+#            qemu's gdb stub and gdb-multiarch); those that need uprobe
+#            tools, fuzzing or a host build, or that meet a defect of qemu
+#            itself, are listed and skip, saying why (tests/CMakeLists.txt).
 #   install  installs the cross-built library, command, headers, mark.pc and
 #            the CMake package into PREFIX.
 #
