@@ -27,6 +27,7 @@
  * cli/export_otlp.c.
  */
 #include "command.h"
+#include "output.h"
 #include "export_otlp.h"
 #include "export_perfetto.h"
 #include "pairs.h"
@@ -418,6 +419,8 @@ static int flush_events(struct export_state *x)
 			cli_error("export: out of memory formatting an event");
 		rc = 1;
 	} else if (sb->len && fwrite(sb->data, 1, sb->len, x->out) != sb->len) {
+		if (x->out == stdout)
+			cli_output_failed(errno);
 		rc = 1;
 	}
 	if (rc)
@@ -528,22 +531,13 @@ static int export_write(struct export_state *x, const char *format, const char *
 	if (trace_check_directory(dir) != 0)
 		return 1;
 
-	/* Write to FILE.tmp and rename at the end, so a failed export never leaves
+	/* Written whole or not at all (output.h): a failed export never leaves
 	 * a truncated FILE.json that looks complete. */
-	char tmp[4096] = "";
+	struct output_file file = { 0 };
 	if (strcmp(output, "-") != 0) {
-		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", output) >= sizeof(tmp))
-			return cli_error("export: output path too long: %s", output);
-		/* Not through a link someone planted at FILE.tmp (in /tmp, say), and
-		 * readable by the caller only: it holds the trace's %s arguments,
-		 * which the tracer keeps owner-only too. */
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-		x->out = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!x->out && fd >= 0)
-			close(fd);
-		if (!x->out)
-			return cli_error("export: cannot create %s: %s (choose a writable path with -o)", tmp,
-					 strerror(errno));
+		if (output_file_open(&file, "export", output) != 0)
+			return 1;
+		x->out = file.f;
 	}
 	int r = 0, status = 0;
 	if (strcmp(format, "perfetto") == 0) {
@@ -598,23 +592,17 @@ static int export_write(struct export_state *x, const char *format, const char *
 	}
 close:
 	if (x->out != stdout) {
-		if (fclose(x->out) != 0 && status == 0) {
-			cli_error("export: writing %s failed: %s", tmp, strerror(errno));
+		int write_errno = errno;
+		if (status != 0 && x->failed && r == 0)
+			cli_error("export: writing %s failed: %s", file.tmp, strerror(write_errno));
+		if (output_file_close(&file, "export", status == 0) != 0)
 			status = 1;
-		} else if (status == 0 && rename(tmp, output) != 0) {
-			cli_error("export: cannot rename %s to %s: %s", tmp, output, strerror(errno));
-			status = 1;
-		}
-		if (status != 0)
-			unlink(tmp);
-	} else if (fflush(stdout) != 0) {
-		status = 1;
+	} else if (cli_flush_stdout() != 0) {
+		status = 1;   /* said by main (cli_output_finish) */
 	}
 	if (status == 0 && x->out != stdout)
 		fprintf(stderr, "mark export: %" PRIu64 " events (%" PRIu64 " lost by the tracer) written to %s\n",
 			x->events, x->lost, cli_text(output));
-	else if (status != 0 && x->failed && r == 0)
-		cli_error("export: writing the output failed: %s", strerror(errno));
 	for (size_t i = 0; i < EXPORT_NAME_SLOTS; i++) {
 		free(x->names[i].json_full);
 		free(x->names[i].instant);

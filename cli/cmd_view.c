@@ -1,5 +1,6 @@
 /* `mark view DIR`: a trace's events as readable text, one line each. */
 #include "command.h"
+#include "output.h"
 #include "liveline.h"
 #include "trace_reader.h"
 #include "trace_value.h"
@@ -7,6 +8,7 @@
 #include "filter/filter.h"
 #include "trace_native.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 
@@ -155,6 +157,7 @@ static int flush_lines(struct view_state *v)
 		fprintf(stderr, "mark view: out of memory formatting an event\n");
 		rc = 1;
 	} else if (sb->len && fwrite(sb->data, 1, sb->len, stdout) != sb->len) {
+		cli_output_failed(errno);   /* said by main, unless the reader went away (EPIPE) */
 		rc = 1;
 	}
 	strbuf_reset(sb);
@@ -281,7 +284,7 @@ static int follow_flush(void *arg)
 {
 	struct view_state *v = arg;
 	int rc = flush_lines(v);
-	if (fflush(stdout) != 0)
+	if (cli_flush_stdout() != 0)
 		rc = 1;
 	return rc;
 }
@@ -403,7 +406,7 @@ static int view_run(int argc, char **argv)
 					.event = view_event, .discarded = view_discarded };
 	int r = trace_read(argv[optind], &ops, &v);
 	flush_lines(&v);
-	fflush(stdout);
+	cli_flush_stdout();
 	strbuf_release(&v.line);
 	strbuf_release(&v.ctx);
 	mark_filter_free(filter);

@@ -32,6 +32,7 @@
  */
 #define _GNU_SOURCE   /* strcasestr */
 #include "export_otlp.h"
+#include "output.h"
 
 #include "command.h"
 #include "pairs.h"
@@ -212,7 +213,9 @@ static int flush_items(struct otlp_export *x, struct otlp_proc *p, enum otlp_kin
 				rc = -1;
 		if (rc == 0 && putc('\n', x->out) == EOF)
 			rc = -1;
-		if (rc != 0)
+		if (rc != 0 && x->out == stdout)
+			cli_output_failed(errno);   /* said by main (cli_output_finish) */
+		else if (rc != 0)
 			cli_error("export: writing the output failed: %s (check the space left where -o points)",
 				  strerror(errno));
 	}
@@ -888,28 +891,18 @@ int export_otlp(const struct export_otlp_options *o, int nargs, char **args)
 		cli_error("export: %s", why);
 		return strncmp(why, "out of memory", 13) != 0 ? 2 : 1;
 	}
-	/* Write to FILE.tmp and rename at the end, so a failed export never
-	 * leaves a truncated FILE that looks complete; not through a link
-	 * planted at FILE.tmp, and owner-only: it holds the trace's %s values. */
-	char tmp[4096] = "";
+	/* Written whole or not at all (output.h). */
+	struct output_file file = { 0 };
 	bool to_stdout = o->output && strcmp(o->output, "-") == 0;
 	int status = 0;
 	if (to_stdout) {
 		x.out = stdout;
 	} else if (o->output) {
-		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", o->output) >= sizeof(tmp)) {
-			pairs_free(x.pairs);
-			return cli_error("export: output path too long: %s", o->output);
-		}
-		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-		x.out = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!x.out) {
-			cli_error("export: cannot create %s: %s (choose a writable path with -o)", tmp, strerror(errno));
-			if (fd >= 0)
-				close(fd);
+		if (output_file_open(&file, "export", o->output) != 0) {
 			pairs_free(x.pairs);
 			return 1;
 		}
+		x.out = file.f;
 	}
 	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(o->progress, to_stdout),
 					.event = otlp_event, .discarded = otlp_discarded };
@@ -929,18 +922,10 @@ int export_otlp(const struct export_otlp_options *o, int nargs, char **args)
 	if (r != 0 || x.failed)
 		status = 1;
 	if (x.out && x.out != stdout) {
-		if (fclose(x.out) != 0 && status == 0) {
-			cli_error("export: writing %s failed: %s", tmp, strerror(errno));
+		if (output_file_close(&file, "export", status == 0) != 0)
 			status = 1;
-		} else if (status == 0 && rename(tmp, o->output) != 0) {
-			cli_error("export: cannot rename %s to %s: %s", tmp, o->output, strerror(errno));
-			status = 1;
-		}
-		if (status != 0)
-			unlink(tmp);
-	} else if (x.out && fflush(stdout) != 0 && status == 0) {
-		cli_error("export: writing to standard output failed: %s", strerror(errno));
-		status = 1;
+	} else if (x.out && cli_flush_stdout() != 0) {
+		status = 1;   /* said by main (cli_output_finish) */
 	}
 	if (status == 0 && !to_stdout)
 		fprintf(stderr,

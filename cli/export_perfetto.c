@@ -54,6 +54,7 @@
  * Single-threaded: trace_read() calls back on the calling thread.
  */
 #include "export_perfetto.h"
+#include "output.h"
 #include "util/printable.h"
 
 #include "command.h"
@@ -346,7 +347,9 @@ static int flush(struct pf *pf)
 			cli_error("export: out of memory writing the Perfetto trace");
 		pf->failed = 1;
 	} else if (pf->buf.len && fwrite(pf->buf.data, 1, pf->buf.len, pf->out) != pf->buf.len) {
-		if (!pf->failed)
+		if (pf->out == stdout)
+			cli_output_failed(errno);   /* said by main (cli_output_finish) */
+		else if (!pf->failed)
 			cli_error("export: writing the output failed: %s", strerror(errno));
 		pf->failed = 1;
 	}

@@ -1,6 +1,7 @@
 /* The `mark` command: dispatches to the subcommands in cli/cmd_*.c. */
 #define _GNU_SOURCE /* vasprintf */
 #include "command.h"
+#include "output.h"
 #include "text.h"
 #include "core/internal.h"
 #include "filter/filter.h"
@@ -192,19 +193,19 @@ int main(int argc, char **argv)
 		const struct mark_cli_command *c = find_command(argv[2]);
 		if (c) {
 			char *help_argv[] = { argv[2], (char *)"--help", NULL };
-			return c->run(2, help_argv);
+			return cli_output_finish(c->run(2, help_argv));
 		}
 		name = argv[2];
 	} else if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
 		usage(stdout);
-		return 0;
+		return cli_output_finish(0);
 	} else if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
 		printf("mark %s\n", MARK_CLI_VERSION);
-		return 0;
+		return cli_output_finish(0);
 	} else {
 		const struct mark_cli_command *c = find_command(name);
 		if (c)
-			return c->run(argc - 1, argv + 1);
+			return cli_output_finish(c->run(argc - 1, argv + 1));
 	}
 	/* The name comes from the command line: shown with control bytes as '?'. */
 	fputs("mark: unknown command \"", stderr);
