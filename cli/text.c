@@ -254,15 +254,22 @@ void strbuf_add_terminal(struct strbuf *sb, const char *text)
 	add_escaped(sb, text, STYLE_TERMINAL);
 }
 
+/* Per thread (the live line and the trace reader have their own), reused
+ * in turn: each result stays valid until 8 more calls of the same thread. */
+static __thread struct strbuf cli_text_ring[8];
+static __thread unsigned cli_text_next;
+
 const char *cli_text(const char *text)
 {
-	/* Per thread (the live line has its own), reused in turn: each result
-	 * stays valid until 8 more calls of the same thread. */
-	static __thread struct strbuf ring[8];
-	static __thread unsigned next;
-	struct strbuf *sb = &ring[next++ % 8];
+	struct strbuf *sb = &cli_text_ring[cli_text_next++ % 8];
 	strbuf_reset(sb);
 	strbuf_add(sb, "", 0);
 	strbuf_add_terminal(sb, text ? text : "");
 	return sb->failed || !sb->data ? "?" : sb->data;
+}
+
+void cli_text_thread_done(void)
+{
+	for (size_t i = 0; i < sizeof(cli_text_ring) / sizeof(cli_text_ring[0]); i++)
+		strbuf_release(&cli_text_ring[i]);
 }

@@ -111,5 +111,7 @@ void strbuf_add_terminal(struct strbuf *sb, const char *text);
  * may appear in one call.  Never NULL ("" for NULL, "?" if memory ran out).
  */
 const char *cli_text(const char *text);
+/* A thread that called cli_text() and now ends frees what it kept. */
+void cli_text_thread_done(void);
 
 #endif

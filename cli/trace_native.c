@@ -26,15 +26,20 @@
  *     beginnings at timestamp_begin, events at their timestamp); equal
  *     times by trace, then stream id.
  *
- * Memory: one packet per stream (packets are at most the tracer's buffer
- * size; a packet claiming more than the file holds is an error), the
- * compiled metadata, and nothing per event.  Stream files are read with
- * pread, not mapped: a file truncated under us (or by someone hostile) is a
- * short read and an error, never SIGBUS.
+ * Memory: the packets that messages not yet delivered point into (see
+ * packet_buffer: a bound whatever the trace's length), a packet per
+ * stream (packets are at most the tracer's buffer size; a packet claiming
+ * more than the file holds is an error), the compiled metadata, and
+ * nothing per event.  Stream files are read with pread, not mapped: a file
+ * truncated under us (or by someone hostile) is a short read and an
+ * error, never SIGBUS.
  *
  * Everything in the trace is untrusted: every size and offset is checked
  * against what was read, and each error names the file and offset.
- * Single-threaded.
+ *
+ * Threads: trace_native_read() reads and merges on a thread of its own
+ * while the caller's thread runs the callbacks (see "Two threads" below);
+ * --follow, and MARK_READER_THREADS=1, use the calling thread alone.
  */
 #define _GNU_SOURCE
 #include "trace_native.h"
@@ -45,6 +50,8 @@
 #include "util/printable.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -102,6 +109,29 @@ struct tn_trace {
 					(no thread_name) or PKT_HEADER            */
 };
 
+/*
+ * One packet's bytes (header, context and events, up to content_size) and
+ * what its header says of the stream's thread.  A stream reads each packet
+ * into a buffer; the messages handed out point into it (struct tn_rec), so
+ * a buffer that a batch of messages not yet delivered points into is never
+ * overwritten: the stream takes another one (get_buf) and the old one
+ * waits on r->retired until every batch that used it has been delivered.
+ */
+struct tn_buf {
+	/* The reading side's bookkeeping, on a cache line of its own: the
+	 * delivering side reads the rest for every message, and a line that
+	 * both write and read moves between the cores each time. */
+	uint64_t used_until;         /* batches [0, used_until) may point here; 0: none */
+	struct tn_buf *next;         /* on r->retired or r->spare                */
+	size_t cap;
+	/* The packet it holds (set when it is loaded). */
+	_Alignas(64) uint8_t *data;
+	const struct tn_trace *trace;
+	uint64_t stream_index;       /* the stream's (set at its first packet's beginning) */
+	int64_t tid;                 /* -1 if none                               */
+	char thread_name[16];        /* cleaned; "" if none                      */
+};
+
 struct tn_stream {
 	struct tn_trace *trace;
 	char *name;                  /* file name in the trace directory         */
@@ -111,8 +141,7 @@ struct tn_stream {
 	uint64_t pkt_off;            /* file offset of the current packet        */
 	uint64_t pkt_bytes;          /* packet_size / 8                          */
 	uint64_t content_bytes;      /* content_size / 8                         */
-	uint8_t *buf;                /* the current packet                       */
-	size_t cap;
+	struct tn_buf *cur;          /* the current packet; NULL before the first */
 	uint64_t pos;                /* packet offset of the next event          */
 	uint64_t prev_discarded;
 	bool first_packet_done;
@@ -124,8 +153,6 @@ struct tn_stream {
 	/* what trace_reader.c keeps per stream */
 	bool indexed;
 	uint64_t index;
-	int64_t tid;
-	char thread_name[16];        /* of the current packet (cleaned); "" if none */
 };
 
 struct trace_native_event {
@@ -134,6 +161,42 @@ struct trace_native_event {
 	const uint8_t *payload;      /* the first argument's bytes               */
 	const uint8_t *end;          /* end of the event                         */
 };
+
+/*
+ * A message handed to the callbacks: an event (cls set), whose bytes are
+ * in its packet's buffer, or the loss reported as a packet begins (cls
+ * NULL).  Messages go in batches from the side that reads and merges the
+ * streams to the side that runs the callbacks (see "two threads" below).
+ */
+struct tn_rec {
+	const struct tn_buf *buf;
+	const struct tn_class *cls;  /* NULL: a loss                             */
+	union {
+		int64_t ns;          /* an event's time                          */
+		uint64_t lost;       /* a loss: how many (0: unknown)            */
+	};
+	/* An event's bytes in buf->data (a packet's content is below 4 GiB:
+	 * load_packet), and its cpu, copied so that delivering an event
+	 * whose fields the callback does not read touches no byte of it. */
+	uint32_t off, end, cpu;
+};
+
+#define TN_BATCH 4096               /* messages per batch                              */
+#define TN_BATCH_BYTES (512u << 10) /* a batch is handed over once the packets loaded
+				       since it began hold this much (this bounds the
+				       buffers in flight whatever the packets' sizes)  */
+#define TN_SPARE_BYTES (2u << 20)   /* packet buffers kept for reuse, at most        */
+#define TN_PIPE_DEPTH 4             /* batches between the two threads, at most        */
+
+struct tn_batch {
+	/* A cache line each: the reading side counts n up for every message
+	 * while the other side reads its neighbour's. */
+	_Alignas(64) struct tn_rec *recs;   /* TN_BATCH of them                  */
+	size_t n;
+	uint64_t done_bytes;         /* progress: stream bytes read when it was handed over */
+};
+
+struct tn_pipe;
 
 struct tn_reader {
 	const char *directory;
@@ -148,10 +211,32 @@ struct tn_reader {
 	bool have_last;
 	/* --follow (trace_native_follow): a stream's end is "nothing complete yet" */
 	bool follow;
+	/*
+	 * The reading side.  Errors (tn_error) go to `err`: stderr, or while
+	 * reading ahead of the callbacks a buffer printed once every message
+	 * before the error has been delivered (so the output and the error
+	 * come in the order one thread gives).
+	 */
+	FILE *err;
+	struct tn_batch *batch;      /* being filled                             */
+	uint64_t batch_seq;          /* its number (batches count from 0)        */
+	uint64_t delivered;          /* batches [0, delivered) are delivered, as this side last saw */
+	uint64_t batch_bytes;        /* packet bytes loaded since it was started */
+	struct tn_buf *retired;      /* buffers a batch in flight may point into */
+	struct tn_buf *spare;        /* buffers free for a packet                */
+	uint64_t spare_bytes;        /* their capacity, at most TN_SPARE_BYTES    */
+	struct tn_pipe *pipe;        /* NULL: this thread delivers what it reads  */
+	bool read_failed;            /* bad input ended the reading (said on err) */
+	/* What both sides read and neither writes once reading starts. */
+	_Alignas(64) const struct trace_reader_ops *ops;
+	void *arg;
 	size_t shown_traces;         /* ntraces as the callbacks see it          */
-	/* progress (ops->progress) */
 	bool progress, tty;
-	uint64_t total_bytes, events;
+	/* The delivering side's, on a cache line of its own (it writes
+	 * `events` for every event, which would slow the reading side's
+	 * loads from a shared line). */
+	_Alignas(64) uint64_t events;
+	uint64_t total_bytes, progress_bytes;
 	int64_t start_ns, drawn_ns;
 };
 
@@ -168,12 +253,13 @@ static void tn_error(const struct tn_reader *r, const struct tn_trace *t, const 
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	if (r->progress && r->tty)
+	FILE *out = r->err ? r->err : stderr;
+	if (out == stderr && r->progress && r->tty)
 		fputs("\r\033[K", stderr);   /* not after the progress line */
-	fprintf(stderr, "mark: cannot read trace %s: %s/%s at offset %" PRIu64 ": ", cli_text(r->directory),
+	fprintf(out, "mark: cannot read trace %s: %s/%s at offset %" PRIu64 ": ", cli_text(r->directory),
 		cli_text(t->path), cli_text(file), off);
-	fprintf(stderr, "%s\n", cli_text(what));
-	fprintf(stderr, "  (the file is truncated or corrupt; `mark view` shows the events before it)\n");
+	fprintf(out, "%s\n", cli_text(what));
+	fprintf(out, "  (the file is truncated or corrupt; `mark view` shows the events before it)\n");
 }
 
 /* ---------------- clock: as bt_clock_snapshot_get_ns_from_origin ---------------- */
@@ -643,6 +729,80 @@ static bool read_at(int fd, void *buf, size_t len, uint64_t off)
 }
 
 
+/*
+ * The buffer for the stream's next packet, of `bytes`: its current one
+ * unless a batch not yet delivered points into it (then that one is
+ * retired), else a spare one (retired buffers that no batch in flight
+ * points into any more are spare again, up to TN_SPARE_BYTES of them; the
+ * rest are freed), else a new one.  So the memory is what the batches in
+ * flight point into (at most TN_PIPE_DEPTH + 1 batches, each handed over
+ * once TN_BATCH_BYTES of packets were loaded, plus one packet per stream)
+ * and the spares, whatever the trace's length.  NULL when memory runs out.
+ * The reading side only; r->delivered orders it after the delivering side
+ * is done with a buffer (read under the pipe's lock: see hand_over).
+ */
+static struct tn_buf *packet_buffer(struct tn_reader *r, struct tn_stream *s, uint64_t bytes)
+{
+	struct tn_buf *b = s->cur;
+	if (b && b->used_until > r->delivered) {
+		b->next = r->retired;
+		r->retired = b;
+		b = s->cur = NULL;
+	}
+	if (!b) {
+		for (struct tn_buf **pp = &r->retired; *pp;) {
+			struct tn_buf *f = *pp;
+			if (f->used_until > r->delivered) {
+				pp = &f->next;
+			} else if (r->spare_bytes + f->cap > TN_SPARE_BYTES) {
+				*pp = f->next;   /* enough spares: give it back */
+				free(f->data);
+				free(f);
+			} else {
+				*pp = f->next;
+				f->next = r->spare;
+				r->spare = f;
+				r->spare_bytes += f->cap;
+			}
+		}
+		/* The smallest spare that holds the packet, so that the large
+		 * ones stay for large packets (packets of 4 KiB and of 1 MiB
+		 * mix in one trace); none: a new one of the packet's size. */
+		struct tn_buf **pick = NULL;
+		for (struct tn_buf **pp = &r->spare; *pp; pp = &(*pp)->next)
+			if ((*pp)->cap >= bytes && (!pick || (*pp)->cap < (*pick)->cap))
+				pick = pp;
+		if (pick) {
+			b = *pick;
+			*pick = b->next;
+			r->spare_bytes -= b->cap;
+		} else if (!(b = calloc(1, sizeof(*b)))) {
+			return NULL;
+		}
+		b->next = NULL;
+		s->cur = b;
+	}
+	if (bytes > b->cap) {
+		size_t cap = (bytes + 4095) & ~(size_t)4095;   /* whole pages */
+		uint8_t *grown = realloc(b->data, cap);
+		if (!grown)
+			return NULL;
+		b->data = grown;
+		b->cap = cap;
+	}
+	return b;
+}
+
+static void free_buffers(struct tn_buf *b)
+{
+	while (b) {
+		struct tn_buf *next = b->next;
+		free(b->data);
+		free(b);
+		b = next;
+	}
+}
+
 /* Load the packet at s->pkt_off.  0, or -1 after printing the error. */
 static int load_packet(struct tn_reader *r, struct tn_stream *s)
 {
@@ -669,7 +829,7 @@ static int load_packet(struct tn_reader *r, struct tn_stream *s)
 	}
 	uint64_t content = le64(h + 48), size = le64(h + 56);
 	if (size % 8 || content % 8 || content > size || size < hb * 8 || content < hb * 8 ||
-	    size / 8 > s->file_size - s->pkt_off) {
+	    size / 8 > s->file_size - s->pkt_off || content / 8 > UINT32_MAX) {
 		tn_error(r, t, s->name, s->pkt_off,
 			 "bad packet size (content_size %" PRIu64 " bits, packet_size %" PRIu64 " bits, %" PRIu64
 			 " bytes left in the file)", content, size, s->file_size - s->pkt_off);
@@ -677,21 +837,24 @@ static int load_packet(struct tn_reader *r, struct tn_stream *s)
 	}
 	s->pkt_bytes = size / 8;
 	s->content_bytes = content / 8;
-	if (s->content_bytes > s->cap) {
-		size_t cap = s->cap ? s->cap : 65536;
-		while (cap < s->content_bytes)
-			cap *= 2;
-		uint8_t *grown = realloc(s->buf, cap);
-		if (!grown) {
-			tn_error(r, t, s->name, s->pkt_off, "out of memory for a packet of %" PRIu64 " bytes",
-				 s->content_bytes);
-			return -1;
-		}
-		s->buf = grown;
-		s->cap = cap;
+	struct tn_buf *b = packet_buffer(r, s, s->content_bytes);
+	if (!b) {
+		tn_error(r, t, s->name, s->pkt_off, "out of memory for a packet of %" PRIu64 " bytes",
+			 s->content_bytes);
+		return -1;
 	}
-	memcpy(s->buf, h, hb);
-	if (!read_at(s->fd, s->buf + hb, s->content_bytes - hb, s->pkt_off + hb)) {
+	r->batch_bytes += s->content_bytes;
+	b->trace = t;
+	b->stream_index = s->index;
+	b->tid = le32(h + 80);
+	/* Set by the traced program, stored cleaned; a hostile file may hold
+	 * anything there: cleaned again. */
+	if (hb >= PKT_HEADER)
+		mark_thread_name_clean(b->thread_name, (const char *)h + 84, 16);
+	else
+		b->thread_name[0] = '\0';
+	memcpy(b->data, h, hb);
+	if (!read_at(s->fd, b->data + hb, s->content_bytes - hb, s->pkt_off + hb)) {
 		tn_error(r, t, s->name, s->pkt_off, "cannot read the packet (%s)", errno ? strerror(errno) : "short read");
 		return -1;
 	}
@@ -746,7 +909,7 @@ static int next_message(struct tn_reader *r, struct tn_stream *s)
 				return 0;
 			return load_packet(r, s) == 0 ? 1 : -1;
 		}
-		const uint8_t *p = s->buf;
+		const uint8_t *p = s->cur->data;
 		uint64_t end = s->content_bytes;
 		if (end - pos < 16) {
 			tn_error(r, t, s->name, s->pkt_off + pos, "truncated event header");
@@ -924,7 +1087,6 @@ static int open_streams(struct tn_reader *r, struct tn_trace *t)
 		s->trace = t;
 		s->fd = fd;
 		s->file_size = (uint64_t)st.st_size;
-		s->tid = -1;
 		uint8_t h[32];
 		if (s->file_size >= sizeof(h) && read_at(fd, h, sizeof(h), 0))
 			s->instance_id = le64(h + 24);
@@ -949,12 +1111,14 @@ static void free_reader(struct tn_reader *r)
 {
 	for (size_t i = 0; i < r->nstreams; i++) {
 		close(r->streams[i]->fd);
-		free(r->streams[i]->buf);
+		free_buffers(r->streams[i]->cur);
 		free(r->streams[i]->name);
 		free(r->streams[i]);
 	}
 	free(r->streams);
 	free(r->heap);
+	free_buffers(r->retired);
+	free_buffers(r->spare);
 	for (size_t i = 0; i < r->ntraces; i++) {
 		free_trace_contents(&r->traces[i]);
 	}
@@ -986,15 +1150,12 @@ static void append_bytes(char *out, size_t len, uint64_t n)
  * "mark: 1234567 events read, 45% of 1.2 GB, ETA 3 s": \r-redrawn on the
  * same line; at the end erased on a terminal, ended by a newline
  * otherwise (--progress into a file or pipe keeps the final state).
+ * The delivering side: r->progress_bytes is what the reading side had read
+ * when it handed over the batch being delivered.
  */
 static void progress_draw(struct tn_reader *r, bool final, bool complete)
 {
-	uint64_t done = 0;
-	for (size_t i = 0; i < r->nstreams; i++)
-		done += r->streams[i]->pkt_off < r->streams[i]->file_size ? r->streams[i]->pkt_off
-									    : r->streams[i]->file_size;
-	if (complete)
-		done = r->total_bytes;
+	uint64_t done = complete ? r->total_bytes : r->progress_bytes;
 	int64_t t = now_ns();
 	unsigned pct = r->total_bytes ? (unsigned)(done * 100 / r->total_bytes) : 100;
 	char size[32], eta[48] = "";
@@ -1022,77 +1183,353 @@ static void progress_tick(struct tn_reader *r)
 		progress_draw(r, false, false);
 }
 
-/* ---------------- reading ---------------- */
-
-/* The stream's packet begins: its thread from now on, and the loss before it. */
-static void packet_begins(struct tn_reader *r, struct tn_stream *s, const struct trace_reader_ops *ops, void *arg)
+/* The reading side: the stream bytes read so far (whole packets). */
+static uint64_t bytes_read(const struct tn_reader *r)
 {
+	uint64_t done = 0;
+	for (size_t i = 0; i < r->nstreams; i++)
+		done += r->streams[i]->pkt_off < r->streams[i]->file_size ? r->streams[i]->pkt_off
+									    : r->streams[i]->file_size;
+	return done;
+}
+
+/* ---------------- reading: messages into batches ---------------- */
+
+/* A message of the batch being filled points into b. */
+static inline void mark_buffer_used(struct tn_reader *r, struct tn_buf *b)
+{
+	if (b->used_until != r->batch_seq + 1)   /* a store only once per batch (see struct tn_buf) */
+		b->used_until = r->batch_seq + 1;
+}
+
+/*
+ * Add the stream's current message to the batch being filled: an event,
+ * or for a packet beginning the loss before it, if any.  The buffer it
+ * points into is then in use until that batch is delivered.
+ */
+static void add_message(struct tn_reader *r, struct tn_stream *s)
+{
+	struct tn_buf *b = s->cur;
+	struct tn_batch *batch = r->batch;
+	if (!s->at_packet) {
+		if (r->ops->event) {
+			batch->recs[batch->n++] = (struct tn_rec){ .buf = b, .cls = s->cls, .ns = s->ns,
+								   .off = (uint32_t)s->ev_off, .end = (uint32_t)s->ev_end,
+								   .cpu = le32(b->data + s->ev_off + 12) };
+			mark_buffer_used(r, b);
+		}
+		return;
+	}
+	/* The stream's packet begins: its thread from now on, and the loss before it. */
 	if (!s->indexed) {
 		s->indexed = true;
 		s->index = r->next_index++;
 	}
-	const uint8_t *h = s->buf;
-	uint64_t discarded = le64(h + 72);
-	s->tid = le32(h + 80);
-	/* Set by the traced program, stored cleaned; a hostile file may hold
-	 * anything there: cleaned again. */
-	if (s->trace->pkt_header >= PKT_HEADER)
-		mark_thread_name_clean(s->thread_name, (const char *)h + 84, 16);
-	else
-		s->thread_name[0] = '\0';
+	b->stream_index = s->index;
+	uint64_t discarded = le64(b->data + 72);
 	bool report = s->first_packet_done ? discarded != s->prev_discarded : discarded != 0;
 	uint64_t count = s->first_packet_done ? discarded - s->prev_discarded : 0;
 	s->first_packet_done = true;
 	s->prev_discarded = discarded;
-	if (report && ops->discarded) {
-		struct trace_loss loss = {
-			.count = count,
-			.stream_index = s->index,
-			.pid = s->trace->vpid > 0 ? s->trace->vpid : -1,
-			.tid = s->tid > 0 ? s->tid : -1,
-			.procname = s->trace->procname,
-			.ntraces = r->shown_traces,
-		};
-		ops->discarded(&loss, arg);
+	if (report && r->ops->discarded) {
+		batch->recs[batch->n++] = (struct tn_rec){ .buf = b, .lost = count };
+		mark_buffer_used(r, b);
 	}
 }
 
-/* Hand the stream's current message (a packet beginning or an event) to the callbacks. */
-static int emit_message(struct tn_reader *r, struct tn_stream *s, const struct trace_reader_ops *ops, void *arg)
+/*
+ * Run the callbacks on a batch's messages, in order.  Returns 0, or the
+ * event callback's non-zero value (the rest is not delivered).
+ */
+static int deliver(struct tn_reader *r, const struct tn_batch *batch)
 {
-	if (s->at_packet) {
-		packet_begins(r, s, ops, arg);
-		return 0;
-	}
-	if (!ops->event)
-		return 0;
-	const uint8_t *p = s->buf + s->ev_off;
-	struct trace_native_event nev = { .trace = s->trace, .cls = s->cls, .payload = p + 16, .end = s->buf + s->ev_end };
-	struct trace_event ev = {
-		.name = s->cls->name,
-		.has_time = true,
-		.ns = s->ns,
-		.clock_is_epoch = true,
-		.cpu = le32(p + 12),
-		.pid = s->trace->vpid > 0 ? s->trace->vpid : -1,
-		.tid = s->tid > 0 ? s->tid : -1,
-		.thread_name = s->thread_name[0] ? s->thread_name : NULL,
-		.stream_index = s->index,
-		.procname = s->trace->procname,
-		.trace = s->trace,
-		.native = &nev,
-		.ntraces = r->shown_traces,
-	};
-	int rc = ops->event(&ev, arg);
-	if (rc == 0)
+	const struct trace_reader_ops *ops = r->ops;
+	r->progress_bytes = batch->done_bytes;
+	for (size_t i = 0; i < batch->n; i++) {
+		const struct tn_rec *m = &batch->recs[i];
+		const struct tn_buf *b = m->buf;
+		const struct tn_trace *t = b->trace;
+		if (!m->cls) {
+			struct trace_loss loss = {
+				.count = m->lost,
+				.stream_index = b->stream_index,
+				.pid = t->vpid > 0 ? t->vpid : -1,
+				.tid = b->tid > 0 ? b->tid : -1,
+				.procname = t->procname,
+				.ntraces = r->shown_traces,
+			};
+			ops->discarded(&loss, r->arg);
+			continue;
+		}
+		const uint8_t *p = b->data + m->off;
+		struct trace_native_event nev = { .trace = t, .cls = m->cls, .payload = p + 16, .end = b->data + m->end };
+		/* Every member assigned, none zeroed: an initialiser would clear
+		 * the whole struct first (a `rep stos`, a seventh of `mark stats`). */
+		struct trace_event ev;
+		ev.name = m->cls->name;
+		ev.has_time = true;
+		ev.ns = m->ns;
+		ev.clock_is_epoch = true;
+		ev.cpu = m->cpu;
+		ev.pid = t->vpid > 0 ? t->vpid : -1;
+		ev.tid = b->tid > 0 ? b->tid : -1;
+		ev.stream_index = b->stream_index;
+		ev.procname = t->procname;
+		ev.thread_name = b->thread_name[0] ? b->thread_name : NULL;
+		ev.trace = t;
+		ev.payload = NULL;
+		ev.event = NULL;
+		ev.native = &nev;
+		ev.ntraces = r->shown_traces;
+		int rc = ops->event(&ev, r->arg);
+		if (rc != 0)
+			return rc;
 		progress_tick(r);
+	}
+	return 0;
+}
+
+/* Hand the stream's current message to the callbacks now (--follow). */
+static int emit_message(struct tn_reader *r, struct tn_stream *s)
+{
+	struct tn_rec one;
+	struct tn_batch batch = { .recs = &one };
+	r->batch = &batch;
+	add_message(r, s);
+	r->batch = NULL;
+	return deliver(r, &batch);
+}
+
+/*
+ * Two threads.  With two CPUs or more (and not MARK_READER_THREADS=1), one
+ * thread reads and merges the streams into batches of messages while the
+ * calling thread runs the callbacks on the batches already handed over:
+ * decoding and merging cost about what the commands' own work costs, so
+ * the two overlap.  The callbacks run on the calling thread, in the same
+ * order, with the same messages as with one thread.
+ *
+ * Concurrency: the slots, `handed`, `delivered`, `stop` and `finished` are
+ * under `lock`.  The reading side fills slot handed % TN_PIPE_DEPTH only
+ * while handed - delivered < TN_PIPE_DEPTH, so never a slot being
+ * delivered; it hands it over by raising `handed` under the lock, which
+ * orders its writes to the slot and to the packet buffers the slot points
+ * into before the delivering side's reads.  The delivering side raises
+ * `delivered` under the lock when done with a batch; the reading side
+ * copies it into r->delivered under the lock, so it overwrites a buffer
+ * (packet_buffer) only after every read of it.  Stream and trace state
+ * the messages point at (classes, names, a buffer's thread) is written
+ * before the message is handed over and not after.
+ */
+struct tn_pipe {
+	pthread_mutex_t lock;
+	pthread_cond_t changed;
+	struct tn_batch slots[TN_PIPE_DEPTH];
+	uint64_t handed;             /* batches [0, handed) are filled           */
+	uint64_t delivered;          /* batches [0, delivered) are delivered     */
+	bool stop;                   /* a callback stopped the reading           */
+	bool finished;               /* the reading side is done: read_rc        */
+	int read_rc;
+};
+
+/*
+ * The reading side: the batch being filled is complete.  With one thread
+ * deliver it; with two, hand it over and wait for a free slot.  Returns 0
+ * to read on, else the callbacks stopped the reading (one thread: their
+ * value; two: 1, the delivering side holds their value).
+ */
+static int hand_over(struct tn_reader *r)
+{
+	if (r->progress)
+		r->batch->done_bytes = bytes_read(r);
+	struct tn_pipe *p = r->pipe;
+	if (!p) {
+		int rc = deliver(r, r->batch);
+		r->delivered = ++r->batch_seq;
+		r->batch->n = 0;
+		r->batch_bytes = 0;
+		return rc;
+	}
+	pthread_mutex_lock(&p->lock);
+	p->handed = ++r->batch_seq;
+	pthread_cond_broadcast(&p->changed);
+	while (p->handed - p->delivered >= TN_PIPE_DEPTH && !p->stop)
+		pthread_cond_wait(&p->changed, &p->lock);
+	bool stop = p->stop;
+	r->delivered = p->delivered;
+	pthread_mutex_unlock(&p->lock);
+	r->batch = &p->slots[r->batch_seq % TN_PIPE_DEPTH];
+	r->batch->n = 0;
+	r->batch_bytes = 0;
+	return stop ? 1 : 0;
+}
+
+/*
+ * The reading side found bad input (said on r->err): the messages before
+ * it are handed over first (they are shown), then -1; or the callbacks'
+ * value if they stop before the error is reached.
+ */
+static int read_failed(struct tn_reader *r)
+{
+	int rc = r->batch->n > 0 ? hand_over(r) : 0;
+	if (rc != 0)
+		return rc;
+	r->read_failed = true;
+	return -1;
+}
+
+/*
+ * The reading side: merge the streams' messages in time order into
+ * batches until every stream ends.  Returns 0 at the end (the last batch
+ * handed over), -1 on bad input (said on r->err), or non-zero from
+ * hand_over when the callbacks stopped the reading.
+ */
+static int read_merged(struct tn_reader *r)
+{
+	/* Every stream's first packet is checked before any output, as babeltrace2 does. */
+	for (size_t i = 0; i < r->nstreams; i++) {
+		if (load_packet(r, r->streams[i]) != 0)
+			return read_failed(r);
+		r->heap[r->nheap++] = r->streams[i];
+	}
+	heap_build(r);
+	while (r->nheap > 0) {
+		struct tn_stream *s = r->heap[0];
+		if (r->have_last && s->ns < r->last_ns) {
+			tn_error(r, s->trace, s->name, s->pkt_off + (s->at_packet ? 32 : s->ev_off),
+				 "time goes backwards (%" PRId64 " ns after %" PRId64 " ns)", s->ns, r->last_ns);
+			return read_failed(r);
+		}
+		r->last_ns = s->ns;
+		r->have_last = true;
+		add_message(r, s);
+		if (r->batch->n == TN_BATCH || r->batch_bytes >= TN_BATCH_BYTES) {
+			int rc = hand_over(r);
+			if (rc != 0)
+				return rc;
+		}
+		int more = next_message(r, s);
+		if (more < 0)
+			return read_failed(r);
+		if (more == 0)
+			r->heap[0] = r->heap[--r->nheap];
+		heap_down(r, 0);
+	}
+	return r->batch->n > 0 ? hand_over(r) : 0;
+}
+
+static void *reading_thread(void *arg)
+{
+	struct tn_reader *r = arg;
+	int rc = read_merged(r);
+	struct tn_pipe *p = r->pipe;
+	pthread_mutex_lock(&p->lock);
+	p->finished = true;
+	p->read_rc = rc;
+	pthread_cond_broadcast(&p->changed);
+	pthread_mutex_unlock(&p->lock);
+	cli_text_thread_done();   /* its error messages' text (r->err holds the copy) */
+	return NULL;
+}
+
+/* The delivering side of two threads: every batch handed over, in order.  0, or the callbacks' value. */
+static int deliver_handed(struct tn_reader *r)
+{
+	struct tn_pipe *p = r->pipe;
+	int rc = 0;
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		while (p->delivered == p->handed && !p->finished)
+			pthread_cond_wait(&p->changed, &p->lock);
+		if (p->delivered == p->handed)
+			break;   /* finished, and all of it delivered */
+		const struct tn_batch *b = &p->slots[p->delivered % TN_PIPE_DEPTH];
+		pthread_mutex_unlock(&p->lock);
+		rc = deliver(r, b);
+		pthread_mutex_lock(&p->lock);
+		p->delivered++;
+		p->stop = rc != 0;
+		pthread_cond_broadcast(&p->changed);
+		if (rc != 0)
+			break;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+/* Two threads unless MARK_READER_THREADS=1 or this process may run on one CPU only. */
+static bool want_two_threads(void)
+{
+	const char *v = secure_getenv("MARK_READER_THREADS");
+	if (v && *v)
+		return strcmp(v, "1") != 0;
+	cpu_set_t cpus;
+	return sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) >= 2;
+}
+
+/*
+ * Read and deliver everything, on two threads if wanted and possible.
+ * Returns 0, the callbacks' value, or -1 (the error on r->err).
+ */
+static int read_and_deliver(struct tn_reader *r)
+{
+	struct tn_pipe *p = NULL;
+	if (want_two_threads() && (p = calloc(1, sizeof(*p)))) {
+		for (size_t i = 0; i < TN_PIPE_DEPTH && p; i++)
+			if (!(p->slots[i].recs = malloc(TN_BATCH * sizeof(struct tn_rec)))) {
+				for (size_t j = 0; j < i; j++)
+					free(p->slots[j].recs);
+				free(p);
+				p = NULL;
+			}
+	}
+	if (p) {
+		pthread_mutex_init(&p->lock, NULL);
+		pthread_cond_init(&p->changed, NULL);
+		r->pipe = p;
+		r->batch = &p->slots[0];
+		/* The reading thread takes no signal: they stay the program's main thread's. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		pthread_t thread;
+		bool started = pthread_create(&thread, NULL, reading_thread, r) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		int rc = 0;
+		if (started) {
+			rc = deliver_handed(r);
+			pthread_join(thread, NULL);
+			if (rc != 0)
+				r->read_failed = false;   /* stopped before that point: never reached */
+			else
+				rc = p->read_rc;
+		}
+		pthread_cond_destroy(&p->changed);
+		pthread_mutex_destroy(&p->lock);
+		for (size_t i = 0; i < TN_PIPE_DEPTH; i++)
+			free(p->slots[i].recs);
+		free(p);
+		r->pipe = NULL;
+		r->batch = NULL;
+		if (started)
+			return rc;
+		/* no thread: read on this one (nothing was read yet) */
+	}
+	struct tn_batch batch = { .recs = malloc(TN_BATCH * sizeof(struct tn_rec)) };
+	if (!batch.recs) {
+		fprintf(stderr, "mark: out of memory reading %s\n", cli_text(r->directory));
+		return -1;
+	}
+	r->batch = &batch;
+	int rc = read_merged(r);
+	r->batch = NULL;
+	free(batch.recs);
 	return rc;
 }
 
 int trace_native_read(char *const *paths, size_t n, const char *directory, const struct trace_reader_ops *ops,
 		      void *arg)
 {
-	struct tn_reader r = { .directory = directory, .ntraces = n, .shown_traces = n };
+	struct tn_reader r = { .directory = directory, .ntraces = n, .shown_traces = n, .ops = ops, .arg = arg };
 	int rc = 0;
 	if (!(r.traces = calloc(n ? n : 1, sizeof(*r.traces)))) {
 		fprintf(stderr, "mark: out of memory reading %s\n", cli_text(directory));
@@ -1109,18 +1546,10 @@ int trace_native_read(char *const *paths, size_t n, const char *directory, const
 		fprintf(stderr, "mark: out of memory reading %s\n", cli_text(directory));
 		rc = -1;
 	}
-	/* Every stream's first packet is checked before any output, as babeltrace2 does. */
-	for (size_t i = 0; rc == 0 && i < r.nstreams; i++) {
-		if (load_packet(&r, r.streams[i]) != 0)
-			rc = -1;
-		else
-			r.heap[r.nheap++] = r.streams[i];
-	}
 	if (rc != 0) {
 		free_reader(&r);
 		return rc;
 	}
-	heap_build(&r);
 	if (ops->progress) {
 		r.progress = true;
 		r.tty = isatty(STDERR_FILENO);
@@ -1128,28 +1557,20 @@ int trace_native_read(char *const *paths, size_t n, const char *directory, const
 			r.total_bytes += r.streams[i]->file_size;
 		r.start_ns = r.drawn_ns = now_ns();
 	}
-	while (r.nheap > 0) {
-		struct tn_stream *s = r.heap[0];
-		if (r.have_last && s->ns < r.last_ns) {
-			tn_error(&r, s->trace, s->name, s->pkt_off + (s->at_packet ? 32 : s->ev_off),
-				 "time goes backwards (%" PRId64 " ns after %" PRId64 " ns)", s->ns, r.last_ns);
-			rc = -1;
-			break;
-		}
-		r.last_ns = s->ns;
-		r.have_last = true;
-		rc = emit_message(&r, s, ops, arg);
-		if (rc != 0)
-			break;
-		int more = next_message(&r, s);
-		if (more < 0) {
-			rc = -1;
-			break;
-		}
-		if (more == 0)
-			r.heap[0] = r.heap[--r.nheap];
-		heap_down(&r, 0);
+	/* An error found while reading ahead is said after the messages before it (see tn_reader). */
+	char *held = NULL;
+	size_t held_len = 0;
+	r.err = open_memstream(&held, &held_len);
+	rc = read_and_deliver(&r);
+	if (r.err)
+		fclose(r.err);
+	r.err = NULL;
+	if (r.read_failed && held_len > 0) {
+		if (r.progress && r.tty)
+			fputs("\r\033[K", stderr);   /* not after the progress line */
+		fwrite(held, 1, held_len, stderr);
 	}
+	free(held);
 	if (r.progress)
 		progress_draw(&r, true, rc == 0);
 	free_reader(&r);
@@ -1292,7 +1713,6 @@ static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_tr
 		}
 		s->trace = t;
 		s->fd = fd;
-		s->tid = -1;
 		f->files[r->nstreams] = (struct fl_file){ st.st_dev, st.st_ino };
 		f->dead[r->nstreams] = false;
 		r->streams[r->nstreams++] = s;
@@ -1408,7 +1828,10 @@ static bool fl_recording_ended(const struct tn_reader *r, const struct fl_state 
 int trace_native_follow(const char *directory, const struct trace_reader_ops *ops, void *arg,
 			const struct trace_follow_opts *fo)
 {
-	struct tn_reader r = { .directory = directory, .follow = true, .shown_traces = 2 };
+	/* Each message is delivered at once (emit_message): batch 0 counts as delivered, so
+	 * a stream's buffer is always its own to overwrite. */
+	struct tn_reader r = { .directory = directory, .follow = true, .shown_traces = 2, .ops = ops, .arg = arg,
+			       .delivered = 1 };
 	struct fl_state f = { 0 };
 	int rc = 0;
 	bool ending = false;
@@ -1444,7 +1867,7 @@ int trace_native_follow(const char *directory, const struct trace_reader_ops *op
 				(*fo->late)++;
 			if (!s->at_packet && s->ns > last_shown)
 				last_shown = s->ns;
-			int e = emit_message(&r, s, ops, arg);
+			int e = emit_message(&r, s);
 			if (e != 0) {
 				rc = e;
 				goto done;

@@ -30,7 +30,7 @@ if(TARGET mark_cli)
   target_link_libraries(cli_double_text PRIVATE PkgConfig::BABELTRACE2 m)
   add_test(NAME cli_double_text COMMAND cli_double_text 100000)
   # The native reader of mark's own traces against libbabeltrace2 (cli/trace_native.c).
-  foreach(case compare hostile forced progress)
+  foreach(case compare hostile forced progress threads)
     add_test(NAME reader_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_reader.py ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target> $<TARGET_FILE:tracer_prog>

@@ -22,6 +22,15 @@ progress `--progress` shows events read, % of bytes and ETA on stderr; only
          on a terminal without it.
 forced   MARK_READER=native on a trace mark did not write (tests/cli/make_ctf.py)
          is refused with a message; without it, babeltrace2 reads it.
+threads  The native reader on two threads (one reads and merges, the caller
+         runs the callbacks: the default with two CPUs or more) against one
+         (MARK_READER_THREADS=1): every byte of stdout and stderr and the exit
+         status equal for view, stats and export on traces of many small
+         packets (the packet buffers are recycled while batches are in
+         flight), with losses, of several processes, damaged (the events
+         before the damage, then the error) and written to a full disk (the
+         callbacks stop the reading).  The reading thread exists with two and
+         not with one, nor by default when the process may use one CPU only.
 """
 import os
 import re
@@ -30,6 +39,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAILED = []
@@ -291,6 +301,113 @@ def case_progress(mark, target, prog, workdir):
         quiet = run([mark] + [a for a in args if a != "--progress"])
         check(b"events read" not in quiet.stderr, "%s: progress shown on a non-terminal: %r" % (args[0], quiet.stderr))
         check(quiet.stdout == r.stdout, "%s: --progress changed stdout" % args[0])
+
+
+def threads_same(mark, args, label, stdout=None):
+    """MARK_READER_THREADS=1 and 2 (native reader) give the same bytes."""
+    res = []
+    for t in ("1", "2"):
+        e = dict(os.environ, MARK_READER="native", MARK_READER_THREADS=t)
+        for k in ("MARK_TRACE", "MARK_ENABLE"):
+            e.pop(k, None)
+        if stdout is None:
+            res.append(subprocess.run([mark] + args, env=e, capture_output=True, timeout=300))
+        else:
+            with open(stdout, "wb") as out:
+                res.append(subprocess.run([mark] + args, env=e, stdout=out, stderr=subprocess.PIPE, timeout=300))
+    one, two = res
+    check(one.returncode == two.returncode, "%s: exit %d with one thread, %d with two: %r" %
+          (label, one.returncode, two.returncode, two.stderr[-300:]))
+    check(one.stderr == two.stderr, "%s: stderr differs:\none: %r\ntwo: %r" % (label, one.stderr[-300:], two.stderr[-300:]))
+    if one.stdout != two.stdout:
+        a, b = (one.stdout or b"").splitlines(), (two.stdout or b"").splitlines()
+        i = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+        check(False, "%s: stdout differs at line %d (%d vs %d lines)" % (label, i + 1, len(a), len(b)))
+    return one
+
+
+def reader_threads(mark, d, env, affinity=None):
+    """Start `mark view d` into a pipe nobody reads, wait until it blocks, and
+    return how many threads it has then (the reading thread, if any, waits
+    for the caller, which waits for the pipe)."""
+    e = dict(os.environ, **env)
+    e.pop("MARK_READER", None)
+    pre = (lambda: os.sched_setaffinity(0, affinity)) if affinity else None
+    p = subprocess.Popen([mark, "view", d], env=e, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         preexec_fn=pre)
+    try:
+        seen = 0
+        for _ in range(100):
+            time.sleep(0.05)
+            try:
+                n = len(os.listdir("/proc/%d/task" % p.pid))
+                with open("/proc/%d/stat" % p.pid) as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                break
+            seen = max(seen, n)
+            if state == "S" and n == seen and _ >= 10:
+                break   # blocked on the pipe for a while: settled
+        return seen
+    finally:
+        p.kill()
+        p.wait()
+
+
+def case_threads(mark, target, prog, workdir):
+    traces = []
+    d, r = record(mark, workdir, "many", [prog, "threads", "30000", "4"], buf="4k")
+    check(r.returncode == 0, "record failed: %r" % r.stderr[-300:])
+    traces.append(("many", d))
+    d, r = record(mark, workdir, "lossy", [prog, "strings", "3000", "3"], mode="discard", buf="4k")
+    traces.append(("lossy", d))
+    d, r = record(mark, workdir, "fork", [target, "fork"])
+    traces.append(("fork", d))
+    seen_loss = False
+    for label, d in traces:
+        out = threads_same(mark, ["view", d], label + " view")
+        seen_loss |= b"# lost" in out.stdout
+        check(out.returncode == 0 and out.stdout.count(b"\n") > 100 if label == "many" else True,
+              "%s: view failed or short: %r" % (label, out.stderr[-300:]))
+        threads_same(mark, ["view", "-r", "-e", "t_*", d], label + " view -r -e")
+        threads_same(mark, ["stats", d], label + " stats")
+        threads_same(mark, ["export", "-o", "-", d], label + " export")
+        threads_same(mark, ["export", "--format", "perfetto", "-o", "-", d], label + " export perfetto")
+    check(seen_loss, "no trace with lost events was compared")
+    # damaged: the events before the damage, then the same error
+    base = dict(traces)["many"]
+    s = biggest_stream(base)
+    pk = packets(s)
+    check(len(pk) > 50, "want many packets, have %d" % len(pk))
+    for name, edit in (("magic", lambda f: (f.seek(pk[len(pk) // 2][0]), f.write(b"\0\0\0\0"))),
+                       ("cut", lambda f: f.truncate(pk[len(pk) // 3][0] + PKT + 12))):
+        d = fresh(workdir, "damaged-" + name)
+        shutil.copytree(base, d)
+        with open(os.path.join(d, os.path.relpath(s, base)), "r+b") as f:
+            edit(f)
+        out = threads_same(mark, ["view", d], "damaged " + name + " view")
+        check(out.returncode == 1 and b"cannot read trace" in out.stderr and out.stdout.count(b"\n") > 1000,
+              "damaged %s: want the events before the damage and the error: %d lines, %r" %
+              (name, out.stdout.count(b"\n"), out.stderr[-200:]))
+        threads_same(mark, ["stats", d], "damaged " + name + " stats")
+    # the callbacks stop the reading: stdout cannot be written
+    if os.path.exists("/dev/full"):
+        out = threads_same(mark, ["view", base], "view > /dev/full", stdout="/dev/full")
+        check(out.returncode == 1 and b"No space left on device" in out.stderr,
+              "view > /dev/full: %d %r" % (out.returncode, out.stderr))
+    # the reading thread: there with two, not with one
+    if len(os.sched_getaffinity(0)) < 2:
+        print("SKIP part: this process may use one CPU only: the thread counts were not checked")
+        return
+    two = reader_threads(mark, base, {"MARK_READER_THREADS": "2"})
+    one = reader_threads(mark, base, {"MARK_READER_THREADS": "1"})
+    default = reader_threads(mark, base, {})
+    pinned = reader_threads(mark, base, {}, affinity={min(os.sched_getaffinity(0))})
+    # (ThreadSanitizer starts a thread of its own once there are two.)
+    more = two > one if os.environ.get("MARK_TEST_SANITIZER") else two == one + 1
+    check(one == 1 and more and default == two and pinned == one,
+          "threads of a blocked `mark view`: %d with MARK_READER_THREADS=2, %d with 1 (want one more with 2), "
+          "%d by default (want as with 2), %d on one CPU (want as with 1)" % (two, one, default, pinned))
 
 
 def main():
