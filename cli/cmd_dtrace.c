@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "command.h"
+#include "output.h"
 #include "dtrace.h"
 
 #include <errno.h>
@@ -374,17 +375,17 @@ static int cmd_dtrace(int argc, char **argv)
 	char include_line[PATH_MAX + 8], lib_path[PATH_MAX];
 	locate_libmark(include_line, sizeof(include_line), lib_path, sizeof(lib_path));
 	if (mode == 'h') {
-		FILE *out = fopen(output, "w");
-		if (!out) {
-			fprintf(stderr, "mark dtrace: cannot create %s: %s\n", output, strerror(errno));
+		/* Whole or not at all, and never over a device or through a link
+		 * (output.h): a failed write once removed the -o path itself,
+		 * whatever it was. */
+		struct output_file hdr;
+		if (output_file_open(&hdr, "dtrace", output, 0666) != 0)
 			goto out;
-		}
-		int w = dt_write_header(out, &file, dfile, include_line);
-		if (fclose(out) != 0 || w != 0) {
-			fprintf(stderr, "mark dtrace: cannot write %s: %s\n", output, strerror(errno));
-			unlink(output);
+		int w = dt_write_header(hdr.f, &file, dfile, include_line);
+		if (w != 0)
+			fprintf(stderr, "mark dtrace: cannot write %s: %s\n", hdr.tmp, strerror(errno));
+		if (output_file_close(&hdr, "dtrace", w == 0) != 0 || w != 0)
 			goto out;
-		}
 	} else {
 		if (dt_write_object(output, &file, dfile, lib_path, keep) != 0)
 			goto out;

@@ -532,10 +532,11 @@ static int export_write(struct export_state *x, const char *format, const char *
 		return 1;
 
 	/* Written whole or not at all (output.h): a failed export never leaves
-	 * a truncated FILE.json that looks complete. */
+	 * a truncated FILE.json that looks complete.  Owner-only: it holds the
+	 * trace's %s arguments, which the tracer keeps owner-only too. */
 	struct output_file file = { 0 };
 	if (strcmp(output, "-") != 0) {
-		if (output_file_open(&file, "export", output) != 0)
+		if (output_file_open(&file, "export", output, 0600) != 0)
 			return 1;
 		x->out = file.f;
 	}

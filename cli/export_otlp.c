@@ -898,7 +898,7 @@ int export_otlp(const struct export_otlp_options *o, int nargs, char **args)
 	if (to_stdout) {
 		x.out = stdout;
 	} else if (o->output) {
-		if (output_file_open(&file, "export", o->output) != 0) {
+		if (output_file_open(&file, "export", o->output, 0600) != 0) {
 			pairs_free(x.pairs);
 			return 1;
 		}

@@ -61,7 +61,7 @@ static const char *kind_of(mode_t mode)
 	return "not a file";
 }
 
-int output_file_open(struct output_file *o, const char *cmd, const char *path)
+int output_file_open(struct output_file *o, const char *cmd, const char *path, mode_t mode)
 {
 	o->f = NULL;
 	o->path = path;
@@ -70,12 +70,12 @@ int output_file_open(struct output_file *o, const char *cmd, const char *path)
 	struct stat st;
 	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
 		return cli_error("%s: %s is %s, not a regular file: the output is written to %s and renamed over "
-				 "it, which would replace it (write to standard output with -o - and redirect that)",
-				 cmd, path, kind_of(st.st_mode), o->tmp);
-	/* Owner-only: it holds the trace's %s arguments, which the tracer keeps owner-only too. */
-	int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+				 "it, which would replace it; give -o the path of a regular file%s",
+				 cmd, path, kind_of(st.st_mode), o->tmp,
+				 strcmp(cmd, "export") == 0 ? ", or -o - for standard output (and redirect that)" : "");
+	int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0 && errno == EEXIST)
-		return cli_error("%s: %s exists (left by an interrupted export, or someone else's file): remove it, "
+		return cli_error("%s: %s exists (left by an interrupted run, or someone else's file): remove it, "
 				 "or choose another path with -o", cmd, o->tmp);
 	if (fd < 0)
 		return cli_error("%s: cannot create %s: %s (choose a writable path with -o)", cmd, o->tmp,

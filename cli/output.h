@@ -8,7 +8,7 @@
  *
  * `-o FILE`: written whole or not at all.  The text goes to FILE.tmp, which
  * this call creates (O_EXCL: never a file that was there, nor through a
- * link planted there) owner-only, and becomes FILE by rename() once
+ * link planted there), and becomes FILE by rename() once
  * complete; on failure FILE.tmp is removed and FILE stays as it was.  FILE
  * must be absent or a regular file: the rename would replace a device
  * node, FIFO, socket, directory or symbolic link (/dev/null, /dev/stdout)
@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* A write of standard output failed with errno `err` (the first is kept). */
 void cli_output_failed(int err);
@@ -32,8 +33,12 @@ struct output_file {
 	const char *path;            /* FILE                                   */
 	char tmp[4096];              /* FILE.tmp                               */
 };
-/* Create FILE.tmp for FILE (`cmd` names the command in messages).  0, or 1 after saying why. */
-int output_file_open(struct output_file *o, const char *cmd, const char *path);
+/*
+ * Create FILE.tmp for FILE with `mode` (before the umask; 0600 for what
+ * holds a trace's values), `cmd` naming the command in messages.  0, or 1
+ * after saying why.
+ */
+int output_file_open(struct output_file *o, const char *cmd, const char *path, mode_t mode);
 /*
  * Close FILE.tmp; if `complete`, rename it to FILE, else remove it.  0, or
  * 1 after saying why (FILE.tmp is then removed too).

@@ -62,4 +62,28 @@ help=$("$mark" dtrace --help)
 echo "$help" | grep -qF 'DTRACE="$(command -v mark-dtrace)"' && grep -qF 'DTRACE="$(command -v mark-dtrace)"' "$(dirname "$0")/../../docs/usdt.md" ||
 	{ echo "FAIL: --help and docs/usdt.md do not both give DTRACE=\"\$(command -v mark-dtrace)\""; fail=1; }
 echo "$help" | grep -q 'DTRACE=mark-dtrace' && { echo "FAIL: --help still says DTRACE=mark-dtrace (a bare name)"; fail=1; }
+# -h -o: written whole through OUT.tmp and renamed; a device, FIFO or link
+# at OUT is refused and left as it was (a failed write used to unlink OUT,
+# whatever it was: /dev/full as root), and a full disk leaves OUT as it was.
+basic=$(cd "$(dirname "$0")" && pwd)/basic.d
+mkfifo "$work/fifo"
+ln -s "$work/victim.h" "$work/link.h"
+echo "keep" >"$work/victim.h"
+for out in "$work/fifo" "$work/link.h"; do
+	got=$("$mark" dtrace -s "$basic" -h -o "$out" 2>&1) && { echo "FAIL: -h -o $out accepted"; fail=1; }
+	echo "$got" | grep -q "not a regular file" || { printf 'FAIL: -h -o %s
+  got: %s
+' "$out" "$got"; fail=1; }
+done
+[ -p "$work/fifo" ] && [ -L "$work/link.h" ] && [ "$(cat "$work/victim.h")" = keep ] ||
+	{ echo "FAIL: -h -o changed the FIFO, the link or its target"; fail=1; }
+echo "old header" >"$work/kept.h"
+"$mark" dtrace -s "$basic" -h -o "$work/kept.h" >/dev/null 2>&1 && grep -q "define" "$work/kept.h" &&
+	[ ! -e "$work/kept.h.tmp" ] || { echo "FAIL: -h -o over a regular file"; fail=1; }
+if mknod "$work/full" c 1 7 2>/dev/null; then
+	got=$("$mark" dtrace -s "$basic" -h -o "$work/full" 2>&1) && { echo "FAIL: -h -o a device accepted"; fail=1; }
+	[ -c "$work/full" ] || { echo "FAIL: -h -o removed or replaced a character device: $got"; fail=1; }
+else
+	echo "SKIP part: mknod is not allowed here: the device case did not run"
+fi
 exit $fail
