@@ -779,7 +779,9 @@ EXTRA = {
                "bench/reader/gen_trace.c (4 threads; a begin/end pair with a string, a counter, a double "
                "per round).  `cat` reads the stream files (the I/O limit), `bt2_counter` is "
                "`babeltrace2 -c sink.utils.counter`, `stats`/`view`/`view_filter` (`-e rb_req_*`)/`export` "
-               "(`-o -`, Chrome JSON)/`export_perfetto` (`--format perfetto -o -`)/`export_otlp` (`--format otlp -o -`) are mark's commands with the native reader, output to /dev/null.  Peak RSS and "
+               "(`-o -`, Chrome JSON)/`export_perfetto` (`--format perfetto -o -`)/`export_otlp` (`--format otlp -o -`) are mark's commands with the native reader, output to /dev/null; "
+               "with two CPUs or more it reads and merges on a thread of its own while the command works "
+               "(the default); `*_one_thread` rows are the same with `MARK_READER_THREADS=1`, one core's rate.  Peak RSS and "
                "`events_per_cpu_s` (events per second of the command's own user + system time, "
                "which the load of a shared machine does not lower) from wait4's rusage.",
                "bench/reader/run.sh"),

@@ -54,11 +54,16 @@ def main():
 
     env_native = dict(os.environ)
     env_native.pop("MARK_READER", None)
+    env_native.pop("MARK_READER_THREADS", None)
+    # the reader on the calling thread alone: what one core does
+    env_one = dict(env_native, MARK_READER_THREADS="1")
     rows = [
         ("cat", ["cat"] + streams, None),
         ("bt2_counter", ["babeltrace2", "-c", "sink.utils.counter", trace], None),
         ("stats", [mark, "stats", trace], env_native),
+        ("stats_one_thread", [mark, "stats", trace], env_one),
         ("view", [mark, "view", trace], env_native),
+        ("view_one_thread", [mark, "view", trace], env_one),
         ("view_filter", [mark, "view", "-e", "rb_req_*", trace], env_native),
         # a field filter (issue 13's language), printing half of the events that have `i`
         ("view_filter_expr", [mark, "view", "--filter", "i & 1 == 0", trace], env_native),
@@ -98,7 +103,12 @@ def main():
     if "bt2_counter" in med and "stats" in med:
         print("I reader_ratio stats is %.1fx babeltrace2 -c sink.utils.counter (goal >= 10x)"
               % (med["bt2_counter"] / med["stats"]))
-    for name, goal in (("stats", 20), ("view", 10), ("view_filter", 10), ("view_filter_expr", 10), ("export", 5),
+    for name in ("stats", "view"):
+        if name in med and name + "_one_thread" in med:
+            print("I reader_threads %s: two reader threads (the default here) take %.2fx the time of one "
+                  "(median wall time; %.2fx the CPU time)"
+                  % (name, med[name] / med[name + "_one_thread"], cpu_med[name] / cpu_med[name + "_one_thread"]))
+    for name, goal in (("stats", 20), ("stats_one_thread", 20), ("view", 10), ("view_filter", 10), ("view_filter_expr", 10), ("export", 5),
                        ("export_perfetto", 5),
                        ("export_otlp", 5)):
         if name in med:
