@@ -19,6 +19,8 @@
 
 #include "trace_value.h"
 
+/* (A new member must also be assigned in trace_native.c's deliver(), which
+ * sets each one rather than zero the struct for every event.) */
 struct trace_event {
 	const char *name;          /* event class name: the marker name                     */
 	bool has_time;
