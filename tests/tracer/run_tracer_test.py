@@ -549,6 +549,30 @@ def s_api():
     check(not tr.named("other_event"), "a marker outside the globs was recorded")
 
 
+def s_tickgap():
+    """A stream file whose first packet has losses to report beyond what
+    earlier files of the stream reported (a new chunk): tracer_write_records
+    with room for the empty packet before it (stream 98: the losses come
+    before the events) and without (stream 99: events 1 tick after the
+    stream's last one; the losses come in an empty packet after them).
+    Both read by bt2 in time order, the 3 new losses counted in each, in
+    the order said."""
+    d = fresh_dir("tickgap")
+    r = run([API, "tickgap", d])
+    check(r.returncode == 0, "tickgap: " + r.stdout + r.stderr)
+    seq = {98: [], 99: []}
+    for msg in bt2.TraceCollectionMessageIterator(d):
+        if type(msg) is bt2._EventMessageConst and msg.event.stream.id in seq:
+            seq[msg.event.stream.id].append(("event", int(msg.event.payload_field["arg0"])))
+        elif type(msg) is bt2._DiscardedEventsMessageConst and msg.stream.id in seq:
+            seq[msg.stream.id].append(("lost", msg.count))
+    check(seq[98] == [("lost", None), ("lost", 3), ("event", 100), ("event", 101), ("event", 102)],
+          "room for the empty packet before: %r" % seq[98])
+    check(seq[99] == [("lost", None), ("event", 100), ("event", 101), ("event", 102), ("lost", 3)],
+          "no room: the losses after the events: %r" % seq[99])
+    babeltrace_text(d, 7)
+
+
 def s_snapshot():
     d = fresh_dir("snap-session")
     snap = fresh_dir("snap")
@@ -892,7 +916,7 @@ SCENARIOS = {
     "threads_overwrite": lambda: threads("overwrite"),
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "fork_exec": s_fork_exec,
-    "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "snapshot": s_snapshot, "dlopen": s_dlopen,
+    "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "tickgap": s_tickgap, "snapshot": s_snapshot, "dlopen": s_dlopen,
 }
 
 SCENARIOS[SCENARIO]()

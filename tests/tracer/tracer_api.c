@@ -11,6 +11,8 @@
  *   tracer_api pastkick DIR          a discard ring past half full, its
  *                                    consumer stalled: one slow-path visit
  *                                    for the kick, exact lost count
+ *   tracer_api tickgap DIR           a stream file's first losses, with and
+ *                                    without room for an empty packet before
  */
 #define _GNU_SOURCE
 #include <mark/mark.h>
@@ -295,6 +297,71 @@ static int test_pastkick(const char *dir)
 	TEST_DONE();
 }
 
+/*
+ * A stream file that starts with losses to report (a new chunk of a stream
+ * whose earlier files reported fewer): the consumer writes an empty packet
+ * carrying the earlier count just before the first packet, so that a
+ * reader sees the new losses as a difference.  When the first packet's
+ * events follow the stream's last event too closely for an empty packet
+ * between them (closer than readers tell apart, tracer_tick_gap()), the
+ * first packet carries the earlier count and an empty packet after it
+ * reports the losses.  Both branches, written by tracer_write_records()
+ * into DIR (a process's trace holding api_gap events) as stream-98 (room
+ * before) and stream-99 (no room): run_tracer_test.py then reads DIR with
+ * babeltrace2 and mark.
+ */
+static int test_tickgap(const char *dir)
+{
+	const char *globs[] = { "api_gap", NULL };
+	struct mark_trace_config cfg = { .directory = dir, .mode = MARK_TRACE_BLOCK, .buffer_size = 8192,
+					 .globs = globs };
+	CHECK_EQ(mark_tracer_start(&cfg), 0);
+	MARK(api_gap, "%d", 1);
+	CHECK_EQ(mark_tracer_stop(), 0);
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s%d/%s0", dir, MARK_TF_CHILD_PREFIX, (int)getpid(), MARK_TF_STREAM_PREFIX);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		TEST_DONE();
+	struct mark_tf_packet pk;
+	uint64_t first[8];   /* the recorded event: header and its one slot */
+	CHECK_EQ(pread(fd, &pk, sizeof(pk), 0), (ssize_t)sizeof(pk));
+	CHECK_EQ(pread(fd, first, 24, (sizeof(pk) + 7) & ~(size_t)7), 24);
+	close(fd);
+	const uint64_t word = first[1];
+	CHECK_EQ((word >> 16) & 0xffff, 20);   /* header 16 + one int: a 24-byte record */
+	for (int room = 1; room >= 0; room--) {
+		/* Three api_gap events 1 tick apart, 1000 ticks after the stream's end */
+		uint64_t ring[64] = { 0 };
+		const uint64_t t0 = pk.timestamp_end + 1000 * 1000;
+		for (int i = 0; i < 3; i++) {
+			ring[3 * i] = t0 + (uint64_t)i;
+			ring[3 * i + 1] = word;
+			ring[3 * i + 2] = (uint64_t)(100 + i);
+		}
+		snprintf(path, sizeof(path), "%s/%s%d/%s%d", dir, MARK_TF_CHILD_PREFIX, (int)getpid(),
+			 MARK_TF_STREAM_PREFIX, 98 + !room);
+		int out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		CHECK(out >= 0);
+		struct tracer_packet_sink sink = {
+			.fd = out, .uuid = pk.uuid, .index = 98u + !room, .tid = 4242, .thread_name = "gap",
+			.lost = 5, .lost_before = 2,
+			/* the stream's last event: far before, or 1 tick before */
+			.last_ts = room ? t0 - 1000 : t0 - 1,
+			.freq = 0,
+			.counts_cap = (unsigned)(word & 0xffff) + 1,   /* the ids the metadata describes */
+		};
+		uint64_t consumed = 0;
+		CHECK_EQ(tracer_write_records(&sink, ring, sizeof(ring), 0, 9 * 8, &consumed), 0);
+		CHECK_EQ(consumed, 9 * 8);
+		CHECK_EQ(sink.events, 3);
+		close(out);
+		printf("stream-%d: %s\n", 98 + !room, room ? "empty packet before" : "losses after");
+	}
+	TEST_DONE();
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -310,6 +377,8 @@ int main(int argc, char **argv)
 		return test_pastkick(argv[2]);
 	if (strcmp(what, "stats") == 0 && argc > 2)
 		return print_stats(argv[2]);
+	if (strcmp(what, "tickgap") == 0 && argc > 2)
+		return test_tickgap(argv[2]);
 	if (strcmp(what, "recover") == 0 && argc > 2) {
 		int r = mark_trace_recover(argv[2]);
 		if (r < 0) {
@@ -319,6 +388,7 @@ int main(int argc, char **argv)
 		printf("recovered %d\n", r);
 		return 0;
 	}
-	fprintf(stderr, "usage: tracer_api parse|api DIR|snapshot DIR SNAP N|fastpath DIR|pastkick DIR|stats DIR|recover DIR\n");
+	fprintf(stderr, "usage: tracer_api parse|api DIR|snapshot DIR SNAP N|fastpath DIR|pastkick DIR|stats DIR|recover DIR|"
+			"tickgap DIR\n");
 	return 2;
 }
