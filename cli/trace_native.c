@@ -114,7 +114,7 @@ struct tn_trace {
  * what its header says of the stream's thread.  A stream reads each packet
  * into a buffer; the messages handed out point into it (struct tn_rec), so
  * a buffer that a batch of messages not yet delivered points into is never
- * overwritten: the stream takes another one (get_buf) and the old one
+ * overwritten: the stream takes another one (packet_buffer) and the old one
  * waits on r->retired until every batch that used it has been delivered.
  */
 struct tn_buf {
@@ -187,6 +187,7 @@ struct tn_rec {
 				       buffers in flight whatever the packets' sizes)  */
 #define TN_SPARE_BYTES (2u << 20)   /* packet buffers kept for reuse, at most        */
 #define TN_PIPE_DEPTH 4             /* batches between the two threads, at most        */
+_Static_assert(TN_BATCH * sizeof(struct tn_rec) % 64 == 0, "a batch's records fill whole cache lines");
 
 struct tn_batch {
 	/* A cache line each: the reading side counts n up for every message
@@ -1289,15 +1290,18 @@ static int deliver(struct tn_reader *r, const struct tn_batch *batch)
 	return 0;
 }
 
-/* Hand the stream's current message to the callbacks now (--follow). */
+static int hand_over(struct tn_reader *r);
+
+/* Hand the stream's current message to the callbacks now (--follow: one thread, batches of one). */
 static int emit_message(struct tn_reader *r, struct tn_stream *s)
 {
 	struct tn_rec one;
 	struct tn_batch batch = { .recs = &one };
 	r->batch = &batch;
 	add_message(r, s);
+	int rc = hand_over(r);
 	r->batch = NULL;
-	return deliver(r, &batch);
+	return rc;
 }
 
 /*
@@ -1323,7 +1327,7 @@ static int emit_message(struct tn_reader *r, struct tn_stream *s)
 struct tn_pipe {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
-	struct tn_batch slots[TN_PIPE_DEPTH];
+	struct tn_batch slots[TN_PIPE_DEPTH];   /* their records: one allocation */
 	uint64_t handed;             /* batches [0, handed) are filled           */
 	uint64_t delivered;          /* batches [0, delivered) are delivered     */
 	bool stop;                   /* a callback stopped the reading           */
@@ -1473,16 +1477,16 @@ static bool want_two_threads(void)
 static int read_and_deliver(struct tn_reader *r)
 {
 	struct tn_pipe *p = NULL;
-	if (want_two_threads() && (p = calloc(1, sizeof(*p)))) {
-		for (size_t i = 0; i < TN_PIPE_DEPTH && p; i++)
-			if (!(p->slots[i].recs = malloc(TN_BATCH * sizeof(struct tn_rec)))) {
-				for (size_t j = 0; j < i; j++)
-					free(p->slots[j].recs);
-				free(p);
-				p = NULL;
-			}
+	struct tn_rec *recs = NULL;
+	if (want_two_threads() && (p = calloc(1, sizeof(*p))) &&
+	    /* slot boundaries (TN_BATCH records, a multiple of 64 bytes) on cache-line boundaries */
+	    !(recs = aligned_alloc(64, TN_PIPE_DEPTH * TN_BATCH * sizeof(*recs)))) {
+		free(p);
+		p = NULL;
 	}
 	if (p) {
+		for (size_t i = 0; i < TN_PIPE_DEPTH; i++)
+			p->slots[i].recs = recs + i * TN_BATCH;
 		pthread_mutex_init(&p->lock, NULL);
 		pthread_cond_init(&p->changed, NULL);
 		r->pipe = p;
@@ -1505,8 +1509,7 @@ static int read_and_deliver(struct tn_reader *r)
 		}
 		pthread_cond_destroy(&p->changed);
 		pthread_mutex_destroy(&p->lock);
-		for (size_t i = 0; i < TN_PIPE_DEPTH; i++)
-			free(p->slots[i].recs);
+		free(recs);
 		free(p);
 		r->pipe = NULL;
 		r->batch = NULL;
@@ -1828,10 +1831,7 @@ static bool fl_recording_ended(const struct tn_reader *r, const struct fl_state 
 int trace_native_follow(const char *directory, const struct trace_reader_ops *ops, void *arg,
 			const struct trace_follow_opts *fo)
 {
-	/* Each message is delivered at once (emit_message): batch 0 counts as delivered, so
-	 * a stream's buffer is always its own to overwrite. */
-	struct tn_reader r = { .directory = directory, .follow = true, .shown_traces = 2, .ops = ops, .arg = arg,
-			       .delivered = 1 };
+	struct tn_reader r = { .directory = directory, .follow = true, .shown_traces = 2, .ops = ops, .arg = arg };
 	struct fl_state f = { 0 };
 	int rc = 0;
 	bool ending = false;
