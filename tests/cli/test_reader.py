@@ -57,12 +57,17 @@ def skip(reason):
     sys.exit(77)
 
 
-def run(args, env=None, **kw):
+def run(args, env=None, stdout=None, **kw):
+    """args with env added to a clean environment; stdout and stderr
+    captured, or stdout written to the file named `stdout`."""
     e = dict(os.environ)
     for k in ("MARK_TRACE", "MARK_ENABLE", "MARK_MODE", "MARK_BUFFER", "MARK_READER"):
         e.pop(k, None)
     e.update(env or {})
-    return subprocess.run(args, env=e, capture_output=True, timeout=300, **kw)
+    if stdout is None:
+        return subprocess.run(args, env=e, capture_output=True, timeout=300, **kw)
+    with open(stdout, "wb") as out:
+        return subprocess.run(args, env=e, stdout=out, stderr=subprocess.PIPE, timeout=300, **kw)
 
 
 def fresh(workdir, name):
@@ -84,19 +89,26 @@ def both(mark, args):
     return n, b
 
 
+def compare(x, y, label, xname, yname):
+    """x and y (finished runs) gave the same exit status, stderr and stdout
+    bytes; True if so, else each difference is a failed check."""
+    ok = check(x.returncode == y.returncode, "%s: exit %d %s, %d %s: %r" %
+               (label, x.returncode, xname, y.returncode, yname, x.stderr[-400:]))
+    ok = check(x.stderr == y.stderr, "%s: stderr differs:\n%s: %r\n%s: %r" %
+               (label, xname, x.stderr[-400:], yname, y.stderr[-400:])) and ok
+    if x.stdout != y.stdout:
+        xl, yl = (x.stdout or b"").splitlines(), (y.stdout or b"").splitlines()
+        i = next((i for i in range(min(len(xl), len(yl))) if xl[i] != yl[i]), min(len(xl), len(yl)))
+        check(False, "%s: stdout differs at line %d (%d vs %d lines):\n%s: %r\n%s: %r" %
+              (label, i + 1, len(xl), len(yl), xname, xl[i] if i < len(xl) else None,
+               yname, yl[i] if i < len(yl) else None))
+        ok = False
+    return ok
+
+
 def same(mark, args, label):
     n, b = both(mark, args)
-    ok = check(n.returncode == b.returncode, "%s: exit %d native, %d babeltrace2: %r" %
-               (label, n.returncode, b.returncode, n.stderr[-400:]))
-    ok = check(n.stderr == b.stderr, "%s: stderr differs:\nnative: %r\nbt2:    %r" %
-               (label, n.stderr[-400:], b.stderr[-400:])) and ok
-    if n.stdout != b.stdout:
-        nl, bl = n.stdout.splitlines(), b.stdout.splitlines()
-        i = next((i for i in range(min(len(nl), len(bl))) if nl[i] != bl[i]), min(len(nl), len(bl)))
-        check(False, "%s: stdout differs at line %d (%d vs %d lines):\nnative: %r\nbt2:    %r" %
-              (label, i + 1, len(nl), len(bl), nl[i] if i < len(nl) else None, bl[i] if i < len(bl) else None))
-        ok = False
-    return ok, n
+    return compare(n, b, label, "native", "babeltrace2"), n
 
 
 def case_compare(mark, target, prog, workdir):
@@ -305,24 +317,9 @@ def case_progress(mark, target, prog, workdir):
 
 def threads_same(mark, args, label, stdout=None):
     """MARK_READER_THREADS=1 and 2 (native reader) give the same bytes."""
-    res = []
-    for t in ("1", "2"):
-        e = dict(os.environ, MARK_READER="native", MARK_READER_THREADS=t)
-        for k in ("MARK_TRACE", "MARK_ENABLE"):
-            e.pop(k, None)
-        if stdout is None:
-            res.append(subprocess.run([mark] + args, env=e, capture_output=True, timeout=300))
-        else:
-            with open(stdout, "wb") as out:
-                res.append(subprocess.run([mark] + args, env=e, stdout=out, stderr=subprocess.PIPE, timeout=300))
-    one, two = res
-    check(one.returncode == two.returncode, "%s: exit %d with one thread, %d with two: %r" %
-          (label, one.returncode, two.returncode, two.stderr[-300:]))
-    check(one.stderr == two.stderr, "%s: stderr differs:\none: %r\ntwo: %r" % (label, one.stderr[-300:], two.stderr[-300:]))
-    if one.stdout != two.stdout:
-        a, b = (one.stdout or b"").splitlines(), (two.stdout or b"").splitlines()
-        i = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
-        check(False, "%s: stdout differs at line %d (%d vs %d lines)" % (label, i + 1, len(a), len(b)))
+    one, two = (run([mark] + args, {"MARK_READER": "native", "MARK_READER_THREADS": t}, stdout=stdout)
+                for t in ("1", "2"))
+    compare(one, two, label, "one thread", "two")
     return one
 
 

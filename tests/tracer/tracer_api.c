@@ -308,7 +308,7 @@ static int test_pastkick(const char *dir)
  * reports the losses.  Both branches, written by tracer_write_records()
  * into DIR (a process's trace holding api_gap events) as stream-98 (room
  * before) and stream-99 (no room): run_tracer_test.py then reads DIR with
- * babeltrace2 and mark.
+ * bt2 and the babeltrace2 command.
  */
 static int test_tickgap(const char *dir)
 {
@@ -325,14 +325,14 @@ static int test_tickgap(const char *dir)
 	if (fd < 0)
 		TEST_DONE();
 	struct mark_tf_packet pk;
-	uint64_t first[8];   /* the recorded event: header and its one slot */
+	uint64_t first[3];   /* the recorded event: header and its one int, padded */
 	CHECK_EQ(pread(fd, &pk, sizeof(pk), 0), (ssize_t)sizeof(pk));
 	CHECK_EQ(pread(fd, first, 24, (sizeof(pk) + 7) & ~(size_t)7), 24);
 	close(fd);
 	const uint64_t word = first[1];
 	CHECK_EQ((word >> 16) & 0xffff, 20);   /* header 16 + one int: a 24-byte record */
 	for (int room = 1; room >= 0; room--) {
-		/* Three api_gap events 1 tick apart, 1000 ticks after the stream's end */
+		/* Three api_gap events 1 tick apart, 10^6 ticks after the stream's end */
 		uint64_t ring[64] = { 0 };
 		const uint64_t t0 = pk.timestamp_end + 1000 * 1000;
 		for (int i = 0; i < 3; i++) {
