@@ -8,6 +8,12 @@
  *
  * The site is made odd by redefining the header's private alignment of
  * jump sites (MARK__JUMP_ALIGN) to one padding byte after a 16-byte one.
+ *
+ * The refusal comes before any page is made writable: the program defines
+ * mprotect() itself, which libmark's calls resolve to (the executable
+ * comes first in symbol lookup, as in test_wx_refusal.c), and counts the
+ * calls that add PROT_WRITE.  A refused batch must make none (a W^X audit
+ * log would otherwise record a code page made writable for nothing).
  */
 #include <mark/mark.h>
 
@@ -18,6 +24,19 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int writable_calls;
+
+int mprotect(void *addr, size_t len, int prot)
+{
+	if (prot & PROT_WRITE)
+		writable_calls++;
+	long r = syscall(SYS_mprotect, addr, len, prot);
+	return r == 0 ? 0 : -1;   /* syscall() has set errno */
+}
 
 /* One byte after a 16-byte boundary: odd, as an older header could place it. */
 #undef MARK__JUMP_ALIGN
@@ -56,6 +75,8 @@ int main(void)
 	CHECK_EQ(r, -EINVAL);
 	CHECK(strstr(mark_last_error(), "odd address") != NULL);
 	CHECK(strstr(mark_last_error(), "Rebuild") != NULL);
+	printf("mprotect calls adding PROT_WRITE: %d\n", writable_calls);
+	CHECK_EQ(writable_calls, 0);
 	static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 	CHECK(memcmp(site, nop5, 5) == 0);
 	odd_site(1);

@@ -2,8 +2,8 @@
  * What the code patchers of the architectures share (src/arch/common/):
  * the core sync, page protections read once per batch and restored
  * exactly, and the batch driver mark_arch_patch() (patch.h), which checks
- * every site, makes its pages writable and calls the architecture's
- * mark_arch_write_batch().  Callers hold the registry lock: one batch at a
+ * every site (mark_arch_check_batch() among the rest), makes its pages
+ * writable and calls the architecture's mark_arch_write_batch().  Callers hold the registry lock: one batch at a
  * time.
  */
 #ifndef MARK_ARCH_PATCH_COMMON_H
@@ -27,7 +27,15 @@ int mark_arch_sync_cores(void);
 size_t mark_arch_site_len(const struct mark_patch *p);
 
 /*
- * Write the batch (sorted by address, every site checked valid, its
+ * Refuse a batch the architecture cannot write safely (-errno with
+ * mark_last_error() saying why), before any page is made writable: a
+ * refused batch never touches page protections.  0 to go on.
+ */
+int mark_arch_check_batch(const struct mark_patch *p, size_t count);
+
+/*
+ * Write the batch (sorted by address, checked by mark_arch_check_batch,
+ * every site checked valid, its
  * original bytes in ->old, its pages writable) with the architecture's
  * protocol, syncing with mark_arch_sync_cores().  All or nothing: on a
  * failed sync, every site gets its original bytes back and -errno is

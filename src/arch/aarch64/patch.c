@@ -102,7 +102,7 @@ static void write_insn(uint8_t *code, uint32_t insn)
 	__builtin___clear_cache((char *)code, (char *)code + INSN_LEN);
 }
 
-int mark_arch_write_batch(struct mark_patch *p, size_t count)
+int mark_arch_check_batch(const struct mark_patch *p, size_t count)
 {
 	for (size_t i = 0; i < count; i++) {
 		uint32_t insn;
@@ -113,9 +113,14 @@ int mark_arch_write_batch(struct mark_patch *p, size_t count)
 				"128 MiB?); no site was changed. Build it with -DMARK_SITE=generic.",
 				(void *)p[i].code, p[i].target - p[i].code);
 	}
+	return 0;
+}
+
+int mark_arch_write_batch(struct mark_patch *p, size_t count)
+{
 	for (size_t i = 0; i < count; i++) {
 		uint32_t insn = 0;
-		(void)desired_insn(&p[i], &insn);
+		(void)desired_insn(&p[i], &insn);   /* in reach: mark_arch_check_batch */
 		write_insn(p[i].code, insn);
 	}
 	int err = mark_arch_sync_cores();

@@ -232,8 +232,11 @@ int mark_arch_patch(struct mark_patch *patches, size_t count)
 		memcpy(patches[i].old, c, len);
 	}
 
+	int err = mark_arch_check_batch(patches, count);
+	if (err)
+		return err;
 	struct spans runs = { 0 }, prot = { 0 };
-	int err = page_runs(patches, count, &runs);
+	err = page_runs(patches, count, &runs);
 	if (!err)
 		err = read_protections(&runs, &prot);
 	free(runs.v);

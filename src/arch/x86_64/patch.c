@@ -138,13 +138,11 @@ static void write_heads(struct mark_patch *p, size_t count, bool original)
 	}
 }
 
-int mark_arch_write_batch(struct mark_patch *p, size_t count)
+int mark_arch_check_batch(const struct mark_patch *p, size_t count)
 {
-	bool jumps = false;
 	for (size_t i = 0; i < count; i++) {
 		if (p[i].kind != MARK_PATCH_JUMP)
 			continue;
-		jumps = true;
 		/* The 2-byte stores of steps 1 and 3 must be naturally aligned:
 		 * instruction fetch tore one that straddled a 16-byte fetch block
 		 * (a site at 15 mod 16 ran "0f 03 44 00 00", an lsl through
@@ -157,6 +155,14 @@ int mark_arch_write_batch(struct mark_patch *p, size_t count)
 				"Rebuild it with this version's header; no site was changed.",
 				(void *)p[i].code);
 	}
+	return 0;
+}
+
+int mark_arch_write_batch(struct mark_patch *p, size_t count)
+{
+	bool jumps = false;
+	for (size_t i = 0; i < count && !jumps; i++)
+		jumps = p[i].kind == MARK_PATCH_JUMP;
 	int err;
 	if (jumps) {
 		write_guards(p, count);
