@@ -553,6 +553,7 @@ static int export_write(struct export_state *x, const char *format, const char *
 	fputs("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n", x->out);
 	struct trace_reader_ops ops = { .native_ok = true,
 					.progress = trace_progress_wanted(progress, strcmp(output, "-") == 0),
+					.payload_text = true, .payload_style = TRACE_VALUE_JSON,
 					.event = export_event, .discarded = export_discarded };
 	r = trace_read(dir, &ops, x);
 	if (!x->failed)

@@ -905,6 +905,7 @@ int export_otlp(const struct export_otlp_options *o, int nargs, char **args)
 		x.out = file.f;
 	}
 	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(o->progress, to_stdout),
+					.payload_text = true, .payload_style = TRACE_VALUE_OTLP,
 					.event = otlp_event, .discarded = otlp_discarded };
 	int r = trace_read(dir, &ops, &x);
 	if (r == 0 && !x.failed) {

@@ -160,6 +160,11 @@ struct trace_native_event {
 	const struct tn_class *cls;
 	const uint8_t *payload;      /* the first argument's bytes               */
 	const uint8_t *end;          /* end of the event                         */
+	/* The arguments' text in style text_style, written ahead by the
+	 * reading thread (write_payload_texts), or NULL: text_len bytes. */
+	const char *text;
+	uint32_t text_len;
+	enum trace_value_style text_style;
 };
 
 /*
@@ -179,7 +184,11 @@ struct tn_rec {
 	 * load_packet), and its cpu, copied so that delivering an event
 	 * whose fields the callback does not read touches no byte of it. */
 	uint32_t off, end, cpu;
+	/* Where its arguments' text starts in its batch's `text` (a 4-byte
+	 * length, then the bytes), or TN_NO_TEXT. */
+	uint32_t text;
 };
+#define TN_NO_TEXT UINT32_MAX
 
 #define TN_BATCH 4096               /* messages per batch                              */
 #define TN_BATCH_BYTES (512u << 10) /* a batch is handed over once the packets loaded
@@ -195,7 +204,11 @@ struct tn_batch {
 	_Alignas(64) struct tn_rec *recs;   /* TN_BATCH of them                  */
 	size_t n;
 	uint64_t done_bytes;         /* progress: stream bytes read when it was handed over */
+	struct strbuf text;          /* arguments' text written ahead (tn_rec.text) */
 };
+/* A batch's text written ahead stops growing past this (the rest is
+ * written by the callbacks): memory stays bounded whatever the strings. */
+#define TN_TEXT_BYTES (1u << 20)
 
 struct tn_pipe;
 
@@ -227,6 +240,7 @@ struct tn_reader {
 	struct tn_buf *spare;        /* buffers free for a packet                */
 	uint64_t spare_bytes;        /* their capacity, at most TN_SPARE_BYTES    */
 	struct tn_pipe *pipe;        /* NULL: this thread delivers what it reads  */
+	enum { TEXT_AHEAD_BALANCED, TEXT_AHEAD_ALWAYS, TEXT_AHEAD_NEVER } text_ahead;   /* MARK_READER_TEXT_AHEAD */
 	bool read_failed;            /* bad input ended the reading (said on err) */
 	/* What both sides read and neither writes once reading starts. */
 	_Alignas(64) const struct trace_reader_ops *ops;
@@ -1216,7 +1230,8 @@ static void add_message(struct tn_reader *r, struct tn_stream *s)
 		if (r->ops->event) {
 			batch->recs[batch->n++] = (struct tn_rec){ .buf = b, .cls = s->cls, .ns = s->ns,
 								   .off = (uint32_t)s->ev_off, .end = (uint32_t)s->ev_end,
-								   .cpu = le32(b->data + s->ev_off + 12) };
+								   .cpu = le32(b->data + s->ev_off + 12),
+								   .text = TN_NO_TEXT };
 			mark_buffer_used(r, b);
 		}
 		return;
@@ -1264,6 +1279,12 @@ static int deliver(struct tn_reader *r, const struct tn_batch *batch)
 		}
 		const uint8_t *p = b->data + m->off;
 		struct trace_native_event nev = { .trace = t, .cls = m->cls, .payload = p + 16, .end = b->data + m->end };
+		if (m->text != TN_NO_TEXT) {
+			const char *text = batch->text.data + m->text;
+			memcpy(&nev.text_len, text, sizeof(nev.text_len));
+			nev.text = text + sizeof(nev.text_len);
+			nev.text_style = ops->payload_style;
+		}
 		/* Every member assigned, none zeroed: an initialiser would clear
 		 * the whole struct first (a `rep stos`, a seventh of `mark stats`). */
 		struct trace_event ev;
@@ -1302,6 +1323,40 @@ static int emit_message(struct tn_reader *r, struct tn_stream *s)
 	int rc = hand_over(r);
 	r->batch = NULL;
 	return rc;
+}
+
+/*
+ * The reading side, two threads, the callbacks behind: write the text of
+ * the batch's events' arguments (ops->payload_text) now, so that the
+ * callbacks copy it instead of writing it.  Up to TN_TEXT_BYTES; an event
+ * without text (none written, no memory) is written by the callback.
+ */
+static void write_payload_texts(struct tn_reader *r, struct tn_batch *batch)
+{
+	struct strbuf *t = &batch->text;
+	if (t->failed)
+		strbuf_release(t);   /* out of memory last time: try afresh */
+	strbuf_reset(t);
+	for (size_t i = 0; i < batch->n && t->len < TN_TEXT_BYTES; i++) {
+		struct tn_rec *m = &batch->recs[i];
+		if (!m->cls || m->cls->nfields == 0)
+			continue;
+		const uint8_t *p = m->buf->data + m->off;
+		const struct trace_native_event nev = { .trace = m->buf->trace, .cls = m->cls, .payload = p + 16,
+							.end = m->buf->data + m->end };
+		const size_t at = t->len;
+		const uint32_t unknown = 0;
+		strbuf_add(t, (const char *)&unknown, sizeof(unknown));
+		trace_native_payload_append(t, &nev, r->ops->payload_style);
+		if (t->failed)
+			break;
+		const size_t len = t->len - at - sizeof(unknown);
+		if (len > UINT32_MAX || at > UINT32_MAX - 1)
+			break;
+		const uint32_t len32 = (uint32_t)len;
+		memcpy(t->data + at, &len32, sizeof(len32));
+		m->text = (uint32_t)at;
+	}
 }
 
 /*
@@ -1352,6 +1407,22 @@ static int hand_over(struct tn_reader *r)
 		r->batch->n = 0;
 		r->batch_bytes = 0;
 		return rc;
+	}
+	if (r->ops->payload_text && r->ops->event && r->text_ahead != TEXT_AHEAD_NEVER) {
+		/* The callbacks are behind when two batches or more wait for
+		 * them (the pipe holds TN_PIPE_DEPTH): this thread would wait,
+		 * so it writes the arguments' text, the callbacks' dearest
+		 * part, meanwhile.  When it is the slower side the batches
+		 * waiting drop below two and it stops: the work balances
+		 * itself between the two threads. */
+		bool behind = r->text_ahead == TEXT_AHEAD_ALWAYS;
+		if (!behind) {
+			pthread_mutex_lock(&p->lock);
+			behind = r->batch_seq - p->delivered >= 2;
+			pthread_mutex_unlock(&p->lock);
+		}
+		if (behind)
+			write_payload_texts(r, r->batch);
 	}
 	pthread_mutex_lock(&p->lock);
 	p->handed = ++r->batch_seq;
@@ -1460,6 +1531,20 @@ static int deliver_handed(struct tn_reader *r)
 	return rc;
 }
 
+/*
+ * MARK_READER_TEXT_AHEAD: whether the reading thread writes the arguments'
+ * text ahead (write_payload_texts): "always", "never", or by default when
+ * the callbacks are behind.  For tests and measurements: the output is the
+ * same bytes in every case.
+ */
+static void read_text_ahead(struct tn_reader *r)
+{
+	const char *v = secure_getenv("MARK_READER_TEXT_AHEAD");
+	r->text_ahead = !v ? TEXT_AHEAD_BALANCED
+		: strcmp(v, "always") == 0 ? TEXT_AHEAD_ALWAYS
+		: strcmp(v, "never") == 0 ? TEXT_AHEAD_NEVER : TEXT_AHEAD_BALANCED;
+}
+
 /* Two threads unless MARK_READER_THREADS=1 or this process may run on one CPU only. */
 static bool want_two_threads(void)
 {
@@ -1491,6 +1576,7 @@ static int read_and_deliver(struct tn_reader *r)
 		pthread_cond_init(&p->changed, NULL);
 		r->pipe = p;
 		r->batch = &p->slots[0];
+		read_text_ahead(r);
 		/* The reading thread takes no signal: they stay the program's main thread's. */
 		sigset_t all, old;
 		sigfillset(&all);
@@ -1507,6 +1593,8 @@ static int read_and_deliver(struct tn_reader *r)
 			else
 				rc = p->read_rc;
 		}
+		for (size_t i = 0; i < TN_PIPE_DEPTH; i++)
+			strbuf_release(&p->slots[i].text);
 		pthread_cond_destroy(&p->changed);
 		pthread_mutex_destroy(&p->lock);
 		free(recs);
@@ -2093,6 +2181,10 @@ bool trace_native_field_value(const struct trace_native_event *ev, const char *n
 void trace_native_payload_append(struct strbuf *sb, const struct trace_native_event *ev,
 				 enum trace_value_style style)
 {
+	if (ev->text && style == ev->text_style) {
+		strbuf_add(sb, ev->text, ev->text_len);   /* written ahead: write_payload_texts() */
+		return;
+	}
 	const bool json = style == TRACE_VALUE_JSON, otlp = style == TRACE_VALUE_OTLP;
 	const struct tn_class *k = ev->cls;
 	const uint8_t *base = ev->payload - 16, *p = ev->payload;

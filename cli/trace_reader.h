@@ -139,6 +139,16 @@ struct trace_reader_ops {
 	 * trace_progress_wanted().
 	 */
 	bool progress;
+	/*
+	 * The event callback appends the arguments of (nearly) every event
+	 * with trace_event_payload_append() in style payload_style.  The
+	 * native reader on two threads may then write that text on its
+	 * reading thread, ahead, while the callbacks are behind (the text of
+	 * an argument depends on nothing but its bytes); the callback's call
+	 * copies it.  Same bytes either way.
+	 */
+	bool payload_text;
+	enum trace_value_style payload_style;
 	/* Each event in time order.  Return non-zero to stop reading (trace_read returns it). */
 	int (*event)(const struct trace_event *event, void *arg);
 	/* Events the tracer lost (CTF packet events_discarded), as babeltrace2 reports them. */

@@ -29,7 +29,9 @@ threads  The native reader on two threads (one reads and merges, the caller
          packets (the packet buffers are recycled while batches are in
          flight), with losses, of several processes, damaged (the events
          before the damage, then the error) and written to a full disk (the
-         callbacks stop the reading).  The reading thread exists with two and
+         callbacks stop the reading), also with the reading thread writing
+         the arguments' text of every batch ahead (MARK_READER_TEXT_AHEAD=
+         always), for view, Chrome JSON and OTLP.  The reading thread exists with two and
          not with one, nor by default when the process may use one CPU only.
 """
 import os
@@ -61,7 +63,8 @@ def run(args, env=None, stdout=None, **kw):
     """args with env added to a clean environment; stdout and stderr
     captured, or stdout written to the file named `stdout`."""
     e = dict(os.environ)
-    for k in ("MARK_TRACE", "MARK_ENABLE", "MARK_MODE", "MARK_BUFFER", "MARK_READER"):
+    for k in ("MARK_TRACE", "MARK_ENABLE", "MARK_MODE", "MARK_BUFFER", "MARK_READER", "MARK_READER_THREADS",
+              "MARK_READER_TEXT_AHEAD"):
         e.pop(k, None)
     e.update(env or {})
     if stdout is None:
@@ -316,10 +319,15 @@ def case_progress(mark, target, prog, workdir):
 
 
 def threads_same(mark, args, label, stdout=None):
-    """MARK_READER_THREADS=1 and 2 (native reader) give the same bytes."""
-    one, two = (run([mark] + args, {"MARK_READER": "native", "MARK_READER_THREADS": t}, stdout=stdout)
-                for t in ("1", "2"))
+    """MARK_READER_THREADS=1 and 2 (native reader) give the same bytes, and
+    so does 2 with the arguments' text of every batch written ahead by the
+    reading thread (MARK_READER_TEXT_AHEAD=always; by default only while
+    the callbacks are behind, which a small trace may never be)."""
+    one, two, ahead = (run([mark] + args, dict({"MARK_READER": "native", "MARK_READER_THREADS": t}, **extra),
+                           stdout=stdout)
+                       for t, extra in (("1", {}), ("2", {}), ("2", {"MARK_READER_TEXT_AHEAD": "always"})))
     compare(one, two, label, "one thread", "two")
+    compare(one, ahead, label, "one thread", "two, the text written ahead")
     return one
 
 
@@ -370,6 +378,7 @@ def case_threads(mark, target, prog, workdir):
         threads_same(mark, ["stats", d], label + " stats")
         threads_same(mark, ["export", "-o", "-", d], label + " export")
         threads_same(mark, ["export", "--format", "perfetto", "-o", "-", d], label + " export perfetto")
+        threads_same(mark, ["export", "--format", "otlp", "-o", "-", d], label + " export otlp")
     check(seen_loss, "no trace with lost events was compared")
     # damaged: the events before the damage, then the same error
     base = dict(traces)["many"]
