@@ -82,6 +82,27 @@ endif()
 add_test(NAME test_list_file COMMAND ${MARK_TEST_DIR}/test_list_file.sh $<TARGET_FILE:mark_cli>
          $<TARGET_FILE:test_api_jump> $<TARGET_FILE:cxx_lib_generic_17> $<TARGET_FILE:dl_markers_immediate> ${odd_site})
 
+# `mark list` takes a file's architecture from its ELF header, not from the
+# machine it runs on.  In the cross build (tests/aarch64/run.sh passes
+# MARK_HOST_BUILD, the host's build directory), the same checks run with
+# the host's mark on this build's files, and with this build's mark (under
+# qemu) on the host build's x86-64 files, the odd jump site among them.
+# Without a host build they skip, saying so.  (_add_test: the cross
+# build's add_test() would split the shell text at its semicolons.)
+if(CMAKE_CROSSCOMPILING)
+  set(MARK_HOST_BUILD "" CACHE PATH "the host build directory, for the cross-architecture `mark list` tests")
+  set(host ${MARK_HOST_BUILD})
+  set(need_host "[ -x \"\$0\" ] || { echo \"SKIP: no host build of mark at \$0 (MARK_HOST_BUILD='${host}'): make test builds it before the cross build\"; exit 77; }; exec \"\$@\"")
+  _add_test(NAME test_list_file_host_mark COMMAND sh -c "${need_host}" ${host}/mark
+           ${MARK_TEST_DIR}/test_list_file.sh ${host}/mark
+           $<TARGET_FILE:test_api_jump> $<TARGET_FILE:cxx_lib_generic_17> $<TARGET_FILE:dl_markers_immediate>)
+  _add_test(NAME test_list_file_host_files COMMAND sh -c "${need_host}" ${host}/tests/test_odd_site_jump
+           ${MARK_TEST_DIR}/test_list_file.sh $<TARGET_FILE:mark_cli>
+           ${host}/tests/test_api_jump ${host}/tests/libcxx_lib_generic_17.so
+           ${host}/tests/libdl_markers_immediate.so ${host}/tests/test_odd_site_jump)
+  set_tests_properties(test_list_file_host_mark test_list_file_host_files PROPERTIES SKIP_RETURN_CODE 77)
+endif()
+
 # Strict ISO C and -O0/-O2 builds of the header, for each site kind.
 foreach(kind jump immediate generic)
   foreach(std 99 11)

@@ -21,6 +21,10 @@
 #            qemu's gdb stub and gdb-multiarch); those that need uprobe
 #            tools, fuzzing or a host build, or that meet a defect of qemu
 #            itself, are listed and skip, saying why (tests/CMakeLists.txt).
+#            With the host build (BUILD_HOST, default build/; `make test`
+#            makes it first), `mark list` is also checked across the two
+#            architectures: the host's mark on the aarch64 files and the
+#            aarch64 mark on the host's (tests/core.cmake).
 #   install  installs the cross-built library, command, headers, mark.pc and
 #            the CMake package into PREFIX.
 #
@@ -69,8 +73,11 @@ deps() {
 
 # configure TESTS [PREFIX]: TESTS is ON or OFF (MARK_BUILD_TESTS).
 configure() {
+	# MARK_HOST_BUILD: the host build whose mark and files the
+	# cross-architecture `mark list` tests use (tests/core.cmake).
 	cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$ROOT/cmake/aarch64-linux-gnu.cmake" \
-		-DMARK_BUILD_CLI=ON -DMARK_BUILD_TESTS="$1" -DCMAKE_INSTALL_PREFIX="${2:-/usr/local}" >/dev/null || exit 1
+		-DMARK_BUILD_CLI=ON -DMARK_BUILD_TESTS="$1" -DCMAKE_INSTALL_PREFIX="${2:-/usr/local}" \
+		-DMARK_HOST_BUILD="${BUILD_HOST:-$ROOT/build}" >/dev/null || exit 1
 }
 
 build() {
