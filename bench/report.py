@@ -781,7 +781,9 @@ EXTRA = {
                "`babeltrace2 -c sink.utils.counter`, `stats`/`view`/`view_filter` (`-e rb_req_*`)/`export` "
                "(`-o -`, Chrome JSON)/`export_perfetto` (`--format perfetto -o -`)/`export_otlp` (`--format otlp -o -`) are mark's commands with the native reader, output to /dev/null; "
                "with two CPUs or more it reads and merges on a thread of its own while the command works "
-               "(the default); `*_one_thread` rows are the same with `MARK_READER_THREADS=1`, one core's rate.  Peak RSS and "
+               "(the default); `*_one_thread` rows are the same with `MARK_READER_THREADS=1`, one core's rate; "
+               "`*_no_text_ahead` rows are two threads without the reading thread writing the arguments' text "
+               "ahead while the command's thread is behind (`MARK_READER_TEXT_AHEAD=never`).  Peak RSS and "
                "`events_per_cpu_s` (events per second of the command's own user + system time, "
                "which the load of a shared machine does not lower) from wait4's rusage.",
                "bench/reader/run.sh"),

@@ -57,6 +57,9 @@ def main():
     env_native.pop("MARK_READER_THREADS", None)
     # the reader on the calling thread alone: what one core does
     env_one = dict(env_native, MARK_READER_THREADS="1")
+    # two threads, the reading one never writing the arguments' text ahead
+    # (the default writes it while the command's thread is behind)
+    env_no_ahead = dict(env_native, MARK_READER_TEXT_AHEAD="never")
     rows = [
         ("cat", ["cat"] + streams, None),
         ("bt2_counter", ["babeltrace2", "-c", "sink.utils.counter", trace], None),
@@ -64,10 +67,12 @@ def main():
         ("stats_one_thread", [mark, "stats", trace], env_one),
         ("view", [mark, "view", trace], env_native),
         ("view_one_thread", [mark, "view", trace], env_one),
+        ("view_no_text_ahead", [mark, "view", trace], env_no_ahead),
         ("view_filter", [mark, "view", "-e", "rb_req_*", trace], env_native),
         # a field filter (issue 13's language), printing half of the events that have `i`
         ("view_filter_expr", [mark, "view", "--filter", "i & 1 == 0", trace], env_native),
         ("export", [mark, "export", "-o", "-", trace], env_native),
+        ("export_no_text_ahead", [mark, "export", "-o", "-", trace], env_no_ahead),
         ("export_perfetto", [mark, "export", "--format", "perfetto", "-o", "-", trace], env_native),
         ("export_otlp", [mark, "export", "--format", "otlp", "-o", "-", trace], env_native),
     ]
@@ -108,6 +113,12 @@ def main():
             print("I reader_threads %s: two reader threads (the default here) take %.2fx the time of one "
                   "(median wall time; %.2fx the CPU time)"
                   % (name, med[name] / med[name + "_one_thread"], cpu_med[name] / cpu_med[name + "_one_thread"]))
+    for name in ("view", "export"):
+        if name in med and name + "_no_text_ahead" in med:
+            print("I reader_text_ahead %s: with the arguments' text written ahead by the reading thread (the "
+                  "default) it takes %.2fx the time it takes without (MARK_READER_TEXT_AHEAD=never; median "
+                  "wall time; %.2fx the CPU time)"
+                  % (name, med[name] / med[name + "_no_text_ahead"], cpu_med[name] / cpu_med[name + "_no_text_ahead"]))
     for name, goal in (("stats", 20), ("stats_one_thread", 20), ("view", 10), ("view_filter", 10), ("view_filter_expr", 10), ("export", 5),
                        ("export_perfetto", 5),
                        ("export_otlp", 5)):
