@@ -2054,8 +2054,17 @@ static inline const uint8_t *align8(const uint8_t *base, const uint8_t *p)
  * bits: a signed integer sign-extended, a double's bits as they are. */
 static uint64_t number_at(const struct tn_field *f, const uint8_t *p)
 {
-	uint64_t v = 0;
-	memcpy(&v, p, f->bytes);
+	/* A load of the field's own size: a memcpy of f->bytes into a
+	 * uint64_t went through the stack, and reading the whole word back
+	 * after a narrower store stalled store-to-load forwarding (a third of
+	 * this function's time in `mark view`).  bytes is 1, 2, 4 or 8. */
+	uint64_t v;
+	switch (f->bytes) {
+	case 1: v = p[0]; break;
+	case 2: v = le16(p); break;
+	case 4: v = le32(p); break;
+	default: v = le64(p); break;
+	}
 	if (f->kind == TN_SINT && f->bytes < 8 && (v >> (f->bytes * 8 - 1)) & 1)
 		v |= ~UINT64_C(0) << (f->bytes * 8);
 	return v;
