@@ -64,6 +64,22 @@ struct name_slot {
 	int match;           /* matches(v, name)         */
 };
 
+/*
+ * " cpu C[ pid P \"name\"] tid T " of an event, kept as text per thread
+ * and CPU in a small table: a thread's events share it, and the events of
+ * a few threads alternate in time order.  Rebuilt for every change of
+ * thread, its bytes were written one by one and at once read back as
+ * whole words (strbuf_add_padded), which stalled store-to-load
+ * forwarding on most events of a multi-threaded trace.
+ */
+#define VIEW_CTX_SLOTS 64
+struct ctx_slot {
+	int64_t cpu, pid, tid;
+	const char *procname;   /* compared by address: one pointer per trace */
+	bool multi, valid;
+	struct strbuf text;
+};
+
 struct view_state {
 	struct name_slot escaped[VIEW_NAME_SLOTS];
 	char **globs;
@@ -73,12 +89,7 @@ struct view_state {
 	int64_t first_ns;
 	int have_first;
 	struct strbuf line;
-	/* " cpu C[ pid P \"name\"] tid T " of the last event, kept as text:
-	 * consecutive events mostly share it (one thread's packet, one CPU). */
-	struct strbuf ctx;
-	int64_t ctx_cpu, ctx_pid, ctx_tid;
-	const char *ctx_procname;
-	bool ctx_multi, ctx_valid;
+	struct ctx_slot ctx[VIEW_CTX_SLOTS];
 	uint64_t lost;
 	uint64_t shown;      /* events printed                                    */
 	char *names[16];     /* marker names seen while nothing matched -e        */
@@ -164,6 +175,55 @@ static int flush_lines(struct view_state *v)
 	return rc;
 }
 
+/* The event's context text (struct ctx_slot); NULL when out of memory. */
+static const struct ctx_slot *ctx_slot(struct view_state *v, const struct trace_event *ev)
+{
+	const bool multi = ev->ntraces > 1;
+	struct ctx_slot *cs = &v->ctx[((uint64_t)ev->tid * 31 + (uint64_t)ev->cpu) % VIEW_CTX_SLOTS];
+	if (cs->valid && ev->cpu == cs->cpu && ev->tid == cs->tid && multi == cs->multi &&
+	    (!multi || (ev->pid == cs->pid && ev->procname == cs->procname)))
+		return cs;
+	struct strbuf *c = &cs->text;
+	strbuf_reset(c);
+	if (ev->cpu >= 0) {
+		strbuf_add_lit(c, " cpu ");
+		strbuf_add_int(c, ev->cpu);
+	}
+	if (multi)
+		append_process(c, ev->pid, ev->procname);
+	if (ev->tid >= 0) {
+		strbuf_add_lit(c, " tid ");
+		strbuf_add_int(c, ev->tid);
+	}
+	strbuf_add_lit(c, " ");
+	/* STRBUF_PAD bytes of the buffer's own after the text: what
+	 * strbuf_add_padded() reads beyond it. */
+	static const char pad[STRBUF_PAD];
+	strbuf_add(c, pad, sizeof(pad));
+	if (!c->failed) {
+		c->len -= sizeof(pad);
+		c->data[c->len] = '\0';
+	}
+	cs->cpu = ev->cpu;
+	cs->tid = ev->tid;
+	cs->pid = ev->pid;
+	cs->procname = ev->procname;
+	cs->multi = multi;
+	cs->valid = !c->failed;
+	return cs->valid ? cs : NULL;
+}
+
+static void view_state_release(struct view_state *v)
+{
+	strbuf_release(&v->line);
+	for (size_t i = 0; i < VIEW_CTX_SLOTS; i++)
+		strbuf_release(&v->ctx[i].text);
+	for (size_t i = 0; i < v->nnames; i++)
+		free(v->names[i]);
+	for (size_t i = 0; i < VIEW_NAME_SLOTS; i++)
+		free(v->escaped[i].text);
+}
+
 static int view_event(const struct trace_event *ev, void *arg)
 {
 	struct view_state *v = arg;
@@ -191,44 +251,12 @@ static int view_event(const struct trace_event *ev, void *arg)
 	else
 		trace_time_append_seconds(sb, ev->ns);
 	strbuf_add_lit(sb, "]");
-	const bool multi = ev->ntraces > 1;
-	if (!v->ctx_valid || ev->cpu != v->ctx_cpu || ev->tid != v->ctx_tid || multi != v->ctx_multi ||
-	    (multi && (ev->pid != v->ctx_pid || ev->procname != v->ctx_procname))) {
-		struct strbuf *c = &v->ctx;
-		strbuf_reset(c);
-		if (ev->cpu >= 0) {
-			strbuf_add_lit(c, " cpu ");
-			strbuf_add_int(c, ev->cpu);
-		}
-		if (multi)
-			append_process(c, ev->pid, ev->procname);
-		if (ev->tid >= 0) {
-			strbuf_add_lit(c, " tid ");
-			strbuf_add_int(c, ev->tid);
-		}
-		strbuf_add_lit(c, " ");
-		/* STRBUF_PAD bytes of the buffer's own after the text: what
-		 * strbuf_add_padded() reads beyond it. */
-		static const char pad[STRBUF_PAD];
-		strbuf_add(c, pad, sizeof(pad));
-		if (!c->failed) {
-			c->len -= sizeof(pad);
-			c->data[c->len] = '\0';
-		}
-		/* The procname is compared by address: a reader hands one
-		 * pointer per trace, and another address only rebuilds this. */
-		v->ctx_cpu = ev->cpu;
-		v->ctx_tid = ev->tid;
-		v->ctx_pid = ev->pid;
-		v->ctx_procname = ev->procname;
-		v->ctx_multi = multi;
-		v->ctx_valid = !c->failed;
-		if (c->failed) {
-			sb->failed = 1;
-			return 1;
-		}
+	const struct ctx_slot *cs = ctx_slot(v, ev);
+	if (!cs) {
+		sb->failed = 1;
+		return 1;
 	}
-	strbuf_add_padded(sb, v->ctx.data, v->ctx.len);
+	strbuf_add_padded(sb, cs->text.data, cs->text.len);
 	if (slot->text) {
 		strbuf_add_padded(sb, slot->text, slot->text_len);
 	} else {
@@ -393,13 +421,8 @@ static int view_run(int argc, char **argv)
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
 	if (follow) {
 		int st = view_follow(argv[optind], &v, holdback);
-		strbuf_release(&v.line);
-		strbuf_release(&v.ctx);
+		view_state_release(&v);
 		mark_filter_free(filter);
-		for (size_t i = 0; i < v.nnames; i++)
-			free(v.names[i]);
-		for (size_t i = 0; i < VIEW_NAME_SLOTS; i++)
-			free(v.escaped[i].text);
 		return st;
 	}
 	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(progress, true),
@@ -408,8 +431,6 @@ static int view_run(int argc, char **argv)
 	int r = trace_read(argv[optind], &ops, &v);
 	flush_lines(&v);
 	cli_flush_stdout();
-	strbuf_release(&v.line);
-	strbuf_release(&v.ctx);
 	mark_filter_free(filter);
 	int status = r == 0 || r == 2 ? 0 : 1;
 	if (r == 0 && v.nglobs > 0 && v.shown == 0) {
@@ -433,10 +454,7 @@ static int view_run(int argc, char **argv)
 	}
 	/* Last, so that it is seen after the events (one line, on stderr). */
 	live_warn_incomplete(stderr, argv[optind], false);
-	for (size_t i = 0; i < v.nnames; i++)
-		free(v.names[i]);
-	for (size_t i = 0; i < VIEW_NAME_SLOTS; i++)
-		free(v.escaped[i].text);
+	view_state_release(&v);
 	return status;
 }
 
