@@ -11,8 +11,9 @@
  * exactly what align = 64 of the next field (or of the next event header)
  * skips.
  *
- * Written to "metadata.tmp" and renamed over "metadata", so a reader (or a
- * crash) sees either the old or the new complete text.  The metadata is
+ * Written to ".metadata.tmp" (hidden from readers, which take any other
+ * file for a stream) and renamed over "metadata", so a reader (or a crash)
+ * sees either the old or the new complete text.  The metadata is
  * rewritten when markers appear (dlopen) and when the clock calibration
  * improves; event ids are marker ids, which never change in a process, so
  * an older metadata stays valid for the packets written before it.
@@ -305,7 +306,7 @@ int tracer_metadata_write(int dirfd, const char *dir, const struct tracer_sessio
 		return -ENOMEM;
 	}
 	char path[PATH_MAX];
-	static const char tmp[] = MARK_TF_METADATA ".tmp";
+	static const char tmp[] = MARK_TF_METADATA_TMP;
 	tracer_path(path, sizeof(path), dir, MARK_TF_METADATA, -1);
 	int rc = 0;
 	/*

@@ -153,11 +153,12 @@ static bool is_numbered(const char *name, const char *prefix)
 	return true;
 }
 
-/* Exactly the names this tracer writes: metadata, metadata.tmp, .mark-stats, .mark-chunks,
- * stream-N, .mark-ring-N. */
+/* Exactly the names this tracer writes: metadata, .metadata.tmp (metadata.tmp
+ * before), .mark-stats, .mark-chunks, stream-N, .mark-ring-N. */
 static bool is_trace_file(const char *name)
 {
-	return strcmp(name, MARK_TF_METADATA) == 0 || strcmp(name, MARK_TF_METADATA ".tmp") == 0 ||
+	return strcmp(name, MARK_TF_METADATA) == 0 || strcmp(name, MARK_TF_METADATA_TMP) == 0 ||
+	       strcmp(name, MARK_TF_METADATA_TMP_OLD) == 0 ||
 	       strcmp(name, MARK_TF_STATS) == 0 || strcmp(name, MARK_TF_CHUNKS) == 0 || is_numbered(name, MARK_TF_STREAM_PREFIX) ||
 	       is_numbered(name, MARK_TF_RING_PREFIX);
 }

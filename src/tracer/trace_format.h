@@ -34,6 +34,13 @@
 /* ------------------------------------------------------------------ */
 
 #define MARK_TF_METADATA "metadata"
+/* The metadata being written, renamed over MARK_TF_METADATA when complete.
+ * A dot name: CTF readers (babeltrace2, mark's) take every other file of
+ * the directory for a stream, so one left by a process killed while
+ * writing it made the whole trace unreadable. */
+#define MARK_TF_METADATA_TMP ".metadata.tmp"
+/* What tracers before that wrote: removed like the other trace files. */
+#define MARK_TF_METADATA_TMP_OLD "metadata.tmp"
 #define MARK_TF_STREAM_PREFIX "stream-"       /* stream-%u                       */
 #define MARK_TF_STATS ".mark-stats"
 /* DIR/pid-P/.mark-chunks: events in chunks deleted under max_size (text) */

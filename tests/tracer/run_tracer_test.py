@@ -605,6 +605,24 @@ def s_dlopen():
     check([e["fields"]["i"] for e in tr.named("t_seq")] == list(range(n)) * 2, "t_seq events")
 
 
+def s_dlopen_killed():
+    """Killed (SIGKILL) while the consumer rewrites the metadata, the new text
+    complete in its temporary file: the trace must stay readable after
+    recovery (a temporary file named like a stream made every reader fail),
+    with the events the old metadata describes."""
+    d = fresh_dir("dlopen-killed")
+    n = 1000
+    r = run([PROG, "dlopen_killed", str(n), DSO], {"MARK_TRACE": d})
+    check(r.returncode == -signal.SIGKILL, "the program was not killed at the metadata's rename: %d %s"
+          % (r.returncode, r.stderr))
+    r = run([API, "recover", d])
+    check(r.returncode == 0, "recover failed: %s" % r.stderr)
+    left = [f for sub in os.listdir(d) for f in os.listdir(os.path.join(d, sub)) if "tmp" in f]
+    check(all(f.startswith(".") for f in left), "a temporary file readers take for a stream: %s" % left)
+    tr = TextTrace(d)
+    check([e["fields"]["i"] for e in tr.named("t_seq")][:n] == list(range(n)), "the t_seq events before the dlopen")
+
+
 def s_closefds():
     if "libtsan" in subprocess.run(["ldd", PROG], capture_output=True, text=True).stdout:
         skip("under ThreadSanitizer the program's close() of the consumer's descriptor is "
@@ -917,6 +935,7 @@ SCENARIOS = {
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "fork_exec": s_fork_exec,
     "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "tickgap": s_tickgap, "snapshot": s_snapshot, "dlopen": s_dlopen,
+    "dlopen_killed": s_dlopen_killed,
 }
 
 SCENARIOS[SCENARIO]()

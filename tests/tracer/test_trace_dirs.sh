@@ -124,7 +124,7 @@ tracer_writable)
 tracer_symlinks)
 	# Defect 4: links planted in the trace directory, pointing at victims.
 	mkdir "$WORK/victims"
-	cd "$WORK/victims" && victim ring && victim stream && victim meta && cd "$WORK"
+	cd "$WORK/victims" && victim ring && victim stream && victim meta && victim meta_old && cd "$WORK"
 	# plant_run NAME LINK=VICTIM...: start a traced program, plant the links
 	# in its pid-P directory once the session is set up, then let it fire.
 	plant_run() {
@@ -146,9 +146,9 @@ tracer_symlinks)
 	}
 	# Names the tracer creates after start-up: the first thread's stream
 	# file and the metadata's temporary file; then its buffer file.
-	plant_run t stream-0=stream metadata.tmp=meta
+	plant_run t stream-0=stream .metadata.tmp=meta metadata.tmp=meta_old
 	plant_run t1 .mark-ring-0=ring
-	for v in ring stream meta; do victim_ok "$WORK/victims/$v"; done
+	for v in ring stream meta meta_old; do victim_ok "$WORK/victims/$v"; done
 	# A pid-P link planted before the program starts: not followed.
 	mkdir "$WORK/victimdir"
 	cd "$WORK/victimdir" && victim metadata && victim stream-0 && victim .mark-stats && cd "$WORK"

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,6 +26,22 @@ struct req {
 	int len;
 	unsigned flags;
 };
+
+/*
+ * `dlopen_killed`: the process dies (SIGKILL) while the tracer's consumer
+ * rewrites the metadata for the dlopen()ed marker, with the new text
+ * complete in its temporary file and not yet renamed over `metadata`.
+ * libmark's renameat() resolves to this one (the executable comes first in
+ * symbol lookup), which passes every call through until the flag is set.
+ */
+static int kill_at_metadata_rename;
+
+int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
+{
+	if (__atomic_load_n(&kill_at_metadata_rename, __ATOMIC_ACQUIRE) && strcmp(newpath, "metadata") == 0)
+		raise(SIGKILL);
+	return (int)syscall(SYS_renameat, olddirfd, oldpath, newdirfd, newpath);
+}
 
 static void fire_types(long n)
 {
@@ -423,9 +440,15 @@ int main(int argc, char **argv)
 	}
 	else if (strcmp(what, "segv") == 0)
 		run_die(n, 1);
-	else if (strcmp(what, "dlopen") == 0 && argc > 3) {
-		/* tracer_prog dlopen N PATH: a marker that did not exist at start. */
+	else if ((strcmp(what, "dlopen") == 0 || strcmp(what, "dlopen_killed") == 0) && argc > 3) {
+		/* tracer_prog dlopen N PATH: a marker that did not exist at start.
+		 * dlopen_killed: killed while its metadata is rewritten (above). */
 		fire_seq(n);
+		struct timespec settle = { 0, 100000000 };
+		if (what[6] == '_') {
+			nanosleep(&settle, NULL);   /* the first metadata is written */
+			__atomic_store_n(&kill_at_metadata_rename, 1, __ATOMIC_RELEASE);
+		}
 		void *h = dlopen(argv[3], RTLD_NOW);
 		if (!h) {
 			fprintf(stderr, "dlopen: %s\n", dlerror());
@@ -436,6 +459,9 @@ int main(int argc, char **argv)
 			return 1;
 		fire(n);
 		fire_seq(n);
+		if (what[6] == '_')
+			for (;;)
+				pause();   /* until the consumer's rename kills it */
 	} else if (strcmp(what, "closefds") == 0 && argc > 3) {
 		/* tracer_prog closefds N FILE: a daemon closing every descriptor,
 		 * then reusing the numbers for files of its own. */
