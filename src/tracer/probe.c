@@ -119,6 +119,11 @@ struct thread_rings {
 	const uint32_t *rseq_cpu;
 	unsigned depth;
 	bool key_set;
+	/* After a failed ring creation in session `no_ring_generation`, none
+	 * is tried again before no_ring_retry (CLOCK_MONOTONIC_COARSE, ns):
+	 * retried on every event, the creation's system calls were the cost
+	 * of each one. */
+	uint64_t no_ring_generation, no_ring_retry;
 	/* Events that went through record_slow(): a plain per-thread count
 	 * (slow path only; a signal handler's increment between our load and
 	 * store may be lost, acceptable for a diagnostic). */
@@ -239,23 +244,87 @@ static void ring_set_owner(struct mark_tf_ring *hdr)
 	__atomic_store_n(&hdr->tid, (uint32_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
 }
 
-static void write_err(const char *a, const char *b)
+/* A ring index: one a failed creation gave back, else the next new one;
+ * TRACER_MAX_RINGS when all are used. */
+static unsigned take_index(struct tracer_session *s)
 {
-	/* write(2) is async-signal-safe, fprintf is not. */
-	ssize_t r = write(2, a, strlen(a));
-	if (b)
-		r = write(2, b, strlen(b));
-	r = write(2, "\n", 1);
-	(void)r;
+	for (unsigned w = 0; w < TRACER_MAX_RINGS / 64; w++) {
+		uint64_t bits = __atomic_load_n(&s->free_index_bits[w], __ATOMIC_RELAXED);
+		while (bits) {
+			const uint64_t bit = bits & (0 - bits);
+			const uint64_t old = __atomic_fetch_and(&s->free_index_bits[w], ~bit, __ATOMIC_RELAXED);
+			if (old & bit)
+				return w * 64 + (unsigned)__builtin_ctzll(bit);
+			bits = old & ~bit;   /* another creator took it */
+		}
+	}
+	unsigned index = __atomic_fetch_add(&s->next_index, 1, __ATOMIC_RELAXED);
+	if (index >= TRACER_MAX_RINGS) {
+		__atomic_store_n(&s->next_index, TRACER_MAX_RINGS, __ATOMIC_RELAXED);
+		return TRACER_MAX_RINGS;
+	}
+	return index;
+}
+
+/* The system's reason in words, without strerror() (not async-signal-safe). */
+static const char *errno_text(int err)
+{
+	switch (err) {
+	case EMFILE: return "too many open files in the process (EMFILE)";
+	case ENFILE: return "too many open files in the system (ENFILE)";
+	case ENOSPC: return "no space left on the device (ENOSPC)";
+	case EDQUOT: return "disk quota exceeded (EDQUOT)";
+	case ENOMEM: return "out of memory (ENOMEM)";
+	case EACCES: return "permission denied (EACCES)";
+	case EEXIST: return "the file exists (EEXIST)";
+	case ENOENT: return "the trace directory is gone (ENOENT)";
+	case EOPNOTSUPP: return "fallocate is not supported there (EOPNOTSUPP)";
+	default: return "a system call failed";
+	}
+}
+
+/*
+ * Creating this thread's ring failed: give the index back, back off, and
+ * say so once per session.  Its events are counted lost (lost_no_ring).
+ */
+static void ring_create_failed(struct tracer_session *s, unsigned index, const char *what, const char *path,
+			       int err)
+{
+	__atomic_fetch_or(&s->free_index_bits[index / 64], UINT64_C(1) << (index % 64), __ATOMIC_RELAXED);
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	tls.no_ring_generation = s->generation;
+	tls.no_ring_retry = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec + TRACER_NO_RING_BACKOFF_NS;
+	if (__atomic_exchange_n(&s->no_ring_warned, 1, __ATOMIC_RELAXED))
+		return;
+	const char *const parts[] = {
+		"mark: tracer cannot ", what, " ", path, ": ", errno_text(err),
+		"; events of threads without a buffer are lost and counted (the summary, .mark-stats); "
+		"a thread tries again after 100 ms; said once per recording\n",
+	};
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		ssize_t w = write(2, parts[i], strlen(parts[i]));   /* async-signal-safe */
+		(void)w;
+	}
+}
+
+/* Whether this thread's last ring creation failed less than the back-off ago. */
+static bool ring_create_backing_off(const struct tracer_session *s)
+{
+	if (tls.no_ring_generation != s->generation || !tls.no_ring_retry)
+		return false;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec < tls.no_ring_retry;
 }
 
 static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nesting)
 {
-	unsigned index = __atomic_fetch_add(&s->next_index, 1, __ATOMIC_RELAXED);
-	if (index >= TRACER_MAX_RINGS) {
-		__atomic_store_n(&s->next_index, TRACER_MAX_RINGS, __ATOMIC_RELAXED);
+	if (ring_create_backing_off(s))
 		return NULL;
-	}
+	const unsigned index = take_index(s);
+	if (index >= TRACER_MAX_RINGS)
+		return NULL;
 	char path[4096], name[64];
 	tracer_path(path, sizeof(path), s->dir, MARK_TF_RING_PREFIX, index);
 	tracer_path(name, sizeof(name), NULL, MARK_TF_RING_PREFIX, index);
@@ -264,8 +333,7 @@ static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nestin
 	const int dfd = tracer_dir_fd(s);
 	int fd = dfd < 0 ? dfd : mark_file_create_at(dfd, name, O_RDWR);
 	if (fd < 0) {
-		write_err("mark: tracer cannot create its buffer file (it exists, or the trace directory is "
-			  "gone); events of this thread are lost: ", path);
+		ring_create_failed(s, index, "create a thread's buffer file", path, -fd);
 		return NULL;
 	}
 	size_t total = MARK_TF_RING_HEADER_SIZE + s->buffer_size;
@@ -274,17 +342,18 @@ static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nestin
 	 * full file system raises SIGBUS in the traced program.
 	 */
 	if (fallocate(fd, 0, 0, (off_t)total) != 0) {
-		write_err("mark: tracer cannot reserve space for its buffer file (disk full or no "
-			  "fallocate support); events of this thread are lost: ", path);
+		const int err = errno;
 		close(fd);
 		unlinkat(dfd, name, 0);
+		ring_create_failed(s, index, "reserve space for a thread's buffer file", path, err);
 		return NULL;
 	}
 	void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	const int map_err = errno;
 	close(fd);
 	if (map == MAP_FAILED) {
-		write_err("mark: tracer cannot map its buffer file: ", path);
 		unlinkat(dfd, name, 0);
+		ring_create_failed(s, index, "map a thread's buffer file", path, map_err);
 		return NULL;
 	}
 	struct mark_tf_ring *hdr = map;

@@ -46,6 +46,8 @@ extern MARK_HIDDEN int tracer_fence_word;
 #endif
 
 #define TRACER_MAX_RINGS 4096       /* per process, live + recycled-free        */
+/* After a thread's ring creation fails, its next try waits this long. */
+#define TRACER_NO_RING_BACKOFF_NS 100000000ull
 /* Overwrite mode drops the oldest records a chunk (capacity / this) at a time. */
 #define TRACER_OVERWRITE_CHUNKS 16
 #define TRACER_MAX_NESTING 4        /* thread context + 3 signal handler levels */
@@ -226,6 +228,12 @@ struct tracer_session {
 	/* rings[0 .. next_index) may be in use; check `ready`. */
 	struct tracer_ring rings[TRACER_MAX_RINGS];
 	unsigned next_index;        /* atomic fetch_add on ring creation           */
+	/* Indices below next_index whose ring could not be created (bit i % 64
+	 * of word i / 64), taken again by the next creation: a failure (no
+	 * descriptor, disk full) must not use up the 4096 indices for good.
+	 * Atomic fetch_or / fetch_and, ring creation only. */
+	uint64_t free_index_bits[TRACER_MAX_RINGS / 64];
+	unsigned no_ring_warned;    /* atomic exchange: one warning per session    */
 	uint64_t lost_no_ring;      /* atomic add: events dropped without a ring    */
 
 	/* Consumer */

@@ -623,6 +623,24 @@ def s_dlopen_killed():
     check([e["fields"]["i"] for e in tr.named("t_seq")][:n] == list(range(n)), "the t_seq events before the dlopen")
 
 
+def s_noring():
+    """A thread whose buffer file cannot be created (no free descriptor):
+    one warning naming the reason, and a thread started once descriptors
+    are back records every event (a failure used up a ring index and was
+    retried, and reported, on every event: after 4096 no thread of the
+    process could record again)."""
+    d = fresh_dir("noring")
+    n = 5000
+    r = run([PROG, "noring", str(n)], {"MARK_TRACE": d, "MARK_AGENT": "0"})
+    check(r.returncode == 0, "program failed: %s" % r.stderr[-500:])
+    warnings = [l for l in r.stderr.splitlines() if "buffer file" in l]
+    check(len(warnings) == 1 and "EMFILE" in warnings[0] and "once per recording" in warnings[0],
+          "want one warning naming EMFILE: %d lines, %s" % (len(warnings), warnings[:2]))
+    tr = TextTrace(d)
+    check([e["fields"]["i"] for e in tr.named("t_seq")] == [-1] + list(range(n)),
+          "the main thread's event and the second thread's %d (the first thread's are lost)" % n)
+
+
 def s_closefds():
     if "libtsan" in subprocess.run(["ldd", PROG], capture_output=True, text=True).stdout:
         skip("under ThreadSanitizer the program's close() of the consumer's descriptor is "
@@ -935,7 +953,7 @@ SCENARIOS = {
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "fork_exec": s_fork_exec,
     "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "tickgap": s_tickgap, "snapshot": s_snapshot, "dlopen": s_dlopen,
-    "dlopen_killed": s_dlopen_killed,
+    "dlopen_killed": s_dlopen_killed, "noring": s_noring,
 }
 
 SCENARIOS[SCENARIO]()

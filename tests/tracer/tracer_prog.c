@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -35,6 +37,40 @@ struct req {
  * symbol lookup), which passes every call through until the flag is set.
  */
 static int kill_at_metadata_rename;
+
+/*
+ * `noring N`: a thread fires N events while the process has no free
+ * descriptor (its buffer file cannot be created), then, descriptors back,
+ * a new thread fires N.  The first failure must not use up ring indices or
+ * be retried and reported on every event.
+ */
+static void *fire_seq_thread(void *n)
+{
+	for (long i = 0; i < (long)(intptr_t)n; i++)
+		MARK(t_seq, "%ld", i);
+	return NULL;
+}
+
+static int no_descriptor_then_back(long n)
+{
+	MARK(t_seq, "%ld", -1L);   /* the main thread's buffer exists */
+	struct rlimit old, low = { 64, 64 };
+	if (getrlimit(RLIMIT_NOFILE, &old) != 0 || setrlimit(RLIMIT_NOFILE, &low) != 0)
+		return perror("rlimit"), 1;
+	int fds[64], nfds = 0;
+	while (nfds < 64 && (fds[nfds] = open("/dev/null", O_RDONLY)) >= 0)
+		nfds++;
+	pthread_t th;
+	for (int phase = 0; phase < 2; phase++) {
+		if (pthread_create(&th, NULL, fire_seq_thread, (void *)(intptr_t)n) != 0)
+			return perror("pthread_create"), 1;
+		pthread_join(th, NULL);
+		while (nfds > 0)
+			close(fds[--nfds]);
+		setrlimit(RLIMIT_NOFILE, &old);
+	}
+	return 0;
+}
 
 int renameat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath)
 {
@@ -440,6 +476,8 @@ int main(int argc, char **argv)
 	}
 	else if (strcmp(what, "segv") == 0)
 		run_die(n, 1);
+	else if (strcmp(what, "noring") == 0)
+		return no_descriptor_then_back(n);
 	else if ((strcmp(what, "dlopen") == 0 || strcmp(what, "dlopen_killed") == 0) && argc > 3) {
 		/* tracer_prog dlopen N PATH: a marker that did not exist at start.
 		 * dlopen_killed: killed while its metadata is rewritten (above). */
