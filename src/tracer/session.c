@@ -204,10 +204,12 @@ void tracer_clean_trace_dir(int fd, int depth)
  * its rings there, as `mark record` would.  Only the directory
  * open_process_dir() judged ours (never a link, owned by this euid,
  * private) is moved, by rename relative to the base directory's
- * descriptor.  Best effort: if it cannot be moved, it stays where it is
- * and our session replaces it as before.  Returns 0, or -errno (with the
- * error set) if the moved directory cannot be replaced by a new one.
+ * descriptor.  If it cannot be moved (pid-P.1 .. pid-P.999 all exist, or
+ * the rename fails), this session does not start: starting would wipe it.
+ * Returns 0, or -errno with the error set.
  */
+#define KEPT_TRACES_MAX 1000   /* pid-P.1 .. pid-P.999 */
+
 static int keep_unfinished_trace(struct tracer_session *s)
 {
 	int fd = openat(s->dir_fd, MARK_TF_STATS, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -229,24 +231,40 @@ static int keep_unfinished_trace(struct tracer_session *s)
 	if (fstatat(s->base_fd, name, &ds, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(ds.st_mode) ||
 	    ds.st_dev != s->dir_dev || ds.st_ino != s->dir_ino)
 		return 0;
-	int k;
-	for (k = 1; k < 1000; k++) {
+	bool moved = false;
+	int err = EEXIST;
+	for (int k = 1; k < KEPT_TRACES_MAX && !moved; k++) {
 		snprintf(aside, sizeof(aside), "%s.%d", name, k);
-		if (renameat2(s->base_fd, name, s->base_fd, aside, RENAME_NOREPLACE) == 0)
+		if (renameat2(s->base_fd, name, s->base_fd, aside, RENAME_NOREPLACE) == 0) {
+			moved = true;
 			break;
-		if (errno == EINVAL) {
-			/* A file system without RENAME_NOREPLACE: the directory is private to us. */
-			if (fstatat(s->base_fd, aside, &ds, AT_SYMLINK_NOFOLLOW) == 0)
-				continue;
-			if (errno == ENOENT && renameat(s->base_fd, name, s->base_fd, aside) == 0)
-				break;
-			return 0;
 		}
-		if (errno != EEXIST && errno != ENOTEMPTY)
-			return 0;
+		err = errno;
+		if (err == EINVAL) {
+			/* A file system without RENAME_NOREPLACE: the directory is private to us. */
+			if (fstatat(s->base_fd, aside, &ds, AT_SYMLINK_NOFOLLOW) == 0) {
+				err = EEXIST;
+				continue;
+			}
+			err = errno;
+			if (err == ENOENT) {
+				moved = renameat(s->base_fd, name, s->base_fd, aside) == 0;
+				err = errno;
+			}
+			break;
+		}
+		if (err != EEXIST && err != ENOTEMPTY)
+			break;
 	}
-	if (k == 1000)
-		return 0;
+	if (!moved)
+		return mark_error(err,
+				  "mark: tracer: %s/%s holds the unfinished trace of an earlier image of this "
+				  "process (before an exec), and it cannot be set aside (%s); not tracing this "
+				  "image keeps it from being wiped. Recover it (`mark recover %s`) and move it, "
+				  "or trace into another directory",
+				  s->base_dir, name,
+				  err == EEXIST || err == ENOTEMPTY ? "pid-P.1 to pid-P.999 exist already" : strerror(err),
+				  s->base_dir);
 	/* The descriptor we hold moved with the directory: it is the kept trace now. */
 	int kept = s->dir_fd;
 	s->dir_fd = -1;

@@ -472,6 +472,24 @@ def s_fork_exec():
     check({e["tid"] for e in before + after} <= {child}, "events not from the child")
 
 
+def s_fork_exec_full():
+    """As fork_exec, but pid-CHILD.1 .. .999 exist: the exec'd image cannot
+    set the unfinished trace of the image before it aside.  Its tracing is
+    off, saying why, and that trace stays (it was wiped: its events neither
+    in the trace nor counted)."""
+    d = fresh_dir("fork_exec_full")
+    n = 500
+    r = run([PROG, "fork_exec_full", str(n)], {"MARK_TRACE": d})
+    check(r.returncode == 0, "program failed: %s" % r.stderr)
+    check("cannot be set aside" in r.stderr and "pid-P.1 to pid-P.999 exist already" in r.stderr,
+          "no message saying why the exec'd image is not traced: %r" % r.stderr[-500:])
+    r = run([API, "recover", d])
+    check(r.returncode == 0, "recover failed: %s" % r.stderr)
+    t = TextTrace(d)
+    check([e["fields"]["i"] for e in t.named("t_child")] == list(range(n)),
+          "the child's %d events before exec: %d in the trace" % (n, len(t.named("t_child"))))
+
+
 def s_many():
     d = fresh_dir("many")
     total, n = 2000, 20
@@ -953,7 +971,7 @@ SCENARIOS = {
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "fork_exec": s_fork_exec,
     "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "tickgap": s_tickgap, "snapshot": s_snapshot, "dlopen": s_dlopen,
-    "dlopen_killed": s_dlopen_killed, "noring": s_noring,
+    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "fork_exec_full": s_fork_exec_full,
 }
 
 SCENARIOS[SCENARIO]()

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -284,8 +286,10 @@ static int run_signals(long n)
  * fork_exec N (exec_self set): the child fires N t_child events, then execs
  * this program again ("seq N": N t_seq events) with the same environment
  * (MARK_TRACE): the events of the image before exec must reach the trace.
+ * fork_exec_full N: the same, with DIR/pid-CHILD.1 .. .999 made by the
+ * child before it execs: the new image cannot set the old trace aside.
  */
-static int run_fork(long n, const char *exec_self)
+static int run_fork(long n, const char *exec_self, bool fill_kept)
 {
 	for (long i = 0; !exec_self && i < n; i++)
 		MARK(t_parent, "%ld", i);
@@ -296,6 +300,13 @@ static int run_fork(long n, const char *exec_self)
 	if (pid == 0) {
 		for (long i = 0; i < n; i++)
 			MARK(t_child, "%ld", i);
+		const char *dir = getenv("MARK_TRACE");
+		for (int k = 1; fill_kept && dir && k < 1000; k++) {
+			char path[4096];
+			snprintf(path, sizeof(path), "%s/pid-%d.%d", dir, (int)getpid(), k);
+			if (mkdir(path, 0700) != 0)
+				_exit(126);
+		}
 		if (exec_self) {
 			char num[32];
 			snprintf(num, sizeof(num), "%ld", n);
@@ -460,9 +471,9 @@ int main(int argc, char **argv)
 	else if (strcmp(what, "signals") == 0)
 		return run_signals(n);
 	else if (strcmp(what, "fork") == 0)
-		return run_fork(n, NULL);
-	else if (strcmp(what, "fork_exec") == 0)
-		return run_fork(n, argv[0]);
+		return run_fork(n, NULL, false);
+	else if (strcmp(what, "fork_exec") == 0 || strcmp(what, "fork_exec_full") == 0)
+		return run_fork(n, argv[0], what[9] == '_');
 	else if (strcmp(what, "kill") == 0)
 		run_die(n, 0);
 	else if (strcmp(what, "killseq") == 0) {
