@@ -156,7 +156,20 @@ MARK_HIDDEN int mark_eventhandler_arm_locked(struct mark_marker *m, bool on);
 MARK_HIDDEN struct mark_marker *mark_eventhandler_marker_get_locked(const char *name);
 /* Rebuild m->probes from the registered probes (registry lock held). */
 MARK_HIDDEN void mark_probes_rebuild_locked(struct mark_marker *m, void ***retired, size_t *nretired);
+/* Free what a rebuild retired, after a grace period (mark_grace_period();
+ * kept, never freed, when there was none). */
 MARK_HIDDEN void mark_probes_retire(void **retired, size_t nretired);
+/*
+ * Wait for an RCU grace period (urcu_bp_synchronize_rcu), unless the
+ * calling thread is itself inside a read-side section: only it could end
+ * that section, so the wait would never return.  A signal handler that
+ * left a marker's probe with (sig)longjmp leaves its thread so, for good
+ * (the probe's urcu_bp_read_unlock never runs), and the program's exit,
+ * which stops the tracer, hung there.  Returns false, said once on
+ * stderr, when it did not wait: the caller must then keep (leak) what it
+ * would have freed, since other threads may still read it.
+ */
+MARK_HIDDEN bool mark_grace_period(void);
 MARK_HIDDEN bool mark_glob_match(const char *glob, const struct mark_marker *m);
 /* glob.c: does glob match the marker shown as `display` ("name" or
  * "provider:name"; `probe` is the name without provider, or NULL)?  A glob

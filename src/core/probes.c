@@ -84,10 +84,27 @@ void mark_probes_rebuild_locked(struct mark_marker *m, void ***retired, size_t *
 	}
 }
 
+bool mark_grace_period(void)
+{
+	if (urcu_bp_read_ongoing()) {
+		static int said;
+		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+			mark_warn("mark: this thread is inside a marker's probe (did a signal handler leave one "
+				  "with longjmp?): libmark does not wait for other threads to leave the probes, "
+				  "and keeps the memory they may read instead of freeing it\n");
+		return false;
+	}
+	urcu_bp_synchronize_rcu();
+	return true;
+}
+
 void mark_probes_retire(void **retired, size_t nretired)
 {
+	if (nretired && !mark_grace_period()) {
+		free(retired);   /* the list only: what it names is kept */
+		return;
+	}
 	if (nretired) {
-		urcu_bp_synchronize_rcu();
 		for (size_t i = 0; i < nretired; i++) {
 			TSAN_ACQUIRE(retired[i]);
 			free(retired[i]);

@@ -172,8 +172,7 @@ static void filter_install(struct tracer_filter **slot, struct tracer_filter *tf
 	__atomic_store_n(&tracer_judging, (__atomic_load_n(&tracer_filter, __ATOMIC_RELAXED) != NULL) |
 						  (__atomic_load_n(&tracer_trigger, __ATOMIC_RELAXED) != NULL) << 1,
 			 __ATOMIC_RELEASE);
-	if (old) {
-		urcu_bp_synchronize_rcu();
+	if (old && mark_grace_period()) {   /* else kept: a probe may still read it */
 		MARK_TSAN_ACQUIRE(old);
 		tracer_filter_free(old);
 	}

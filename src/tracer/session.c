@@ -494,17 +494,21 @@ static void register_atfork(void)
  * grace period no thread runs it (block-mode producers finish: the
  * consumer still runs); then the consumer writes what it has and stops.
  */
-static void session_disconnect(struct tracer_session *s)
+static bool session_disconnect(struct tracer_session *s)
 {
 	for (size_t i = 0; i < s->nglobs; i++) {
 		mark_probe_unregister_fast(s->globs[i], tracer_probe, NULL);
 		mark_disarm(s->globs[i]);
 	}
 	tracer_set_current(NULL);
-	urcu_bp_synchronize_rcu();
+	/* Without a grace period (this thread is stuck in a probe's read-side
+	 * section: mark_grace_period()) a probe may still run for s: its
+	 * rings stay mapped and s is not freed. */
+	const bool quiet = mark_grace_period();
 	tracer_filter_set(NULL, "tracer: filter");   /* no probe runs for s any more */
 	tracer_trigger_set(NULL, "tracer: snapshot trigger");
 	tracer_consumer_stop(s);
+	return quiet;
 }
 
 /*
@@ -705,10 +709,12 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 	if (rc < 0) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s", mark_last_error());
-		session_disconnect(s);
-		session_unmap(s, true);
+		const bool quiet = session_disconnect(s);
 		tracer_clean_trace_dir(s->dir_fd, 0);
-		free_session(s);
+		if (quiet) {
+			session_unmap(s, true);
+			free_session(s);
+		}
 		return mark_error(-rc, "%s", msg);
 	}
 	return 0;
@@ -746,7 +752,7 @@ static int session_stop_locked(bool family)
 	if (family && s->family_root && s->family_stop)
 		__atomic_store_n(s->family_stop, 1, __ATOMIC_RELEASE);
 	/* 1. No new events; 2. the consumer writes what it has... */
-	session_disconnect(s);
+	const bool quiet = session_disconnect(s);
 	/* ...then everything that is left.  The consumer is joined: its
 	 * clock_frozen is ours to read. */
 	if (!s->clock_frozen)
@@ -754,8 +760,10 @@ static int session_stop_locked(bool family)
 	tracer_drain_all_final(s);
 	tracer_metadata_write(tracer_dir_fd(s), s->dir, s, s->trace_uuid, &s->described);
 	tracer_stats_update(s, MARK_TF_STATE_STOPPED);
-	session_unmap(s, true);
-	free_session(s);
+	if (quiet) {
+		session_unmap(s, true);
+		free_session(s);
+	}
 	return 0;
 }
 

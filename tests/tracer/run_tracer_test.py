@@ -53,7 +53,8 @@ def run(args, env=None, **kw):
     for k in ("MARK_TRACE", "MARK_ENABLE", "MARK_MODE", "MARK_BUFFER"):
         e.pop(k, None)
     e.update(env or {})
-    return subprocess.run(args, env=e, capture_output=True, text=True, timeout=100, **kw)
+    kw.setdefault("timeout", 100)
+    return subprocess.run(args, env=e, capture_output=True, text=True, **kw)
 
 
 class Trace:
@@ -641,6 +642,24 @@ def s_dlopen_killed():
     check([e["fields"]["i"] for e in tr.named("t_seq")][:n] == list(range(n)), "the t_seq events before the dlopen")
 
 
+def s_longjmp():
+    """A signal handler leaves a marker's probe with siglongjmp: the exit,
+    which stops the tracer, must not wait forever for that probe's RCU
+    read-side section (it hung, SIGTERM blocked), and the trace is written."""
+    d = fresh_dir("longjmp")
+    n = 1000
+    try:
+        r = run([PROG, "longjmp", str(n)], {"MARK_TRACE": d}, timeout=30)
+    except subprocess.TimeoutExpired:
+        check(False, "the program did not exit within 30 s (its exit waits for the abandoned probe)")
+        return
+    check(r.returncode == 0 and "left the probe by longjmp" in r.stdout, "program failed: %d %s"
+          % (r.returncode, r.stderr[-500:]))
+    check("longjmp" in r.stderr, "no word of the probe left by longjmp: %r" % r.stderr[-300:])
+    tr = TextTrace(d)
+    check([e["fields"]["i"] for e in tr.named("t_seq")] == list(range(n)), "the t_seq events after the longjmp")
+
+
 def s_noring():
     """A thread whose buffer file cannot be created (no free descriptor):
     one warning naming the reason, and a thread started once descriptors
@@ -655,8 +674,10 @@ def s_noring():
     check(len(warnings) == 1 and "EMFILE" in warnings[0] and "once per recording" in warnings[0],
           "want one warning naming EMFILE: %d lines, %s" % (len(warnings), warnings[:2]))
     tr = TextTrace(d)
-    check([e["fields"]["i"] for e in tr.named("t_seq")] == [-1] + list(range(n)),
-          "the main thread's event and the second thread's %d (the first thread's are lost)" % n)
+    got = [e["fields"]["i"] for e in tr.named("t_seq")]
+    check(got == [-1] + list(range(n)),
+          "the main thread's event and the second thread's %d (the first thread's are lost): %d events, "
+          "first %s, discarded %d; stderr %r" % (n, len(got), got[:3], tr.discarded, r.stderr[-600:]))
 
 
 def s_closefds():
@@ -971,7 +992,7 @@ SCENARIOS = {
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "fork_exec": s_fork_exec,
     "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "tickgap": s_tickgap, "snapshot": s_snapshot, "dlopen": s_dlopen,
-    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "fork_exec_full": s_fork_exec_full,
+    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "longjmp": s_longjmp, "fork_exec_full": s_fork_exec_full,
 }
 
 SCENARIOS[SCENARIO]()

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -41,6 +42,45 @@ struct req {
 static int kill_at_metadata_rename;
 
 /*
+ * `longjmp N`: a probe of marker t_jump raises a signal whose handler
+ * leaves with siglongjmp, so the probe's RCU read-side section is never
+ * closed; then N t_seq events, and exit.  The exit stops the tracer, whose
+ * wait for a grace period waited for that section forever (with every
+ * signal blocked: only SIGKILL ended the process).
+ */
+static void fire_seq(long n);
+static sigjmp_buf jump_env;
+
+static void jump_out(int sig)
+{
+	(void)sig;
+	siglongjmp(jump_env, 1);
+}
+
+static void raise_in_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
+{
+	(void)m, (void)priv, (void)args;
+	raise(SIGUSR1);
+}
+
+static int leave_probe_by_longjmp(long n)
+{
+	struct sigaction sa = { .sa_handler = jump_out };
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGUSR1, &sa, NULL) != 0 || mark_probe_register_fast("t_jump", raise_in_probe, NULL) != 0 ||
+	    mark_arm("t_jump") < 0)
+		return fprintf(stderr, "set-up: %s\n", mark_last_error()), 1;
+	if (sigsetjmp(jump_env, 1) == 0) {
+		MARK(t_jump, "%d", 1);
+		fprintf(stderr, "the probe did not leave by longjmp\n");
+		return 1;
+	}
+	fire_seq(n);
+	printf("left the probe by longjmp\n");
+	return 0;
+}
+
+/*
  * `noring N`: a thread fires N events while the process has no free
  * descriptor (its buffer file cannot be created), then, descriptors back,
  * a new thread fires N.  The first failure must not use up ring indices or
@@ -56,6 +96,15 @@ static void *fire_seq_thread(void *n)
 static int no_descriptor_then_back(long n)
 {
 	MARK(t_seq, "%ld", -1L);   /* the main thread's buffer exists */
+	/* ...and its stream file, which the consumer creates when it first
+	 * drains it: without a descriptor it could not (those events are
+	 * counted lost, a case of its own). */
+	char stream[4096];
+	snprintf(stream, sizeof(stream), "%s/pid-%d/stream-0", getenv("MARK_TRACE") ? getenv("MARK_TRACE") : ".",
+		 (int)getpid());
+	struct stat st;
+	for (int i = 0; i < 500 && stat(stream, &st) != 0; i++)
+		usleep(10000);
 	struct rlimit old, low = { 64, 64 };
 	if (getrlimit(RLIMIT_NOFILE, &old) != 0 || setrlimit(RLIMIT_NOFILE, &low) != 0)
 		return perror("rlimit"), 1;
@@ -489,6 +538,8 @@ int main(int argc, char **argv)
 		run_die(n, 1);
 	else if (strcmp(what, "noring") == 0)
 		return no_descriptor_then_back(n);
+	else if (strcmp(what, "longjmp") == 0)
+		return leave_probe_by_longjmp(n);
 	else if ((strcmp(what, "dlopen") == 0 || strcmp(what, "dlopen_killed") == 0) && argc > 3) {
 		/* tracer_prog dlopen N PATH: a marker that did not exist at start.
 		 * dlopen_killed: killed while its metadata is rewritten (above). */
