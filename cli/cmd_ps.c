@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -51,21 +52,41 @@ static int by_pid(const void *a, const void *b)
 	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-/* Is the socket listening?  -ECONNREFUSED means stale. */
-static int probe_socket(const char *path)
+/*
+ * Is DFD/NAME listening?  -ECONNREFUSED means stale.  The socket is reached
+ * through /proc/self/fd/DFD, the directory this call opened and checked,
+ * never by the directory's path, which its owner may have replaced by a
+ * link since.  Non-blocking: a listener whose queue is full (-EAGAIN) is
+ * alive, and must not hold `mark ps` (as root, every user's) in connect().
+ * Any other error (no /proc: -ENOENT) is "not known to be stale": kept.
+ */
+static int probe_socket(int dfd, const char *name)
 {
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int len = snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d/%s", dfd, name);
+	if (len < 0 || (size_t)len >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(addr.sun_path)) {
-		close(fd);
-		return -ENAMETOOLONG;
-	}
-	memcpy(addr.sun_path, path, strlen(path) + 1);
 	int r = connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 ? 0 : -errno;
 	close(fd);
 	return r;
+}
+
+/*
+ * Remove DFD/NAME if it is what an agent leaves behind: a socket owned by
+ * the directory's owner (`owner`).  lstat-like (AT_SYMLINK_NOFOLLOW) and
+ * relative to the directory's descriptor, so a link, a regular file or
+ * anything else planted under an agent's name stays where it is.  Returns
+ * 1 if removed.
+ */
+static int remove_stale(int dfd, const char *name, uid_t owner)
+{
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != owner)
+		return 0;
+	return unlinkat(dfd, name, 0) == 0;
 }
 
 static size_t collect_dirs(char dirs[][108], size_t max)
@@ -122,39 +143,51 @@ static int ps_run(int argc, char **argv)
 		/* Only directories an agent would use (a real directory, that
 		 * only its owner may write): ps removes files in them, as root
 		 * too, and must not do that through a link or in a directory
-		 * others fill.  ctl_connect() checks the owner per process. */
+		 * others fill.  ctl_connect() checks the owner per process.
+		 * The directory is opened once, without following a link, and
+		 * everything after (checks, listing, probes, removals) goes
+		 * through that descriptor: its owner may swap the name for a
+		 * link at any moment (renameat2 RENAME_EXCHANGE), and a check
+		 * by name followed by a use by name would then act on the
+		 * link's target, a directory of root's. */
+		int dfd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
 		struct stat dst;
-		if (lstat(dirs[i], &dst) != 0 || !S_ISDIR(dst.st_mode) || (dst.st_mode & 022) ||
-		    (geteuid() != 0 && dst.st_uid != geteuid()))
+		if (fstat(dfd, &dst) != 0 || !S_ISDIR(dst.st_mode) || (dst.st_mode & 022) ||
+		    (geteuid() != 0 && dst.st_uid != geteuid())) {
+			close(dfd);
 			continue;
-		DIR *d = opendir(dirs[i]);
-		if (!d)
+		}
+		/* fdopendir() takes its descriptor over: a duplicate, so that
+		 * dfd stays ours for the *at() calls below. */
+		int lfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+		DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+		if (!d) {
+			if (lfd >= 0)
+				close(lfd);
+			close(dfd);
 			continue;
+		}
 		struct dirent *de;
 		while ((de = readdir(d))) {
 			char *end;
-			char path[512];
 			if (de->d_name[0] == '.') {
 				/* ".PID.RANDOM.tmp": an agent died between bind() and
 				 * rename() (".PID.tmp" from older versions). */
 				long tpid = strtol(de->d_name + 1, &end, 10);
 				size_t rest = end != de->d_name + 1 ? strlen(end) : 0;
 				if (rest >= 4 && strcmp(end + rest - 4, ".tmp") == 0 && end[0] == '.' && tpid > 0 &&
-				    ctl_process_gone((pid_t)tpid) &&
-				    snprintf(path, sizeof(path), "%.107s/%.255s", dirs[i], de->d_name) < (int)sizeof(path) &&
-				    unlink(path) == 0)
+				    ctl_process_gone((pid_t)tpid) && remove_stale(dfd, de->d_name, dst.st_uid))
 					stale++;
 				continue;
 			}
 			long pid = strtol(de->d_name, &end, 10);
 			if (end == de->d_name || strcmp(end, ".sock") != 0 || pid <= 0)
 				continue;
-			if (snprintf(path, sizeof(path), "%.107s/%.255s", dirs[i], de->d_name) >= (int)sizeof(path))
-				continue;
 			bool dead = ctl_process_gone((pid_t)pid);
-			if (dead || probe_socket(path) == -ECONNREFUSED) {
-				if (unlink(path) == 0)
-					stale++;
+			if (dead || probe_socket(dfd, de->d_name) == -ECONNREFUSED) {
+				stale += (unsigned)remove_stale(dfd, de->d_name, dst.st_uid);
 				continue;
 			}
 			bool dup = false;
@@ -167,6 +200,7 @@ static int ps_run(int argc, char **argv)
 			row->pid = (pid_t)pid;
 		}
 		closedir(d);
+		close(dfd);
 	}
 	/* Ask each agent; a process that cannot answer quickly is listed anyway. */
 	for (size_t i = 0; i < n; i++) {

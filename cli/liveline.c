@@ -21,6 +21,7 @@
  * (acquire) by the thread between sleeps; pthread_join() then orders the
  * thread's last write to stderr before the caller's erasing of the line.
  */
+#define _GNU_SOURCE   /* O_PATH */
 #include "liveline.h"
 #include "text.h"
 
@@ -64,12 +65,51 @@ static int pread_full(int fd, void *buf, size_t len, off_t off)
 	return 0;
 }
 
-static int copy_stats_file(const char *path, struct stats_copy *out, int want_entries)
+/*
+ * The trace directory and everything in it belong to the traced user, who
+ * is often not the one running mark (root): any name in it may be a link
+ * they planted (`.mark-stats -> /dev/...`, `pid-1 -> /root/private`).  So
+ * nothing is opened or listed by path: the directory is opened once, and
+ * its files and pid-P/ children are opened relative to its descriptor with
+ * O_NOFOLLOW (a link is then ELOOP: skipped, as an absent file is).
+ */
+static int open_dir(const char *path)
+{
+	/* The directory the caller names is followed if it is a link (the
+	 * caller chose it, e.g. `mark stats latest`); what is in it never is.
+	 * O_PATH: opening the files in it needs only search permission, as
+	 * opening them by path did; list_dir() asks for read permission. */
+	return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* DFD/NAME, a directory (pid-P/) that is not a link, or -1 (a link is
+ * ENOTDIR with O_PATH|O_NOFOLLOW|O_DIRECTORY, ELOOP without O_PATH). */
+static int open_child_dir(int dfd, const char *name)
+{
+	return openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* A DIR* listing the directory dfd, which stays open and ours: "." reopens
+ * that same directory (no name to swap) for reading. */
+static DIR *list_dir(int dfd)
+{
+	int lfd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lfd < 0)
+		return NULL;
+	DIR *d = fdopendir(lfd);
+	if (!d)
+		close(lfd);
+	return d;
+}
+
+static int copy_stats_file(int dfd, const char *name, struct stats_copy *out, int want_entries)
 {
 	/* Read with pread, never mapped: the traced user owns the file and
-	 * could cut it short under a mapping (SIGBUS in mark record).  Not
-	 * O_NOFOLLOW: this only reads. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	 * could cut it short under a mapping (SIGBUS in mark record).
+	 * O_NOFOLLOW: a link is not followed (to a device, a FIFO or a file
+	 * of root's); O_NONBLOCK: a FIFO planted under this name does not
+	 * hold the open, and the S_ISREG check below refuses it. */
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return -1;
 	struct stat st;
@@ -133,30 +173,35 @@ out:
 static int for_each_stats(const char *dir, int want_entries, int descend,
 			  void (*fn)(const struct stats_copy *, void *), void *arg)
 {
-	char path[4096];
 	struct stats_copy c;
 	int found = 0;
-	snprintf(path, sizeof(path), "%s/%s", dir, MARK_TF_STATS);
-	if (copy_stats_file(path, &c, want_entries) == 0) {
+	int dfd = open_dir(dir);
+	if (dfd < 0)
+		return -1;
+	if (copy_stats_file(dfd, MARK_TF_STATS, &c, want_entries) == 0) {
 		fn(&c, arg);
 		free(c.entries);
 		found++;
 	}
-	DIR *d = descend ? opendir(dir) : NULL;
-	if (!d)
-		return found ? 0 : -1;
+	DIR *d = descend ? list_dir(dfd) : NULL;
 	struct dirent *de;
-	while ((de = readdir(d))) {
+	while (d && (de = readdir(d))) {
 		if (strncmp(de->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) != 0)
 			continue;
-		snprintf(path, sizeof(path), "%s/%s/%s", dir, de->d_name, MARK_TF_STATS);
-		if (copy_stats_file(path, &c, want_entries) == 0) {
+		/* A pid-P that is a link (or not a directory) is skipped. */
+		int cfd = open_child_dir(dfd, de->d_name);
+		if (cfd < 0)
+			continue;
+		if (copy_stats_file(cfd, MARK_TF_STATS, &c, want_entries) == 0) {
 			fn(&c, arg);
 			free(c.entries);
 			found++;
 		}
+		close(cfd);
 	}
-	closedir(d);
+	if (d)
+		closedir(d);
+	close(dfd);
 	return found ? 0 : -1;
 }
 
@@ -223,10 +268,10 @@ static void count_unfinished(const struct stats_copy *c, void *arg)
 	}
 }
 
-/* .mark-ring-N files in `path` (read only: a directory listing). */
-static unsigned count_rings(const char *path)
+/* .mark-ring-N files in the directory dfd (read only: a directory listing). */
+static unsigned count_rings(int dfd)
 {
-	DIR *d = opendir(path);
+	DIR *d = list_dir(dfd);
 	if (!d)
 		return 0;
 	unsigned n = 0;
@@ -242,18 +287,26 @@ int live_trace_incomplete(const char *dir, struct live_incomplete *out)
 	*out = (struct live_incomplete){ 0 };
 	if (for_each_stats(dir, 0, 1, count_unfinished, out) != 0)
 		return 0;   /* no .mark-stats: not a mark trace, or not ours to judge */
-	out->rings = count_rings(dir);
-	DIR *d = opendir(dir);
+	int dfd = open_dir(dir);
+	if (dfd < 0)
+		return out->unfinished != 0;
+	out->rings = count_rings(dfd);
+	DIR *d = list_dir(dfd);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
 		if (strncmp(de->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) != 0)
 			continue;
-		char path[4096];
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		out->rings += count_rings(path);
+		/* Only real pid-P/ directories: a link to another directory
+		 * (root's) is neither listed nor counted. */
+		int cfd = open_child_dir(dfd, de->d_name);
+		if (cfd < 0)
+			continue;
+		out->rings += count_rings(cfd);
+		close(cfd);
 	}
 	if (d)
 		closedir(d);
+	close(dfd);
 	return out->rings || out->unfinished;
 }
 

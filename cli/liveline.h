@@ -7,7 +7,12 @@
  * DIR/pid-P/.mark-stats (the tracer writes each process's trace, the first
  * one's included, in DIR/pid-P/; a top-level one is read too).  They are
  * read with the seqlock protocol that header describes, from another
- * process, so nothing here can disturb the traced program.
+ * process, so nothing here can disturb the traced program.  The traced
+ * user owns those files and directories, and mark may run as root: the
+ * files and pid-P/ directories are opened relative to DIR's descriptor and
+ * never through a symbolic link (a link, or anything but a regular file
+ * for .mark-stats, is skipped as if absent; DIR itself is the caller's
+ * choice and may be a link).
  *
  * Typical use:
  *     struct liveline *line = liveline_start(dir);    // NULL if stderr is not a terminal
