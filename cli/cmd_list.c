@@ -26,10 +26,10 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -239,20 +239,82 @@ static int compare_sites(const void *a, const void *b)
 	return c ? c : strcmp(x->location, y->location);
 }
 
+/*
+ * The largest file `mark list` reads.  It keeps the whole file in memory
+ * (see open_elf), and an executable or shared object with markers is far
+ * smaller than this unless it carries a great deal of debug information.
+ */
+#define LIST_MAX_FILE ((size_t)1 << 30)
+
+/*
+ * Read the file into memory rather than mmap() it: the file is often
+ * someone else's (root lists a user's build), and a mapped file that its
+ * owner truncates while we read it raises SIGBUS on the next page touched.
+ * pread() instead sees the truncation as a short read, which is reported,
+ * or reads a snapshot of the file as it was; either way no signal.
+ */
+static int read_whole(int fd, const char *path, struct elf_file *f)
+{
+	unsigned char *buf = malloc(f->size);
+	if (!buf)
+		return cli_error("out of memory reading %s (%zu bytes)", path, f->size);
+	size_t done = 0;
+	while (done < f->size) {
+		ssize_t r = pread(fd, buf + done, f->size - done, (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			free(buf);
+			return cli_error("cannot read %s: %s", path, strerror(e));
+		}
+		if (r == 0) {
+			free(buf);
+			return cli_error("%s shrank while it was read (from %zu to %zu bytes: something is writing it); "
+					 "list it again once it is complete", path, f->size, done);
+		}
+		done += (size_t)r;
+	}
+	f->data = buf;
+	return 0;
+}
+
 static int open_elf(const char *path, struct elf_file *f)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	static const char not_regular[] = "%s is not a regular file; give an executable, a shared object or a PID";
+	struct stat st;
+	/* Checked before the open too, so that a device is never opened at all
+	 * (opening one can have effects); the descriptor is checked again below. */
+	if (stat(path, &st) != 0)
+		return cli_error("cannot open %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return cli_error(not_regular, path);
+	/* O_NONBLOCK: if a FIFO replaced the file since the stat(), the open
+	 * returns at once instead of waiting for a writer forever; O_NOCTTY:
+	 * a terminal put there does not become ours. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return cli_error("cannot open %s: %s", path, strerror(errno));
-	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return cli_error("%s is not a regular file; give an executable, a shared object or a PID", path);
+		return cli_error(not_regular, path);
+	}
+	if ((uint64_t)st.st_size > LIST_MAX_FILE) {
+		close(fd);
+		return cli_error("%s is larger than %zu MiB, the most mark list reads (%jd bytes); list the markers "
+				 "of the running program with `mark list PID`, or of a copy without debug "
+				 "information (objcopy --strip-debug FILE COPY)",
+				 path, LIST_MAX_FILE >> 20, (intmax_t)st.st_size);
 	}
 	f->size = (size_t)st.st_size;
-	f->data = f->size ? mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	f->data = NULL;
+	/* Too small for an ELF header: nothing to read, said below. */
+	if (f->size >= sizeof(Elf64_Ehdr) && read_whole(fd, path, f) != 0) {
+		close(fd);
+		return 1;
+	}
 	close(fd);
-	if (f->data == MAP_FAILED || f->size < sizeof(Elf64_Ehdr) || memcmp(f->data, ELFMAG, SELFMAG) != 0)
+	if (!f->data || f->size < sizeof(Elf64_Ehdr) || memcmp(f->data, ELFMAG, SELFMAG) != 0)
 		return cli_error("%s is not an ELF file; give an executable, a shared object or a PID", path);
 	f->ehdr = (const Elf64_Ehdr *)f->data;
 	for (size_t i = 0; i < sizeof(elf_arches) / sizeof(elf_arches[0]); i++)
@@ -282,8 +344,11 @@ static int open_elf(const char *path, struct elf_file *f)
 static int list_file(const char *path, const char *glob)
 {
 	struct elf_file f = { 0 };
-	if (open_elf(path, &f) != 0)
+	if (open_elf(path, &f) != 0) {
+		free((void *)f.data);
+		free(f.relative);
 		return 1;
+	}
 	const Elf64_Shdr *descs = find_section(&f, "__mark_descs");
 	const Elf64_Shdr *codes = find_section(&f, "__mark_sites");
 	size_t ndesc_sec = descs ? descs->sh_size / sizeof(struct mark__site) : 0;
@@ -416,7 +481,7 @@ static int list_file(const char *path, const char *glob)
 	free(code_descs);
 	free(bad);
 	free(f.relative);
-	munmap((void *)f.data, f.size);
+	free((void *)f.data);
 	return ns == 0 ? 1 : 0;
 }
 

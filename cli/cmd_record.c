@@ -217,25 +217,6 @@ int cli_check_rotate_within(const char *max_size, const char *rotate)
 
 /* ---------------- the trace directory ---------------- */
 
-static int dir_holds_trace(int fd)
-{
-	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = own < 0 ? NULL : fdopendir(own);
-	if (!d) {
-		if (own >= 0)
-			close(own);
-		return 0;
-	}
-	int found = 0;
-	struct dirent *de;
-	while (!found && (de = readdir(d)))
-		found = strcmp(de->d_name, MARK_TF_METADATA) == 0 || strcmp(de->d_name, MARK_TF_STATS) == 0 ||
-			strncmp(de->d_name, MARK_TF_STREAM_PREFIX, strlen(MARK_TF_STREAM_PREFIX)) == 0 ||
-			strncmp(de->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) == 0;
-	closedir(d);
-	return found;
-}
-
 /* The output directory, and what is needed to remove it if this call made it. */
 struct out_dir {
 	char *path;                 /* absolute, links not resolved (MARK_TRACE)   */
@@ -285,7 +266,7 @@ static bool make_output_dir(const char *requested, struct out_dir *o)
 				  why);
 			return false;
 		}
-		if (!o->created && dir_holds_trace(fd)) {
+		if (!o->created && cli_dir_holds_trace(fd)) {
 			cli_error("record: %s already holds a trace; remove it or choose another with -o DIR", path);
 			close(fd);
 			out_dir_free(o);

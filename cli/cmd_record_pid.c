@@ -180,8 +180,9 @@ static bool prepare_dir(const char *output, pid_t pid, uid_t owner, gid_t group,
 			  (unsigned)owner, (int)pid, (unsigned)owner, (unsigned)owner);
 		ok = false;
 	}
-	if (ok && !*created && fstatat(fd, "metadata", &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		cli_error("record: %s already holds a trace; choose another directory with -o DIR", output);
+	if (ok && !*created && cli_dir_holds_trace(fd)) {
+		cli_error("record: %s already holds a trace; remove it or choose another directory with -o DIR",
+			  output);
 		ok = false;
 	}
 	close(fd);
@@ -238,7 +239,7 @@ static void print_totals(const char *dir, const struct rec_target *t, size_t n, 
 {
 	struct live_stats s;
 	if (live_stats_read(dir, &s) != 0) {
-		fprintf(stderr, "mark: no statistics in %s: the tracer of %s did not start\n", dir,
+		fprintf(stderr, "mark: no statistics in %s: the tracer of %s did not start\n", cli_text(dir),
 			multi ? "the processes" : "the process");
 		return;
 	}
@@ -259,7 +260,7 @@ static void print_totals(const char *dir, const struct rec_target *t, size_t n, 
 				continue;
 			if (live_stats_read_one(t[i].sub, &one) != 0) {
 				fprintf(stderr, "mark: process %d (%s): no statistics in %s\n", (int)t[i].pid,
-					t[i].c.comm, t[i].sub);
+					t[i].c.comm, cli_text(t[i].sub));
 				continue;
 			}
 			fprintf(stderr, "mark: process %d (%s): %" PRIu64 " events written, %" PRIu64 " lost, %.1f MB%s\n",
@@ -269,7 +270,7 @@ static void print_totals(const char *dir, const struct rec_target *t, size_t n, 
 		fprintf(stderr, "mark: total: %" PRIu64 " events written, %" PRIu64 " lost, %.1f MB from %u processes\n",
 			s.events_written, s.lost, (double)s.bytes_written / 1e6, s.processes);
 	}
-	fprintf(stderr, "mark: trace written to %s\n", dir);
+	fprintf(stderr, "mark: trace written to %s\n", cli_text(dir));
 	if (s.lost)
 		fprintf(stderr, "mark: events were lost: use a larger --buffer, or --mode block to lose none\n");
 }
@@ -652,7 +653,7 @@ int cli_record_pid(int argc, char **argv)
 				continue;
 			if (!quiet)
 				fprintf(stderr, "mark: process %d (%s) records into %s, detached; `mark stop %d` ends the "
-					"recording\n", (int)t[i].pid, t[i].c.comm, dir, (int)t[i].pid);
+					"recording\n", (int)t[i].pid, t[i].c.comm, cli_text(dir), (int)t[i].pid);
 		}
 		goto out;
 	}
@@ -664,7 +665,8 @@ int cli_record_pid(int argc, char **argv)
 		sigaction(sigs[i], &sa, &old[i]);
 	if (!quiet) {
 		if (!multi) {
-			fprintf(stderr, "mark: recording process %d (%s) into %s", (int)t[0].pid, t[0].c.comm, dir);
+			fprintf(stderr, "mark: recording process %d (%s) into %s", (int)t[0].pid, t[0].c.comm,
+				cli_text(dir));
 		} else {
 			fprintf(stderr, "mark: recording %zu processes (", started);
 			const char *sep = "";
@@ -673,7 +675,7 @@ int cli_record_pid(int argc, char **argv)
 					fprintf(stderr, "%s%d %s", sep, (int)t[i].pid, t[i].c.comm);
 					sep = ", ";
 				}
-			fprintf(stderr, ") into %s", dir);
+			fprintf(stderr, ") into %s", cli_text(dir));
 		}
 		if (duration > 0)
 			fprintf(stderr, " for %g s", duration);

@@ -31,6 +31,16 @@ int cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 bool cli_parse_dir_only(int argc, char **argv, const char *usage, const char **dir, int *status);
 
+/*
+ * Does the directory open as `fd` hold a trace, or part of one: the names
+ * the tracer writes at the top (one process) or as DIR/pid-P/ (each process
+ * of a recording of several, or of a command and its children, which has
+ * no top-level metadata)?  `mark record` (both forms) refuses such a
+ * directory: a second recording would mix with the first.  Unreadable
+ * counts as no trace: the tracer then fails to write there and says so.
+ */
+bool cli_dir_holds_trace(int fd);
+
 /* 0 if glob (given to `cmd` as `option`) is a valid marker glob; else prints
  * why ("mark: view: bad -e \"req[\": ...") and returns 2 (bad usage). */
 int cli_glob_check(const char *cmd, const char *option, const char *glob);

@@ -5,13 +5,17 @@
 #include "text.h"
 #include "core/internal.h"
 #include "filter/filter.h"
+#include "tracer/trace_format.h"
 #include "tracer/tracer.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern const struct mark_cli_command __start_mark_cli_commands[] __attribute__((weak));
 extern const struct mark_cli_command __stop_mark_cli_commands[] __attribute__((weak));
@@ -123,6 +127,25 @@ int cli_filter_check(const char *cmd, const char *expr)
 	struct mark_filter *f = cli_filter_parse(cmd, expr);
 	mark_filter_free(f);
 	return f ? 0 : 2;
+}
+
+bool cli_dir_holds_trace(int fd)
+{
+	int own = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = own < 0 ? NULL : fdopendir(own);
+	if (!d) {
+		if (own >= 0)
+			close(own);
+		return false;
+	}
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d)))
+		found = strcmp(de->d_name, MARK_TF_METADATA) == 0 || strcmp(de->d_name, MARK_TF_STATS) == 0 ||
+			strncmp(de->d_name, MARK_TF_STREAM_PREFIX, strlen(MARK_TF_STREAM_PREFIX)) == 0 ||
+			strncmp(de->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) == 0;
+	closedir(d);
+	return found;
 }
 
 bool cli_parse_dir_only(int argc, char **argv, const char *usage, const char **dir, int *status)

@@ -65,6 +65,12 @@ int output_file_open(struct output_file *o, const char *cmd, const char *path, m
 {
 	o->f = NULL;
 	o->path = path;
+	/* Refused before anything is written: "" + ".tmp" is ./.tmp, which would
+	 * get the whole output, only for the rename to "" to fail at the end. */
+	if (!path || !*path)
+		return cli_error("%s: the output path given with -o is empty: give -o the path of a file to "
+				 "write%s", cmd,
+				 strcmp(cmd, "export") == 0 ? ", or -o - for standard output" : "");
 	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s.tmp", path) >= sizeof(o->tmp))
 		return cli_error("%s: output path too long: %s", cmd, path);
 	struct stat st;

@@ -36,7 +36,7 @@ struct output_file {
 /*
  * Create FILE.tmp for FILE with `mode` (before the umask; 0600 for what
  * holds a trace's values), `cmd` naming the command in messages.  0, or 1
- * after saying why.
+ * after saying why (an empty FILE is refused: -o '' is a mistake, not ./).
  */
 int output_file_open(struct output_file *o, const char *cmd, const char *path, mode_t mode);
 /*

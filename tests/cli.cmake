@@ -56,3 +56,39 @@ if(TARGET mark_cli)
     set_tests_properties(pairs_${case} PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+
+# Hostile files and directories given to the commands (found by an audit):
+#   cli_ps_race          root's `mark ps` never removes files through a socket
+#                        directory its owner swaps for a link
+#   cli_liveline_links   `mark stats`/`view` never follow .mark-stats or pid-P
+#                        links planted in a trace directory
+#   cli_list_hostile     `mark list` on a FIFO (no hang) and on a file cut
+#                        short while it is read (no SIGBUS)
+#   cli_record_pid_dirs  `mark record --pid` escapes the directory it prints
+#                        and refuses one that holds a trace
+#   cli_output_empty     `-o ''` is refused before anything is written
+if(TARGET mark_cli)
+  add_test(NAME cli_ps_race
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_ps_race.py $<TARGET_FILE:mark_cli>)
+  set_tests_properties(cli_ps_race PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77)
+  add_test(NAME cli_liveline_links
+    COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_liveline_links.sh
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:tracer_prog>
+            ${CMAKE_CURRENT_BINARY_DIR}/cli-work/liveline_links)
+  set_tests_properties(cli_liveline_links PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  add_test(NAME cli_list_hostile
+    COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_list_hostile.sh
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:agent_target>
+            ${CMAKE_CURRENT_BINARY_DIR}/cli-work/list_hostile)
+  set_tests_properties(cli_list_hostile PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  add_test(NAME cli_record_pid_dirs
+    COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_record_pid_dirs.sh
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:agent_target> $<TARGET_FILE:cli_record_target>
+            ${CMAKE_CURRENT_BINARY_DIR}/cli-work/record_pid_dirs)
+  set_tests_properties(cli_record_pid_dirs PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  add_test(NAME cli_output_empty
+    COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_output_empty.sh
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
+            ${CMAKE_CURRENT_BINARY_DIR}/cli-work/output_empty)
+  set_tests_properties(cli_output_empty PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()
