@@ -186,7 +186,7 @@ static int cut_chunk(struct tracer_session *s)
 	if (cfd < 0)
 		return -EEXIST;
 	struct stat st;
-	unsigned described = s->described;
+	unsigned described = __atomic_load_n(&s->described, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&tracer_fork_guard);
 	int rc = tracer_metadata_write(cfd, name, s, s->trace_uuid, &described);
 	pthread_mutex_unlock(&tracer_fork_guard);

@@ -400,17 +400,25 @@ static int open_stream(struct tracer_session *s, const struct tracer_ring *r)
 	return fd;
 }
 
-static void ensure_metadata(struct tracer_session *s)
+void tracer_describe_markers(struct tracer_session *s)
 {
 	size_t n;
 	mark_registry_lock();
 	mark_markers_locked(&n);
 	mark_registry_unlock();
-	if (n > s->described) {
-		pthread_mutex_lock(&tracer_fork_guard);
-		tracer_metadata_write(tracer_dir_fd(s), s->dir, s, s->trace_uuid, &s->described);
-		pthread_mutex_unlock(&tracer_fork_guard);
-	}
+	if (n <= __atomic_load_n(&s->described, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&tracer_fork_guard);
+	if (tracer_metadata_write(tracer_dir_fd(s), s->dir, s, s->trace_uuid, &s->described) == 0 && s->stats)
+		/* Now, not at the next statistics update (5 ms or more later):
+		 * recovery decodes the records of the markers this count says
+		 * the metadata describes, and counts the others lost; a process
+		 * that execs or dies in between lost the events it had just
+		 * recorded.  Only ever raised, after the metadata's rename: a
+		 * reader (the process is dead by then) sees a complete file. */
+		__atomic_store_n(&s->stats->markers_described, __atomic_load_n(&s->described, __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&tracer_fork_guard);
 }
 
 static uint64_t tracer_now(const struct tracer_session *s)
@@ -543,6 +551,7 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 			s->write_error_reported = true;
 		}
 	}
+	unsigned described = __atomic_load_n(&s->described, __ATOMIC_RELAXED);
 	struct tracer_packet_sink sink = {
 		.fd = r->stream_fd,
 		.uuid = s->trace_uuid,
@@ -556,7 +565,7 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 		.ngaps = ngaps,
 		.lost_before = hdr->lost_reported,
 		.counts = s->marker_counts,
-		.counts_cap = s->described < s->marker_counts_cap ? s->described : s->marker_counts_cap,
+		.counts_cap = described < s->marker_counts_cap ? described : s->marker_counts_cap,
 		.last_ts = r->last_ts,
 		.freq = s->clock.freq,
 	};
@@ -568,9 +577,9 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 		rc = tracer_write_records(&sink, r->data, r->capacity, start, head, &consumed);
 		if (rc == 0 && consumed < head) {
 			/* A marker newer than the metadata: describe it, then go on. */
-			ensure_metadata(s);
-			sink.counts_cap = s->described < s->marker_counts_cap ? s->described
-									    : s->marker_counts_cap;
+			tracer_describe_markers(s);
+			described = __atomic_load_n(&s->described, __ATOMIC_RELAXED);
+			sink.counts_cap = described < s->marker_counts_cap ? described : s->marker_counts_cap;
 			rc = tracer_write_records(&sink, r->data, r->capacity, consumed, head, &consumed);
 		}
 	}
@@ -703,7 +712,10 @@ void tracer_stats_update(struct tracer_session *s, uint32_t state)
 	__atomic_store_n(&st->events_written, s->events_written, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->bytes_written, s->bytes_written, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->buffers, buffers, __ATOMIC_RELAXED);
-	__atomic_store_n(&st->markers_described, s->described, __ATOMIC_RELAXED);
+	/* (s->described: also raised by tracer_describe_markers() on the thread
+	 * that registers an object, under tracer_fork_guard.) */
+	const unsigned described = __atomic_load_n(&s->described, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->markers_described, described, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->snapshots, __atomic_load_n(&s->snapshots, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 	__atomic_store_n(&st->triggers_busy, __atomic_load_n(&s->trig_busy, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 	__atomic_store_n(&st->triggers_over_max, __atomic_load_n(&s->trig_over_max, __ATOMIC_RELAXED),
@@ -719,7 +731,7 @@ void tracer_stats_update(struct tracer_session *s, uint32_t state)
 	__atomic_store_n(&st->snapshot_hold_lost, hold_lost, __ATOMIC_RELAXED);
 	/* Our own capacity, not the file's max_entries: anyone who can write
 	 * the file could make that larger than what we mapped. */
-	unsigned ne = s->described < STATS_MAX_ENTRIES ? s->described : STATS_MAX_ENTRIES;
+	unsigned ne = described < STATS_MAX_ENTRIES ? described : STATS_MAX_ENTRIES;
 	struct mark_tf_stats_entry *e = (struct mark_tf_stats_entry *)(st + 1);
 	for (unsigned i = 0; i < ne; i++)
 		__atomic_store_n(&e[i].events, s->marker_counts[i], __ATOMIC_RELAXED);
@@ -749,7 +761,7 @@ static void *consumer_main(void *arg)
 		if (tracer_family_stopped(s) && tracer_session_stop_by_family(s) == 0)
 			return NULL;   /* the session is stopped and freed */
 		bool stopping = __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE);
-		ensure_metadata(s);
+		tracer_describe_markers(s);
 		/* First: the thread that fired a trigger drops its events until then. */
 		tracer_trigger_service(s);
 		bool work = false;
@@ -848,7 +860,7 @@ void tracer_consumer_stop(struct tracer_session *s)
 void tracer_drain_all_final(struct tracer_session *s)
 {
 	bool work = false;
-	ensure_metadata(s);
+	tracer_describe_markers(s);
 	/* A trigger fired just before the stop (or in a child whose consumer
 	 * never started): its snapshot first, then the rings. */
 	tracer_trigger_service(s);

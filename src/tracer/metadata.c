@@ -332,7 +332,9 @@ int tracer_metadata_write(int dirfd, const char *dir, const struct tracer_sessio
 	if (rc != 0) {
 		mark_warn("mark: tracer cannot write %s (%s)\n", path, strerror(-rc));
 	} else if (described) {
-		*described = (unsigned)n;
+		/* Atomic: the consumer reads the session's count without the
+		 * lock its writers (tracer_describe_markers) hold. */
+		__atomic_store_n(described, (unsigned)n, __ATOMIC_RELAXED);
 	}
 	free(text);
 	return rc;

@@ -1051,8 +1051,30 @@ static void free_globs(char **v)
  * Any bad value: one line on stderr, and the program runs untraced.  The
  * constructor never exits or aborts.
  */
+/*
+ * An object with markers registered: the executable's own, after this
+ * library's constructor started a session from the environment, or a
+ * dlopen()ed library.  Describe its markers in the metadata now rather
+ * than at the consumer's next round (10 ms or more later): recovery
+ * decodes only the records of described markers, so a process that
+ * fired them and then exec'd or died at once lost those events (counted
+ * lost).  trylock: a control function under way (a session starting or
+ * stopping) is not waited for here, in a constructor that may hold the
+ * loader's lock; the consumer describes the markers at its next round.
+ */
+static void describe_new_markers(void)
+{
+	if (pthread_mutex_trylock(&control_mutex) != 0)
+		return;
+	struct tracer_session *s = tracer_current;
+	if (s && !__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
+		tracer_describe_markers(s);
+	pthread_mutex_unlock(&control_mutex);
+}
+
 static void __attribute__((constructor)) tracer_env_init(void)
 {
+	mark_core_on_object_registered(describe_new_markers);
 	/* secure_getenv: a setuid/setgid/setcap program (AT_SECURE) must not
 	 * let the user who runs it choose a directory it writes with its
 	 * privileges, nor what it records; it sees no MARK_* at all. */

@@ -392,6 +392,13 @@ MARK_HIDDEN int tracer_stats_open(struct tracer_session *s);
 MARK_HIDDEN void tracer_sum_rings(struct tracer_session *s, uint64_t *events, uint64_t *lost,
 				  uint64_t *buffers);
 MARK_HIDDEN void tracer_stats_update(struct tracer_session *s, uint32_t state);
+/*
+ * Rewrite the metadata if markers registered since it was written, and
+ * raise .mark-stats' markers_described at once.  The consumer, and the
+ * thread that registers an object (session.c's hook); under
+ * tracer_fork_guard.
+ */
+MARK_HIDDEN void tracer_describe_markers(struct tracer_session *s);
 
 /*
  * Where packets go: a stream file, its identity, and (for live rings and

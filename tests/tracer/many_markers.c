@@ -4,10 +4,16 @@
  * for a line on stdin, fires one marker and lets the consumer update the
  * statistics a few times before it exits 0.  Built with -O0: 5000 marker
  * sites take a while to optimise, and speed does not matter here.
+ *
+ * `many_markers exec_at_once` (ctest tracer_exec_at_once): fires every
+ * marker as soon as main() runs, then execs itself (`exit`), before the
+ * consumer's first round could describe 5000 markers: their events must
+ * reach the trace all the same.
  */
 #include <mark/mark.h>
 
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 /* Five thousand distinct marker names, m_0000 .. m_4999. */
@@ -26,8 +32,15 @@ static void fire(int x, int all)
 	MARK(m_last, "%d", x);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "exit") == 0)
+		return 0;
+	if (argc > 1 && strcmp(argv[1], "exec_at_once") == 0) {
+		fire(1, 1);
+		execl(argv[0], argv[0], "exit", (char *)NULL);
+		return 127;
+	}
 	printf("ready\n");
 	fflush(stdout);
 	char line[16];

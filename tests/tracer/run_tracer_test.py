@@ -18,6 +18,8 @@ import sys
 import time
 
 SCENARIO, PROG, API, DSO, WORK = sys.argv[1:6]
+# tests/tracer/many_markers.c, built beside tracer_prog (tests/tracer.cmake)
+MANY = os.path.join(os.path.dirname(PROG), "tracer_many_markers")
 failures = []
 
 
@@ -489,6 +491,32 @@ def s_fork_exec_full():
     t = TextTrace(d)
     check([e["fields"]["i"] for e in t.named("t_child")] == list(range(n)),
           "the child's %d events before exec: %d in the trace" % (n, len(t.named("t_child"))))
+
+
+def s_exec_at_once():
+    """Events fired as soon as main() runs, then exec: they reach the trace
+    (the markers are described in the metadata when the executable
+    registers them, not at the consumer's next round, and .mark-stats says
+    so at once; before, the exec'd image's recovery counted them lost)."""
+    for attempt in range(3):
+        d = fresh_dir("exec_at_once")
+        n = 300
+        r = run([PROG, "exec_at_once", str(n)], {"MARK_TRACE": d})
+        check(r.returncode == 0, "program failed: %s" % r.stderr)
+        t = TextTrace(d)
+        early = [e["fields"]["i"] for e in t.named("t_early")]
+        check(early == list(range(n)), "run %d: %d of the %d events before exec in the trace, %d lost"
+              % (attempt, len(early), n, t.discarded))
+        check([e["fields"]["i"] for e in t.named("t_seq")] == [0], "the exec'd image's event")
+    # 5000 markers: a large metadata, long enough to write that the old
+    # asynchronous description lost these events in every run
+    d = fresh_dir("exec_at_once_many")
+    r = run([MANY, "exec_at_once"], {"MARK_TRACE": d})
+    check(r.returncode == 0, "many_markers failed: %s" % r.stderr[-300:])
+    r = subprocess.run(["babeltrace2", d], capture_output=True, text=True, timeout=100)
+    got = sum(1 for line in r.stdout.splitlines() if " m_" in line)
+    check(r.returncode == 0 and got == 5001, "5000 markers fired before exec: %d events in the trace (want 5001): %s"
+          % (got, r.stderr[-300:]))
 
 
 def s_many():
@@ -992,7 +1020,7 @@ SCENARIOS = {
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "fork_exec": s_fork_exec,
     "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "tickgap": s_tickgap, "snapshot": s_snapshot, "dlopen": s_dlopen,
-    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "longjmp": s_longjmp, "fork_exec_full": s_fork_exec_full,
+    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "longjmp": s_longjmp, "exec_at_once": s_exec_at_once, "fork_exec_full": s_fork_exec_full,
 }
 
 SCENARIOS[SCENARIO]()

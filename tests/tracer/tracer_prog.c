@@ -540,6 +540,15 @@ int main(int argc, char **argv)
 		return no_descriptor_then_back(n);
 	else if (strcmp(what, "longjmp") == 0)
 		return leave_probe_by_longjmp(n);
+	else if (strcmp(what, "exec_at_once") == 0) {
+		/* exec_at_once N: N t_early events as soon as main() runs, then
+		 * exec this program ("seq 1"), before the consumer's first round
+		 * could describe t_early in the metadata. */
+		for (long i = 0; i < n; i++)
+			MARK(t_early, "%ld", i);
+		execl(argv[0], argv[0], "seq", "1", (char *)NULL);
+		return 127;
+	}
 	else if ((strcmp(what, "dlopen") == 0 || strcmp(what, "dlopen_killed") == 0) && argc > 3) {
 		/* tracer_prog dlopen N PATH: a marker that did not exist at start.
 		 * dlopen_killed: killed while its metadata is rewritten (above). */
