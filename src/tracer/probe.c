@@ -465,7 +465,20 @@ static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
 			return r;
 		}
 	}
+	/*
+	 * No cancellation point may act while the ring is created (openat,
+	 * fallocate): a thread cancelled between its buffer file's creation
+	 * and its close left the descriptor open and a file nobody maps, and
+	 * the trace incomplete.  The cancellation acts at the thread's next
+	 * cancellation point instead.  (pthread_setcancelstate is not on
+	 * POSIX's async-signal-safe list; glibc's is one atomic update of the
+	 * calling thread's own cancellation word, so a signal handler's first
+	 * event may come through here too.)
+	 */
+	int cancel_state;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
 	r = ring_create(s, depth);
+	pthread_setcancelstate(cancel_state, NULL);
 	tls.rings[depth] = r;
 	return r;
 }

@@ -688,6 +688,25 @@ def s_longjmp():
     check([e["fields"]["i"] for e in tr.named("t_seq")] == list(range(n)), "the t_seq events after the longjmp")
 
 
+def s_cancel():
+    """A thread cancelled while its first event creates its buffer file
+    (the cancellation acting in fallocate): no descriptor left open, no
+    buffer file left behind, the trace complete with the thread's event."""
+    d = fresh_dir("cancel")
+    r = run([PROG, "cancel"], {"MARK_TRACE": d, "MARK_AGENT": "0"})
+    check(r.returncode == 0, "program failed: %s" % r.stderr[-300:])
+    m = re.search(r"cancelled (\d) descriptors (\d+) (\d+)", r.stdout)
+    check(m is not None and m.group(1) == "1", "the thread was not cancelled: %r" % r.stdout)
+    if m:
+        check(m.group(2) == "0" and m.group(3) == "0", "descriptors open on a buffer file before the thread "
+              "%s, after it %s: its buffer file's descriptor was left open" % (m.group(2), m.group(3)))
+    left = [f for f in os.listdir(procdir(d)) if f.startswith(".mark-ring-")]
+    check(not left, "buffer files left behind by a process that exited: %s" % left)
+    tr = TextTrace(d)
+    check([e["fields"]["i"] for e in tr.named("t_seq")] == [-1], "the main thread's event")
+    check(len(tr.named("t_cancel")) == 1, "the cancelled thread's event (recorded before the cancellation acted)")
+
+
 def s_noring():
     """A thread whose buffer file cannot be created (no free descriptor):
     one warning naming the reason, and a thread started once descriptors
@@ -1020,7 +1039,7 @@ SCENARIOS = {
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "fork_exec": s_fork_exec,
     "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "tickgap": s_tickgap, "snapshot": s_snapshot, "dlopen": s_dlopen,
-    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "longjmp": s_longjmp, "exec_at_once": s_exec_at_once, "fork_exec_full": s_fork_exec_full,
+    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "longjmp": s_longjmp, "exec_at_once": s_exec_at_once, "cancel": s_cancel, "fork_exec_full": s_fork_exec_full,
 }
 
 SCENARIOS[SCENARIO]()

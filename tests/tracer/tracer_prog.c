@@ -81,6 +81,69 @@ static int leave_probe_by_longjmp(long n)
 }
 
 /*
+ * `cancel`: a thread is cancelled while its first event creates its buffer
+ * file.  The program defines fallocate() (libmark's call resolves to it:
+ * the executable comes first), which, for the thread that asks for it,
+ * cancels that thread and reaches a cancellation point: as a
+ * pthread_cancel() from elsewhere during the (long) fallocate of a large
+ * buffer would.  The buffer file must not stay open, nor stay behind.
+ */
+static __thread bool cancel_in_fallocate;
+
+int fallocate(int fd, int mode, off_t offset, off_t len)
+{
+	if (cancel_in_fallocate) {
+		pthread_cancel(pthread_self());
+		pthread_testcancel();
+	}
+	return (int)syscall(SYS_fallocate, fd, mode, offset, len);
+}
+
+static void *cancelled_thread(void *unused)
+{
+	(void)unused;
+	cancel_in_fallocate = true;
+	MARK(t_cancel, "%d", 1);
+	pthread_testcancel();
+	return NULL;
+}
+
+/* Descriptors open on a buffer file (.mark-ring-N): the tracer closes each
+ * one once the file is mapped. */
+static int ring_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char link[300], target[4096];
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		ssize_t len = readlink(link, target, sizeof(target) - 1);
+		if (len > 0) {
+			target[len] = '\0';
+			n += strstr(target, "/.mark-ring-") != NULL;
+		}
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static int cancel_while_creating(void)
+{
+	MARK(t_seq, "%ld", -1L);   /* the main thread's buffer exists */
+	const int before = ring_fds();
+	pthread_t th;
+	if (pthread_create(&th, NULL, cancelled_thread, NULL) != 0)
+		return perror("pthread_create"), 1;
+	void *ret;
+	pthread_join(th, &ret);
+	const int after = ring_fds();
+	printf("cancelled %d descriptors %d %d\n", ret == PTHREAD_CANCELED, before, after);
+	return 0;
+}
+
+/*
  * `noring N`: a thread fires N events while the process has no free
  * descriptor (its buffer file cannot be created), then, descriptors back,
  * a new thread fires N.  The first failure must not use up ring indices or
@@ -540,6 +603,8 @@ int main(int argc, char **argv)
 		return no_descriptor_then_back(n);
 	else if (strcmp(what, "longjmp") == 0)
 		return leave_probe_by_longjmp(n);
+	else if (strcmp(what, "cancel") == 0)
+		return cancel_while_creating();
 	else if (strcmp(what, "exec_at_once") == 0) {
 		/* exec_at_once N: N t_early events as soon as main() runs, then
 		 * exec this program ("seq 1"), before the consumer's first round
