@@ -1689,6 +1689,19 @@ int trace_native_read(char *const *paths, size_t n, const char *directory, const
  * it is the same stream (our descriptor keeps reading it, even if
  * --max-size deletes the chunk later), never read twice.
  *
+ * Metadata we refuse: the tracer writes `.metadata.tmp` and renames it over
+ * `metadata` (src/tracer/metadata.c), so a `metadata` that is there is
+ * whole.  No `metadata` yet is a process starting: looked for again next
+ * round.  One there that load_metadata() refuses (a foreign CTF trace, or
+ * a mark trace altered or damaged) never becomes readable, and waiting for
+ * it hung follow for good (no trace loaded: the recording never "ends"),
+ * so it ends the whole run, with exit status 1 and what to use instead.
+ * Following the other traces without it was the alternative; it is not
+ * done because the output would then lack that trace's events and look
+ * complete.  Found in the first round (a finished trace, or one started
+ * before follow), nothing is printed; found later (a process that starts
+ * meanwhile), what was printed stays and follow stops there.
+ *
  * Order: within a stream, as written.  Across streams, the message with
  * the least time is handed out once it is older than `holdback` before the
  * wall clock (the trace's clock is wall-clock time, docs/tracer.md
@@ -1724,6 +1737,18 @@ static int64_t realtime_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Is there an entry `metadata` in the trace directory at path (not through a link)? */
+static bool fl_metadata_present(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return false;   /* the directory is gone (a deleted chunk) */
+	struct stat st;
+	bool present = fstatat(fd, MARK_TF_METADATA, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	close(fd);
+	return present;
+}
+
 /* A directory of DIR holding a mark trace we do not know yet: add it. */
 static void fl_add_trace(struct tn_reader *r, struct fl_state *f, const char *directory, const char *name,
 			 const struct stat *st)
@@ -1737,8 +1762,18 @@ static void fl_add_trace(struct tn_reader *r, struct fl_state *f, const char *di
 		return;
 	}
 	t->index = r->ntraces;
-	/* No metadata yet (the tracer writes it first thing): try again next round. */
-	if (load_metadata(r, t) != 0) {
+	int lr = load_metadata(r, t);
+	if (lr != 0) {
+		/* No `metadata` any more (a chunk --max-size deletes): not an error; see fl_state's comment. */
+		if (lr == TRACE_NATIVE_NOT_MINE && fl_metadata_present(t->path)) {
+			fprintf(stderr,
+				"mark: view --follow: %s/%s: not a trace mark wrote, or its metadata is damaged; "
+				"--follow reads only mark's own traces: use `mark view %s`\n",
+				cli_text(t->path), MARK_TF_METADATA, cli_text(directory));
+			f->failed = true;
+		} else if (lr != TRACE_NATIVE_NOT_MINE) {
+			f->failed = true;   /* said (out of memory): retrying would say it every round */
+		}
 		free_trace_contents(t);
 		free(t->path);
 		free(t);

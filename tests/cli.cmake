@@ -67,6 +67,8 @@ endif()
 #   cli_record_pid_dirs  `mark record --pid` escapes the directory it prints
 #                        and refuses one that holds a trace
 #   cli_output_empty     `-o ''` is refused before anything is written
+#   cli_follow_foreign   `view --follow` refuses a trace whose metadata it
+#                        cannot read, instead of waiting forever
 if(TARGET mark_cli)
   add_test(NAME cli_ps_race
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_ps_race.py $<TARGET_FILE:mark_cli>)
@@ -91,4 +93,9 @@ if(TARGET mark_cli)
             $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
             ${CMAKE_CURRENT_BINARY_DIR}/cli-work/output_empty)
   set_tests_properties(cli_output_empty PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  add_test(NAME cli_follow_foreign
+    COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_follow_foreign.sh
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
+            ${CMAKE_CURRENT_BINARY_DIR}/cli-work/follow_foreign)
+  set_tests_properties(cli_follow_foreign PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
