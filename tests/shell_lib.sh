@@ -2,6 +2,13 @@
 # Exit 0: pass, 1: fail, 77: skipped (the reason is printed, starting with
 # "SKIP:").
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# fresh_workdir DIR: WORK=DIR, emptied and made, and the current directory
+fresh_workdir() {
+	WORK=$1
+	rm -rf "$WORK"
+	mkdir -p "$WORK" || fail "cannot create $WORK"
+	cd "$WORK" || fail "cannot enter $WORK"
+}
 skip() { echo "SKIP: $*"; exit 77; }
 # run NAME CMD...: run, keep stdout/stderr/status in $WORK/NAME.{out,err}, $rc
 run() {

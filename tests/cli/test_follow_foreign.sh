@@ -11,12 +11,10 @@
 #
 # Exit 0: pass, 1: fail, 77: skipped (the reason is printed).
 set -uo pipefail
-MARK=$(realpath "$1") TARGET=$(realpath "$2") WORK=$3
+MARK=$(realpath "$1") TARGET=$(realpath "$2")
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-rm -rf "$WORK"
-mkdir -p "$WORK" || { echo "FAIL: cannot create $WORK"; exit 1; }
-cd "$WORK" || exit 1
 . "$HERE/../shell_lib.sh"
+fresh_workdir "$3"
 
 command -v python3 >/dev/null || skip "no python3 to write the foreign CTF trace (tests/cli/make_ctf.py)"
 

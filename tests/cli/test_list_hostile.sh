@@ -10,12 +10,10 @@
 # by `timeout`, so a regression fails the test instead of hanging it.
 # Exit 0: pass, 1: fail, 77: skipped (the reason is printed).
 set -uo pipefail
-MARK=$(realpath "$1") ELF=$(realpath "$2") WORK=$3
+MARK=$(realpath "$1") ELF=$(realpath "$2")
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-rm -rf "$WORK"
-mkdir -p "$WORK" || { echo "FAIL: cannot create $WORK"; exit 1; }
-cd "$WORK" || exit 1
 . "$HERE/../shell_lib.sh"
+fresh_workdir "$3"
 command -v timeout >/dev/null || skip "timeout(1) is not installed"
 command -v python3 >/dev/null || skip "python3 is not installed"
 
