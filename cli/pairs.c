@@ -1,4 +1,5 @@
 /* Begin/end pairs of markers, per thread: see pairs.h. */
+#define _GNU_SOURCE   /* secure_getenv */
 #include "pairs.h"
 
 #include "text.h"
@@ -20,14 +21,31 @@ static const struct {
 };
 #define NCONVENTIONS (sizeof(conventions) / sizeof(conventions[0]))
 
-#define NAME_SLOTS 256
-
-/* What one event class (name pointer of one trace) is, remembered. */
+/*
+ * What one event class (name pointer of one trace) is, remembered, in an
+ * open-addressing table that grows: a fixed direct-mapped cache thrashed
+ * once a trace of many processes (one trace each) held more (trace, name)
+ * combinations than it had slots, and each miss on another trace rebuilt
+ * that trace's class-name list (a scan of every class id and a malloc).
+ */
 struct name_slot {
 	const void *trace;           /* compared by address only                 */
-	const char *name;            /* compared by address only; NULL: empty    */
+	const char *name;            /* compared by address only                 */
 	enum pair_role role;
 	uint32_t pair;
+	bool used;                   /* the pointers may be NULL: not a marker   */
+};
+
+/*
+ * The event class names of one trace, listed once (trace_event_class_names)
+ * and kept until pairs_free: a new marker of that trace may first show up
+ * at any time, and classifying it needs the list.
+ */
+struct trace_names {
+	const void *trace;
+	const char **known;          /* NULL: not listed (yet, or out of memory) */
+	size_t nknown;
+	bool used;
 };
 
 struct open_begin {
@@ -74,9 +92,14 @@ struct pairs {
 	char *by;
 	struct explicit_pair *explicit;
 	size_t nexplicit;
-	struct name_slot names[NAME_SLOTS];
-	/* the event class names of the trace last classified against */
-	const void *known_trace;
+	struct name_slot *names;     /* open addressing, power-of-two capacity  */
+	size_t nnames, namecap;
+	size_t last_name;            /* the previous event's slot (namecap: none) */
+	struct name_slot spare;      /* when the table cannot grow               */
+	struct trace_names *traces;  /* open addressing, power-of-two capacity  */
+	size_t ntraces, tracecap;
+	size_t class_lists;          /* trace_event_class_names calls (debug)    */
+	/* the class names classify() checks against: the event's trace's */
 	const char **known;
 	size_t nknown;
 	struct pair_def *defs;
@@ -183,22 +206,114 @@ static enum pair_role classify(struct pairs *p, const char *name, uint32_t *pair
 	return PAIR_NONE;
 }
 
-static struct name_slot *name_slot(struct pairs *p, const struct trace_event *ev)
+/* Pointers are aligned, so their low bits alone would crowd a few buckets:
+ * mix every bit into the low ones. */
+static uint64_t ptr_hash(const void *a, const void *b)
 {
-	struct name_slot *s = &p->names[(((uintptr_t)ev->name >> 4) ^ ((uintptr_t)ev->trace >> 6)) % NAME_SLOTS];
-	if (s->name == ev->name && s->trace == ev->trace)
-		return s;
-	/* Both readers declare every event class of a trace up front. */
-	if (ev->trace != p->known_trace || !p->known) {
-		free(p->known);
-		p->known = trace_event_class_names(ev, &p->nknown);
-		p->known_trace = ev->trace;
-		if (!p->known) {
-			p->nknown = 0;
+	uint64_t h = (uint64_t)(uintptr_t)a * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)b * 0xc2b2ae3d27d4eb4full;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	return h ^ (h >> 33);
+}
+
+/* The class-name list of ev's trace, made on its first use; NULL (and
+ * nothing declared) when out of memory. */
+static const char **trace_known(struct pairs *p, const struct trace_event *ev, size_t *count)
+{
+	*count = 0;
+	if (2 * (p->ntraces + 1) > p->tracecap) {
+		size_t cap = p->tracecap ? p->tracecap * 2 : 16;
+		struct trace_names *grown = calloc(cap, sizeof(*grown));
+		if (!grown) {
 			p->oom = true;
+			return NULL;
+		}
+		for (size_t i = 0; i < p->tracecap; i++) {
+			if (!p->traces[i].used)
+				continue;
+			size_t j = ptr_hash(p->traces[i].trace, NULL) & (cap - 1);
+			while (grown[j].used)
+				j = (j + 1) & (cap - 1);
+			grown[j] = p->traces[i];
+		}
+		free(p->traces);
+		p->traces = grown;
+		p->tracecap = cap;
+	}
+	size_t j = ptr_hash(ev->trace, NULL) & (p->tracecap - 1);
+	while (p->traces[j].used && p->traces[j].trace != ev->trace)
+		j = (j + 1) & (p->tracecap - 1);
+	struct trace_names *t = &p->traces[j];
+	if (!t->used) {
+		*t = (struct trace_names){ .trace = ev->trace, .used = true };
+		p->ntraces++;
+	}
+	/* Both readers declare every event class of a trace up front. */
+	if (!t->known) {
+		p->class_lists++;
+		t->known = trace_event_class_names(ev, &t->nknown);
+		if (!t->known) {
+			t->nknown = 0;
+			p->oom = true;   /* tried again at the trace's next new marker */
 		}
 	}
-	*s = (struct name_slot){ .trace = ev->trace, .name = ev->name };
+	*count = t->nknown;
+	return t->known;
+}
+
+/* Room for one more name slot; -1 when out of memory. */
+static int names_grow(struct pairs *p)
+{
+	size_t cap = p->namecap ? p->namecap * 2 : 256;
+	struct name_slot *grown = calloc(cap, sizeof(*grown));
+	if (!grown)
+		return -1;
+	for (size_t i = 0; i < p->namecap; i++) {
+		if (!p->names[i].used)
+			continue;
+		size_t j = ptr_hash(p->names[i].trace, p->names[i].name) & (cap - 1);
+		while (grown[j].used)
+			j = (j + 1) & (cap - 1);
+		grown[j] = p->names[i];
+	}
+	free(p->names);
+	p->names = grown;
+	p->namecap = cap;
+	p->last_name = cap;   /* the slots moved */
+	return 0;
+}
+
+static struct name_slot *name_slot(struct pairs *p, const struct trace_event *ev)
+{
+	/* Most events are of the previous event's marker and trace: no hashing. */
+	if (p->last_name < p->namecap) {
+		struct name_slot *s = &p->names[p->last_name];
+		if (s->name == ev->name && s->trace == ev->trace)
+			return s;
+	}
+	size_t j = 0;
+	if (p->namecap) {
+		for (j = ptr_hash(ev->trace, ev->name) & (p->namecap - 1); p->names[j].used;
+		     j = (j + 1) & (p->namecap - 1))
+			if (p->names[j].name == ev->name && p->names[j].trace == ev->trace) {
+				p->last_name = j;
+				return &p->names[j];
+			}
+	}
+	/* A new (trace, marker): classified once, as it first shows up, so the
+	 * pairs are numbered in the same order as always. */
+	struct name_slot *s = &p->spare;
+	if (2 * (p->nnames + 1) <= p->namecap || !names_grow(p)) {
+		j = ptr_hash(ev->trace, ev->name) & (p->namecap - 1);
+		while (p->names[j].used)
+			j = (j + 1) & (p->namecap - 1);
+		s = &p->names[j];
+		p->nnames++;
+		p->last_name = j;
+	}
+	/* else: classified again each time, in the spare slot: slower, still exact */
+	p->known = trace_known(p, ev, &p->nknown);
+	*s = (struct name_slot){ .trace = ev->trace, .name = ev->name, .used = true };
 	s->role = classify(p, ev->name, &s->pair);
 	return s;
 }
@@ -532,7 +647,19 @@ void pairs_free(struct pairs *p)
 	}
 	free(p->explicit);
 	free(p->by);
-	free(p->known);
+	/*
+	 * MARK_PAIRS_DEBUG: how often a trace's class names were listed (once
+	 * per trace when the cache works), so a test can check the work done
+	 * instead of timing it.
+	 */
+	const char *debug = secure_getenv("MARK_PAIRS_DEBUG");
+	if (debug && *debug)
+		fprintf(stderr, "mark pairs: %zu class-name lists for %zu traces, %zu markers\n", p->class_lists,
+			p->ntraces, p->nnames);
+	for (size_t i = 0; i < p->tracecap; i++)
+		free(p->traces[i].known);
+	free(p->traces);
+	free(p->names);
 	for (size_t i = 0; i < p->ndefs; i++) {
 		for (size_t j = 0; j < p->defs[i].keycap; j++)
 			if (p->defs[i].keys[j].row != NO_ROW)

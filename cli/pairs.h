@@ -37,8 +37,11 @@
  * neither has it).  At most PAIRS_MAX_KEYS values per pair get a row of
  * their own; the others share the row "(other)", so memory stays bounded.
  *
- * Memory: per thread a stack, per pair and row a few words; nothing per
- * event.  Single-threaded: one owner calls every function.
+ * Memory: per thread a stack, per pair and row a few words, per trace its
+ * list of event class names and per (trace, marker) a few words (so that a
+ * trace of many processes costs no more per event than one of one
+ * process); nothing per event.  Single-threaded: one owner calls every
+ * function.
  */
 #ifndef MARK_CLI_PAIRS_H
 #define MARK_CLI_PAIRS_H

@@ -99,3 +99,14 @@ if(TARGET mark_cli)
             ${CMAKE_CURRENT_BINARY_DIR}/cli-work/follow_foreign)
   set_tests_properties(cli_follow_foreign PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
+
+# `mark stats`/`export` on a trace of 320 processes: each trace's event class
+# names are listed once (MARK_PAIRS_DEBUG counts it), output as with
+# MARK_READER=bt2 (cli/pairs.c; found by an audit: 80 processes took 15 s).
+if(TARGET mark_cli)
+  add_test(NAME pairs_many_traces
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_pairs_many_traces.py
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:tracer_prog>
+            ${CMAKE_CURRENT_BINARY_DIR}/pairs-work/many_traces)
+  set_tests_properties(pairs_many_traces PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+endif()

@@ -676,8 +676,11 @@ def s_longjmp():
     read-side section (it hung, SIGTERM blocked), and the trace is written."""
     d = fresh_dir("longjmp")
     n = 1000
+    # What libmark keeps instead of freeing (other threads may still read
+    # it) is a leak to LeakSanitizer, by design here.
+    asan = (os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":")
     try:
-        r = run([PROG, "longjmp", str(n)], {"MARK_TRACE": d}, timeout=30)
+        r = run([PROG, "longjmp", str(n)], {"MARK_TRACE": d, "ASAN_OPTIONS": asan}, timeout=30)
     except subprocess.TimeoutExpired:
         check(False, "the program did not exit within 30 s (its exit waits for the abandoned probe)")
         return
@@ -692,6 +695,10 @@ def s_cancel():
     """A thread cancelled while its first event creates its buffer file
     (the cancellation acting in fallocate): no descriptor left open, no
     buffer file left behind, the trace complete with the thread's event."""
+    if os.environ.get("MARK_TEST_SANITIZER") == "address":
+        skip("AddressSanitizer does not unpoison the stack of a thread unwound by its cancellation, and "
+             "glibc reuses that stack for the next thread: a false stack-buffer-underflow there "
+             "(AddressSanitizer's own hint: a custom stack unwind); this scenario runs in the other builds")
     d = fresh_dir("cancel")
     r = run([PROG, "cancel"], {"MARK_TRACE": d, "MARK_AGENT": "0"})
     check(r.returncode == 0, "program failed: %s" % r.stderr[-300:])

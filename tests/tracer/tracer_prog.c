@@ -131,7 +131,8 @@ static int ring_fds(void)
 
 static int cancel_while_creating(void)
 {
-	MARK(t_seq, "%ld", -1L);   /* the main thread's buffer exists */
+	const long i = -1;   /* named i, as fire_seq() names t_seq's argument */
+	MARK(t_seq, "%ld", i);   /* the main thread's buffer exists */
 	const int before = ring_fds();
 	pthread_t th;
 	if (pthread_create(&th, NULL, cancelled_thread, NULL) != 0)
@@ -158,7 +159,8 @@ static void *fire_seq_thread(void *n)
 
 static int no_descriptor_then_back(long n)
 {
-	MARK(t_seq, "%ld", -1L);   /* the main thread's buffer exists */
+	const long i = -1;   /* named i, as fire_seq() names t_seq's argument */
+	MARK(t_seq, "%ld", i);   /* the main thread's buffer exists */
 	/* ...and its stream file, which the consumer creates when it first
 	 * drains it: without a descriptor it could not (those events are
 	 * counted lost, a case of its own). */
