@@ -3,8 +3,8 @@
  * the core sync, page protections read once per batch and restored
  * exactly, and the batch driver mark_arch_patch() (patch.h), which checks
  * every site (mark_arch_check_batch() among the rest), makes its pages
- * writable and calls the architecture's mark_arch_write_batch().  Callers hold the registry lock: one batch at a
- * time.
+ * writable and calls the architecture's mark_arch_write_batch().  Callers
+ * hold the registry lock: one batch at a time.
  */
 #ifndef MARK_ARCH_PATCH_COMMON_H
 #define MARK_ARCH_PATCH_COMMON_H
@@ -35,8 +35,8 @@ int mark_arch_check_batch(const struct mark_patch *p, size_t count);
 
 /*
  * Write the batch (sorted by address, checked by mark_arch_check_batch,
- * every site checked valid, its
- * original bytes in ->old, its pages writable) with the architecture's
+ * every site checked valid, its original bytes in ->old, its pages
+ * writable) with the architecture's
  * protocol, syncing with mark_arch_sync_cores().  All or nothing: on a
  * failed sync, every site gets its original bytes back and -errno is
  * returned.
