@@ -214,35 +214,66 @@ static int emit_packet(struct tracer_packet_sink *sink, struct iovec *iov, int c
 }
 
 uint64_t tracer_ring_losses(const struct mark_tf_ring *hdr, uint64_t begin, uint64_t end, uint64_t total,
-			    uint64_t pending, uint64_t floor, struct mark_tf_gap *gaps, unsigned *ngaps)
+			    uint64_t pending, uint64_t floor, const uint64_t *live_owed,
+			    struct mark_tf_gap *gaps, unsigned *ngaps)
 {
 	*ngaps = 0;
 	/* Acquire: pairs with ring_note_gap()'s release; the entries are whole. */
 	const uint64_t next = __atomic_load_n(&hdr->gaps_next, __ATOMIC_ACQUIRE);
-	uint64_t inside = 0, after = pending, last_pos = 0;
-	for (uint64_t i = next > MARK_TF_RING_GAPS ? next - MARK_TF_RING_GAPS : 0; i < next; i++) {
+	const uint64_t first = next > MARK_TF_RING_GAPS ? next - MARK_TF_RING_GAPS : 0;
+	uint64_t inside = 0, at_begin = 0, after = pending, last_pos = 0, first_used = next;
+	bool trusted = true;
+	for (uint64_t i = first; i < next; i++) {
 		const struct mark_tf_gap *g = &hdr->gaps[i % MARK_TF_RING_GAPS];
 		const uint64_t pos = __atomic_load_n(&g->pos, __ATOMIC_RELAXED);
 		const uint64_t count = __atomic_load_n(&g->count, __ATOMIC_RELAXED);
 		/* Positions only grow; anything else is a damaged (recovered)
 		 * header or an entry overwritten while we read: trust no gap. */
 		if (pos < last_pos || count > total) {
-			*ngaps = 0;
-			return total;
+			trusted = false;
+			break;
 		}
 		last_pos = pos;
+		if (pos >= begin && first_used == next)
+			first_used = i;   /* the entries used are those from here on */
 		if (pos >= end)
 			after += count;
 		else if (pos > begin) {
 			gaps[*ngaps] = (struct mark_tf_gap){ pos, count };
 			++*ngaps;
 			inside += count;
+		} else if (pos == begin) {
+			at_begin += count;
 		}
 	}
-	/* Counts that do not add up (racy reads of a live ring): report every
-	 * loss before the records, as without gaps, rather than a count that
-	 * goes backwards. */
-	if (inside > total || after > total - inside || total - inside - after < floor) {
+	/* Acquire fence, then gaps_next again: a producer that noted more
+	 * gaps meanwhile may have overwritten (torn) the oldest entries read;
+	 * distrust them if we used any. */
+	TRACER_FENCE(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&hdr->gaps_next, __ATOMIC_RELAXED) - first_used > MARK_TF_RING_GAPS &&
+	    first_used < next)
+		trusted = false;
+	if (live_owed) {
+		/*
+		 * The ring's thread may still drop events while we read: `total`
+		 * and `pending` move under us (count_hole() stores one, then the
+		 * other), so what follows `end` cannot be told from `total`.
+		 * Count up from what the stream reported instead: the hole
+		 * before the window's first record (the producer noted it before
+		 * publishing that record), plus the records the consumer itself
+		 * dropped there.  Anything else waits for a later packet.
+		 */
+		const uint64_t first_lost = floor + at_begin + *live_owed;
+		if (!trusted || first_lost < floor || first_lost > total || inside > total - first_lost) {
+			*ngaps = 0;
+			return floor;   /* reported later, never early, never backwards */
+		}
+		return first_lost;
+	}
+	/* Counts that do not add up (a damaged header): report every loss
+	 * before the records, as without gaps, rather than a count that goes
+	 * backwards. */
+	if (!trusted || inside > total || after > total - inside || total - inside - after < floor) {
 		*ngaps = 0;
 		return total < floor ? floor : total;
 	}
@@ -343,8 +374,9 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 			break;
 	}
 	/* The last packet carried the earlier count (no room for the empty
-	 * packet before it): the losses before it go in one after it. */
-	return owed ? tracer_write_empty_packet(sink, *consumed) : 0;
+	 * packet before it): the losses before it go in one after it, or,
+	 * while its thread may still record, in the next packet. */
+	return owed && !sink->live ? tracer_write_empty_packet(sink, *consumed) : 0;
 }
 
 int tracer_write_empty_packet(struct tracer_packet_sink *sink, uint64_t ring_pos)
@@ -513,15 +545,20 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 	}
 	uint64_t lost = __atomic_load_n(&hdr->lost, __ATOMIC_RELAXED) + hdr->lost_consumer;
 	const uint64_t reported_before = hdr->lost_reported;   /* consumer-owned: plain read */
-	/* Overwrite mode: a trigger's holes inside [start, head) are reported
-	 * where they are; those after head by the empty packet below. */
+	/* The holes inside [start, head) (events dropped between records) are
+	 * reported where they are; those after head by the next round (the
+	 * producer notes them at its next record) or, when no record can
+	 * follow, by the empty packet below. */
 	struct mark_tf_gap gaps[MARK_TF_RING_GAPS];
 	unsigned ngaps = 0;
-	uint64_t first_lost = lost;
-	if (s->mode == MARK_TRACE_OVERWRITE)
-		first_lost = tracer_ring_losses(hdr, start, head, lost, __atomic_load_n(&r->hold_gap, __ATOMIC_RELAXED),
-						reported_before, gaps, &ngaps);
-	if (start == head && lost == hdr->lost_reported) {
+	/* Its thread may still record (not stopped, not exited): losses
+	 * after the last record wait for the packet of the next one. */
+	const bool live = !final && state == MARK_TF_RING_OWNED;
+	const uint64_t first_lost = tracer_ring_losses(hdr, start, head, lost,
+						       __atomic_load_n(&r->pending_gap, __ATOMIC_RELAXED),
+						       reported_before, live ? &r->consumer_owed : NULL,
+						       gaps, &ngaps);
+	if (start == head && (lost == hdr->lost_reported || live)) {
 		if (start != hdr->tail)
 			__atomic_store_n(&hdr->tail, start, __ATOMIC_RELEASE);
 		if (state == MARK_TF_RING_EXITED)
@@ -568,6 +605,7 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 		.counts_cap = described < s->marker_counts_cap ? described : s->marker_counts_cap,
 		.last_ts = r->last_ts,
 		.freq = s->clock.freq,
+		.live = live,
 	};
 	refresh_thread_name(r, sink.tid);
 	tracer_ring_thread_name(r, sink.tid, sink.thread_name);
@@ -583,6 +621,10 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 			rc = tracer_write_records(&sink, r->data, r->capacity, consumed, head, &consumed);
 		}
 	}
+	/* What the packets were to report and did not (a first packet of a
+	 * new file with no room before it, a failed write) waits for the
+	 * next round's first packet: tracer_ring_losses() adds it. */
+	r->consumer_owed = live && sink.lost > hdr->lost_reported ? sink.lost - hdr->lost_reported : 0;
 	if (rc < 0 || sink.fd < 0 || consumed < head) {
 		/* Could not write (or undecodable records): drop them, count them. */
 		if (rc < 0 && !s->write_error_reported) {
@@ -590,13 +632,21 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 				"counted lost\n", r->index, s->dir, strerror(-rc));
 			s->write_error_reported = true;
 		}
-		__atomic_store_n(&hdr->lost_consumer, hdr->lost_consumer +
-				 tracer_count_records(r->data, r->capacity, consumed, head), __ATOMIC_RELAXED);
+		const uint64_t dropped = tracer_count_records(r->data, r->capacity, consumed, head);
+		__atomic_store_n(&hdr->lost_consumer, hdr->lost_consumer + dropped, __ATOMIC_RELAXED);
 		consumed = head;
+		if (live)
+			r->consumer_owed += dropped;   /* before the thread's next record */
 	}
 	lost = __atomic_load_n(&hdr->lost, __ATOMIC_RELAXED) + hdr->lost_consumer;
-	if (sink.fd >= 0 && lost != hdr->lost_reported) {
-		/* Losses after the last record: an empty packet carries the count. */
+	if (sink.fd >= 0 && lost != hdr->lost_reported && !sink.live) {
+		/* Losses after the last record, and no record can follow: an
+		 * empty packet carries the count.  Not while the thread may
+		 * record: its next record's packet reports them in time order,
+		 * whereas an empty packet just after our last record could be
+		 * stamped later than that next record (the gap of
+		 * tracer_tick_gap() is 98 ticks under qemu-user, events there
+		 * come 31-62 ticks apart): babeltrace2 refuses such a stream. */
 		sink.lost = lost;
 		if (!sink.last_ts)
 			sink.last_ts = tracer_now(s);

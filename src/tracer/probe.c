@@ -385,15 +385,18 @@ static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nestin
 	r->kicked_tail = UINT64_MAX;
 	r->kick_threshold = s->mode == MARK_TRACE_OVERWRITE ? UINT64_MAX : s->buffer_size / 2;
 	r->stream_fd = -1;
+	r->pending_gap = 0;
+	r->consumer_owed = 0;
 	/* Publish to the consumer and to other claimers. */
 	__atomic_store_n(&r->ready, 1, __ATOMIC_RELEASE);
 	return r;
 }
 
 /*
- * Note where a trigger's hold left a hole in the ring: before the record
+ * Note where dropped events left a hole in the ring: before the record
  * that will start at `head` (mark_tf_ring.gaps, trace_format.h), so that
- * writers report the loss there and not before the ring's first record.
+ * writers report the loss there, after the records that came before it,
+ * and not before the first record they write.
  * Producer only (or the claimer of a ring whose last owner left a hole).
  * The entry first, then (release) gaps_next: a reader that acquires
  * gaps_next, or a head past `head`, sees the entry whole.  A reader may
@@ -405,9 +408,9 @@ static void ring_note_gap(struct tracer_ring *r, uint64_t head)
 	struct mark_tf_ring *hdr = r->hdr;
 	struct mark_tf_gap *g = &hdr->gaps[hdr->gaps_next % MARK_TF_RING_GAPS];
 	__atomic_store_n(&g->pos, head, __ATOMIC_RELAXED);
-	__atomic_store_n(&g->count, r->hold_gap, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->count, r->pending_gap, __ATOMIC_RELAXED);
 	__atomic_store_n(&hdr->gaps_next, hdr->gaps_next + 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&r->hold_gap, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->pending_gap, 0, __ATOMIC_RELAXED);
 }
 
 static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
@@ -451,13 +454,17 @@ static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
 				/* The last owner's hold dropped events after its last
 				 * record: the hole lies before our first one.  (The
 				 * acquire CAS above ordered its producer-side stores.) */
-				if (r->hold_gap)
+				if (r->pending_gap)
 					ring_note_gap(r, head);
 				__atomic_store_n(&r->hdr->oldest, head, __ATOMIC_RELAXED);
 				r->cached_tail = head;
 				r->oldest_events = r->hdr->events;
 			} else {
 				r->cached_tail = __atomic_load_n(&r->hdr->tail, __ATOMIC_ACQUIRE);
+				/* The last owner's drops after its last record went
+				 * out in the empty packet its exit's drain wrote (the
+				 * ring is FREE only after that drain): no hole for us. */
+				__atomic_store_n(&r->pending_gap, 0, __ATOMIC_RELAXED);
 			}
 			/* The previous owner's last kick says nothing about ours. */
 			r->kicked_tail = UINT64_MAX;
@@ -562,6 +569,18 @@ static inline void overwrite_note_record(struct tracer_session *s, struct tracer
 }
 
 /*
+ * Count one event dropped between the ring's records (the owning thread
+ * only): the ring's loss count, and the hole that ring_write_record()
+ * notes at the next record.  Plain loads and stores; relaxed, for readers
+ * of a live ring (the consumer, snapshots).
+ */
+static void count_hole(struct tracer_ring *r)
+{
+	__atomic_store_n(&r->hdr->lost, r->hdr->lost + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->pending_gap, r->pending_gap + 1, __ATOMIC_RELAXED);
+}
+
+/*
  * Count one event the full ring cannot take (the owning thread only: a
  * plain load and store, no read-modify-write).  Discard mode wakes the
  * consumer once per tail it leaves, not per lost event: the kick's
@@ -572,7 +591,7 @@ static inline void overwrite_note_record(struct tracer_session *s, struct tracer
  */
 static void count_dropped(struct tracer_session *s, struct tracer_ring *r)
 {
-	__atomic_store_n(&r->hdr->lost, r->hdr->lost + 1, __ATOMIC_RELAXED);
+	count_hole(r);
 	if (s->mode == MARK_TRACE_DISCARD && r->kicked_tail != r->cached_tail) {
 		r->kicked_tail = r->cached_tail;
 		tracer_kick_consumer(s);
@@ -606,14 +625,10 @@ static bool __attribute__((noinline)) make_room(struct tracer_session *s, struct
 		 * once we see the hold gone.
 		 */
 		if (unlikely(__atomic_load_n(&r->hold, __ATOMIC_ACQUIRE))) {
-			__atomic_store_n(&hdr->lost, hdr->lost + 1, __ATOMIC_RELAXED);
 			__atomic_store_n(&r->hold_lost, r->hold_lost + 1, __ATOMIC_RELAXED);
-			__atomic_store_n(&r->hold_gap, r->hold_gap + 1, __ATOMIC_RELAXED);
+			count_hole(r);
 			return false;
 		}
-		/* The hold is over and this is the first record after its hole. */
-		if (unlikely(r->hold_gap))
-			ring_note_gap(r, head);
 		const uint64_t chunk = cap / TRACER_OVERWRITE_CHUNKS;
 		uint64_t oldest = r->cached_tail, oldest_events = r->oldest_events;
 		const uint64_t events = hdr->events;
@@ -689,11 +704,16 @@ static void ring_write_record(struct tracer_session *s, struct tracer_ring *r, u
 	struct mark_tf_ring *hdr = r->hdr;
 	const uint64_t head = hdr->head;
 	if (unlikely(size > r->capacity)) {
-		__atomic_store_n(&hdr->lost, hdr->lost + 1, __ATOMIC_RELAXED);
+		count_hole(r);
 		return;
 	}
 	if (head + size - r->cached_tail > r->capacity && !make_room(s, r, head, size))
 		return;
+	/* The first record after dropped events: the hole is before it.  A
+	 * record after a hole always comes this way: the fast path's limit
+	 * stays at the full ring's end until hot_fill() below our caller. */
+	if (unlikely(r->pending_gap))
+		ring_note_gap(r, head);
 	overwrite_note_record(s, r, head);
 	rec[0] = now_ticks();
 	rec[1] = header_low | (uint64_t)current_cpu() << 32;

@@ -379,14 +379,14 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 		start = head;
 	if (head - start > cap)
 		start = head - cap;
-	/* A trigger's holes inside the records (overwrite mode), reported
-	 * where they are; the header is untrusted, tracer_ring_losses()
-	 * ignores gaps that do not add up. */
+	/* The holes inside the records (events dropped between them),
+	 * reported where they are; the header is untrusted,
+	 * tracer_ring_losses() ignores gaps that do not add up. */
 	struct mark_tf_gap gaps[MARK_TF_RING_GAPS];
 	unsigned ngaps = 0;
 	uint64_t first_lost = hdr.lost + hdr.lost_consumer;
-	if (hdr.mode == MARK_TRACE_OVERWRITE && first_lost >= hdr.lost)
-		first_lost = tracer_ring_losses(&hdr, start, head, first_lost, 0, lost_reported, gaps, &ngaps);
+	if (first_lost >= hdr.lost)
+		first_lost = tracer_ring_losses(&hdr, start, head, first_lost, 0, lost_reported, NULL, gaps, &ngaps);
 	struct tracer_packet_sink sink = {
 		.fd = sfd,
 		.uuid = hdr.trace_uuid,

@@ -121,7 +121,7 @@ static int ring_write(const struct tracer_ring *r, int dirfd, const uint64_t *bu
 		.counts_cap = described,
 		.freq = freq,
 	};
-	sink.lost = tracer_ring_losses(r->hdr, w.start, w.end, total, pending, 0, gaps, &sink.ngaps);
+	sink.lost = tracer_ring_losses(r->hdr, w.start, w.end, total, pending, 0, NULL, gaps, &sink.ngaps);
 	sink.gaps = gaps;
 	tracer_ring_thread_name(r, sink.tid, sink.thread_name);
 	int rc = tracer_write_records(&sink, buf, r->capacity, w.start, w.end, &consumed);
@@ -173,7 +173,7 @@ int tracer_snapshot_write(struct tracer_session *s, int dirfd, const char *direc
 			/* Loaded after the copy: every loss before its records. */
 			rc = ring_write(r, dirfd, buf, w, uuid, described, freq,
 					__atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED),
-					__atomic_load_n(&r->hold_gap, __ATOMIC_RELAXED), cut_ts == 0);
+					__atomic_load_n(&r->pending_gap, __ATOMIC_RELAXED), cut_ts == 0);
 		}
 	}
 	free(buf);

@@ -137,9 +137,9 @@ struct mark_tf_stats_entry {
 /* ------------------------------------------------------------------ */
 
 #define MARK_TF_RING_MAGIC "MARKRING"
-#define MARK_TF_RING_VERSION 2   /* 2: thread names (packets of 104 bytes) */
+#define MARK_TF_RING_VERSION 3   /* 2: thread names (packets of 104 bytes); 3: 128 gaps, every mode */
 #define MARK_TF_RING_HEADER_SIZE 4096         /* data starts at this offset      */
-#define MARK_TF_RING_GAPS 16                  /* losses inside a ring remembered */
+#define MARK_TF_RING_GAPS 128                 /* losses inside a ring remembered */
 
 /*
  * Positions (head, tail, oldest) are byte counts since the buffer was
@@ -197,16 +197,19 @@ struct mark_tf_ring {
 	uint64_t thread_name[2];
 
 	/*
-	 * Overwrite mode: where losses lie inside the ring.  The ring's own
-	 * losses are otherwise all older than its oldest record (overwritten),
-	 * but a snapshot trigger's hold (docs/tracer.md, "Triggers") drops a
-	 * thread's new events until the consumer has copied its ring: a hole
-	 * between two records.  The producer notes each such hole when it
-	 * writes the record after it: gaps[gaps_next % MARK_TF_RING_GAPS] =
-	 * { position of that record, events dropped }, then (release)
-	 * gaps_next + 1.  Writers of the ring's records start a new packet at
-	 * each gap, so that babeltrace2 reports the loss there.  Older files
-	 * hold zeros: no gap known, every loss reported before the records.
+	 * Where losses lie between the ring's records (holes): events a
+	 * full ring dropped (discard mode, block mode without a consumer), a
+	 * record larger than the ring, and in overwrite mode a snapshot
+	 * trigger's hold (docs/tracer.md, "Triggers"); an overwrite-mode
+	 * ring's other losses are all older than its oldest record.  The
+	 * producer notes each hole when it writes the record after it:
+	 * gaps[gaps_next % MARK_TF_RING_GAPS] = { position of that record,
+	 * events dropped }, then (release) gaps_next + 1, all before that
+	 * record's release store of head.  Writers of the ring's records
+	 * start a new packet at each gap, so that babeltrace2 reports the
+	 * loss there, after the records that came before it.  The last 128
+	 * are kept: a reader that finds its window's holes overwritten
+	 * reports those losses later (a live ring) or before its records.
 	 */
 	uint64_t gaps_next;
 	struct mark_tf_gap {

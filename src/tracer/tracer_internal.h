@@ -157,6 +157,15 @@ struct tracer_ring {
 	 * from the producer's core. */
 	uint64_t cached_tail __attribute__((aligned(64)));   /* last tail seen (overwrite: = oldest); reloaded when the ring looks full */
 	uint64_t kicked_tail;       /* tail at the last wake-up of the consumer     */
+	/* Events dropped since the ring's last record, in any mode (a
+	 * trigger's hold; a full ring in discard mode, or in block mode with
+	 * no consumer; a record larger than the ring): the current hole, not
+	 * yet noted in the ring header's gaps (ring_note_gap(): at the next
+	 * record).  Written by the producer only, on its line (every drop
+	 * adds one); relaxed, since the consumer (once per round of a ring
+	 * whose thread has exited) and snapshots read it to leave out losses
+	 * after the last record they write. */
+	uint64_t pending_gap;
 	/* head - cached_tail above this: see whether to wake the consumer
 	 * (capacity / 2; never in overwrite mode, where nobody drains). */
 	uint64_t kick_threshold;
@@ -173,6 +182,9 @@ struct tracer_ring {
 	int stream_fd __attribute__((aligned(64)));
 	uint64_t stream_ino, stream_dev;   /* identity of stream_fd's file         */
 	uint64_t last_ts;           /* timestamp of the last event written           */
+	/* Losses before the next record that the packets written so far do
+	 * not report (records the consumer dropped; see drain_ring()). */
+	uint64_t consumer_owed;
 	/*
 	 * Snapshot triggers: set (plain store) by the ring's own producer when
 	 * one of its events fired a trigger whose request it published; while
@@ -184,11 +196,6 @@ struct tracer_ring {
 	 */
 	int hold;
 	uint64_t hold_lost;         /* events so dropped (producer-owned; relaxed)   */
-	/* Of those, the ones of the current hole, not yet noted in the ring
-	 * header's gaps (ring_note_gap(): at the next record).  Producer-owned;
-	 * relaxed, since snapshots read it to leave out losses after their
-	 * last record. */
-	uint64_t hold_gap;
 	/*
 	 * The owner's name for the packets the consumer writes: read from
 	 * /proc/self/task/TID/comm (renames show within a second), else the
@@ -428,6 +435,10 @@ struct tracer_packet_sink {
 	uint64_t bytes;             /* out: bytes written                           */
 	uint64_t last_ts;           /* in/out: timestamp of the last event written   */
 	uint64_t freq;              /* the trace clock's ticks per second; 0: unknown */
+	/* The ring's thread may still record after `end`: losses not yet
+	 * reported when the records end wait for its next packet instead of
+	 * an empty packet (whose stamp could come after that next record). */
+	bool live;
 };
 
 /*
@@ -441,16 +452,20 @@ MARK_HIDDEN int tracer_write_records(struct tracer_packet_sink *sink, const uint
 /*
  * Where the losses of a ring window [begin, end) go: `total` events lost
  * in all (the ring header's lost count, as loaded by the caller), of which
- * `pending` are known to follow the last record (a trigger's hole not yet
- * noted).  Fills gaps (MARK_TF_RING_GAPS entries) with the holes strictly
- * inside the window, for tracer_packet_sink.gaps, and returns what the
- * window's first packet reports: total less those, less the holes at or
- * after `end` and `pending`.  Never below `floor` (what the stream already
+ * `pending` are known to follow the last record (a hole not yet noted).
+ * Fills gaps (MARK_TF_RING_GAPS entries) with the holes strictly inside
+ * the window, for tracer_packet_sink.gaps, and returns what the window's
+ * first packet reports: total less those, less the holes at or after
+ * `end` and `pending`.  Never below `floor` (what the stream already
  * reported): counts that do not add up give no gaps and `total`.
+ * `live_owed` non-NULL: the ring's thread may still drop events, so
+ * `total` and `pending` are not trusted; the first packet reports floor,
+ * plus the hole noted at `begin`, plus *live_owed (counts that do not add
+ * up: floor, no gaps).
  */
 MARK_HIDDEN uint64_t tracer_ring_losses(const struct mark_tf_ring *hdr, uint64_t begin, uint64_t end,
 					uint64_t total, uint64_t pending, uint64_t floor,
-					struct mark_tf_gap *gaps, unsigned *ngaps);
+					const uint64_t *live_owed, struct mark_tf_gap *gaps, unsigned *ngaps);
 /* A packet without events: carries a new events_discarded value. */
 MARK_HIDDEN int tracer_write_empty_packet(struct tracer_packet_sink *sink, uint64_t ring_pos);
 /*

@@ -163,6 +163,37 @@ def stats(path):
     return out
 
 
+def check_loss_placement(d, name, key=None):
+    """Each discarded-events message stands where the events were lost: in
+    each stream, the `i` of the event after it is the `i` before it, plus
+    one, plus the count (the program records i = 0, 1, 2, ... per thread;
+    `key`, a field naming the thread, restarts the count when a ring passes
+    to another thread).  A loss reported before the records that preceded
+    it, or packets out of time order (babeltrace2 stops), fail here."""
+    last, pending, bad, seen = {}, {}, [], 0
+    try:
+        for msg in bt2.TraceCollectionMessageIterator(d):
+            if type(msg) is bt2._DiscardedEventsMessageConst:
+                sid = (msg.stream.trace.uuid, msg.stream.id)
+                pending[sid] = pending.get(sid, 0) + (msg.count or 0)
+            elif type(msg) is bt2._EventMessageConst and msg.event.name == name:
+                ev = msg.event
+                sid = (ev.stream.trace.uuid, ev.stream.id)
+                i = int(ev.payload_field["i"])
+                who = int(ev.payload_field[key]) if key else 0
+                lost = pending.pop(sid, 0)
+                prev = last.get(sid)
+                if prev is not None and prev[0] == who and i != prev[1] + 1 + lost:
+                    bad.append("stream %d: i %d after %d with %d reported lost between"
+                               % (sid[1], i, prev[1], lost))
+                last[sid] = (who, i)
+                seen += 1
+    except Exception as e:   # bt2.Error: e.g. packets out of time order
+        bad.append("babeltrace2 stopped: %s" % str(e).splitlines()[0])
+    check(seen > 0, "%s: no %s events" % (d, name))
+    check(not bad, "%d losses reported away from where they happened, first: %s" % (len(bad), bad[:3]))
+
+
 def check_sequence(evs, field, expect, what):
     vals = [e["fields"][field] for e in evs]
     check(vals == expect, "%s: %d values, first mismatch at %s" % (
@@ -287,6 +318,7 @@ def s_discard():
     check(vals[0] == 0, "discard: the first events (buffer empty) must be kept")
     check(vals[-1] >= 1000, "discard: nothing kept after the first burst; recording did not resume "
           "once the consumer drained the ring")
+    check_loss_placement(os.path.join(WORK, SCENARIO, "discard"), "t_seq")
 
 
 def s_overwrite():
@@ -363,6 +395,8 @@ def threads(mode):
     check(st["lost"] == tr.discarded, "stats lost %d vs bt2 %d" % (st["lost"], tr.discarded))
     if mode == "block":
         check(tr.discarded == 0, "block mode lost events")
+    if mode == "discard":
+        check_loss_placement(d, "t_thread", "a_idx")
 
 
 def die(how):

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <mark/mark.h>
+#include <mark/tracer.h>
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -291,6 +292,20 @@ static void fire_seq(long n)
 		if (pause_ns && (i + 1) % burst == 0) {
 			struct timespec ts = { pause_ns / 1000000000L, pause_ns % 1000000000L };
 			nanosleep(&ts, NULL);
+			/*
+			 * The consumer at SCHED_IDLE gets our CPU only when nothing
+			 * else wants it: on a loaded machine (ctest -j, qemu) it may
+			 * not have run in any pause.  Before the last burst, wait
+			 * (up to 10 s) until it has written something, so that the
+			 * test can see recording resume after a drain.
+			 */
+			struct mark_trace_stats st;
+			for (int waited = 0; i + 1 == n - burst && waited < 10000; waited++) {
+				mark_tracer_get_stats(&st);
+				if (st.bytes_written > 0)
+					break;
+				usleep(1000);
+			}
 		}
 	}
 }
