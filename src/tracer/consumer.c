@@ -521,6 +521,36 @@ void tracer_ring_thread_name(const struct tracer_ring *r, uint32_t tid, char out
 }
 
 /*
+ * A stream file that cannot be created or written (no free descriptor,
+ * disk or quota full) is often short-lived: a daemon's descriptor burst,
+ * a log rotation freeing space.  So while the ring's thread may record,
+ * its unwritten records (`unwritten` bytes) take up at most half the
+ * ring, and the first failure is less than TRACER_WRITE_RETRY_NS old, the
+ * records stay in the ring and the next round (10 ms later) tries again;
+ * the producer meanwhile records into the other half.  After that, or at
+ * exit and stop, they are counted lost as before.  One warning per
+ * recording says it is trying again.  Consumer thread only.
+ */
+static bool may_retry_write(struct tracer_session *s, struct tracer_ring *r, bool live, uint64_t unwritten,
+			    int err, const char *what)
+{
+	if (!live || unwritten > r->capacity / 2)
+		return false;
+	const uint64_t now = tracer_monotonic_ns();
+	if (r->write_fail_ns == 0)
+		r->write_fail_ns = now;
+	if (now - r->write_fail_ns >= TRACER_WRITE_RETRY_NS)
+		return false;
+	if (!s->write_retry_reported) {
+		mark_warn("mark: tracer cannot %s stream file %u in %s (%s); its events wait in its buffer "
+			  "and are counted lost if this lasts 1 s or fills half the buffer\n",
+			  what, r->index, s->dir, strerror(err));
+		s->write_retry_reported = true;
+	}
+	return true;
+}
+
+/*
  * Write what the ring holds.  `final`: no producer can run any more
  * (stop), so overwrite-mode rings of live threads are written too.
  * Returns true if anything was written.
@@ -577,14 +607,17 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 	}
 	if (r->stream_fd < 0) {
 		r->stream_fd = open_stream(s, r);
+		const int err = errno;
 		struct stat st;
 		if (r->stream_fd >= 0 && fstat(r->stream_fd, &st) == 0) {
 			r->stream_ino = st.st_ino;
 			r->stream_dev = st.st_dev;
 		}
+		if (r->stream_fd < 0 && may_retry_write(s, r, live, head - start, err, "create"))
+			return false;   /* the records stay in the ring */
 		if (r->stream_fd < 0 && !s->write_error_reported) {
 			mark_warn("mark: tracer cannot create stream file %u in %s (%s); its events "
-				"are counted lost\n", r->index, s->dir, strerror(errno));
+				"are counted lost\n", r->index, s->dir, strerror(err));
 			s->write_error_reported = true;
 		}
 	}
@@ -610,6 +643,7 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 	refresh_thread_name(r, sink.tid);
 	tracer_ring_thread_name(r, sink.tid, sink.thread_name);
 	uint64_t consumed = start;
+	const uint64_t hdr_seq_before = sink.seq;
 	int rc = 0;
 	if (sink.fd >= 0 && start < head) {
 		rc = tracer_write_records(&sink, r->data, r->capacity, start, head, &consumed);
@@ -621,11 +655,21 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 			rc = tracer_write_records(&sink, r->data, r->capacity, consumed, head, &consumed);
 		}
 	}
-	/* What the packets were to report and did not (a first packet of a
-	 * new file with no room before it, a failed write) waits for the
-	 * next round's first packet: tracer_ring_losses() adds it. */
-	r->consumer_owed = live && sink.lost > hdr->lost_reported ? sink.lost - hdr->lost_reported : 0;
-	if (rc < 0 || sink.fd < 0 || consumed < head) {
+	const bool retry = rc < 0 && may_retry_write(s, r, live, head - consumed, -rc, "write");
+	if (retry) {
+		/* [consumed, head) stays in the ring for the next round; what
+		 * it owed was reported if a packet went out. */
+		if (sink.seq != hdr_seq_before)
+			r->consumer_owed = 0;
+	} else {
+		/* What the packets were to report and did not (a first packet
+		 * of a new file with no room before it) waits for the next
+		 * round's first packet: tracer_ring_losses() adds it. */
+		r->consumer_owed = live && sink.lost > hdr->lost_reported ? sink.lost - hdr->lost_reported : 0;
+	}
+	if (rc == 0 && sink.fd >= 0)
+		r->write_fail_ns = 0;   /* a round without a failure ends the retry window */
+	if (!retry && (rc < 0 || sink.fd < 0 || consumed < head)) {
 		/* Could not write (or undecodable records): drop them, count them. */
 		if (rc < 0 && !s->write_error_reported) {
 			mark_warn("mark: tracer cannot write stream file %u in %s (%s); events are "
@@ -639,7 +683,7 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 			r->consumer_owed += dropped;   /* before the thread's next record */
 	}
 	lost = __atomic_load_n(&hdr->lost, __ATOMIC_RELAXED) + hdr->lost_consumer;
-	if (sink.fd >= 0 && lost != hdr->lost_reported && !sink.live) {
+	if (sink.fd >= 0 && lost != hdr->lost_reported && !sink.live && !retry) {
 		/* Losses after the last record, and no record can follow: an
 		 * empty packet carries the count.  Not while the thread may
 		 * record: its next record's packet reports them in time order,

@@ -387,6 +387,7 @@ static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nestin
 	r->stream_fd = -1;
 	r->pending_gap = 0;
 	r->consumer_owed = 0;
+	r->write_fail_ns = 0;
 	/* Publish to the consumer and to other claimers. */
 	__atomic_store_n(&r->ready, 1, __ATOMIC_RELEASE);
 	return r;

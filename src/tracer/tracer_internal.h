@@ -48,6 +48,8 @@ extern MARK_HIDDEN int tracer_fence_word;
 #define TRACER_MAX_RINGS 4096       /* per process, live + recycled-free        */
 /* After a thread's ring creation fails, its next try waits this long. */
 #define TRACER_NO_RING_BACKOFF_NS 100000000ull
+/* A stream file that cannot be created or written: retried this long. */
+#define TRACER_WRITE_RETRY_NS 1000000000ull
 /* Overwrite mode drops the oldest records a chunk (capacity / this) at a time. */
 #define TRACER_OVERWRITE_CHUNKS 16
 #define TRACER_MAX_NESTING 4        /* thread context + 3 signal handler levels */
@@ -185,6 +187,9 @@ struct tracer_ring {
 	/* Losses before the next record that the packets written so far do
 	 * not report (records the consumer dropped; see drain_ring()). */
 	uint64_t consumer_owed;
+	/* CLOCK_MONOTONIC ns of the first of the current run of failures to
+	 * create or write the stream file; 0: none (consumer.c). */
+	uint64_t write_fail_ns;
 	/*
 	 * Snapshot triggers: set (plain store) by the ring's own producer when
 	 * one of its events fired a trigger whose request it published; while
@@ -275,6 +280,7 @@ struct tracer_session {
 	uint64_t bytes_written;
 	uint64_t last_refine_ns;
 	bool write_error_reported;
+	bool write_retry_reported;  /* may_retry_write()'s warning was printed      */
 	/*
 	 * Chunks (chunks.c, docs/tracer.md).  Configuration (set before the
 	 * consumer starts, read-only after), then consumer-private state: only

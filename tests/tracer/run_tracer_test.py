@@ -768,6 +768,29 @@ def s_noring():
           "first %s, discarded %d; stderr %r" % (n, len(got), got[:3], tr.discarded, r.stderr[-600:]))
 
 
+def s_nostream():
+    """The consumer cannot create the stream file for 300 ms (interposed
+    openat: EMFILE) while the thread records: its events wait in the
+    buffer and all reach the trace, with one warning saying so (they were
+    all counted lost at the first failure)."""
+    d = fresh_dir("nostream")
+    n = 3000
+    r = run([PROG, "nostream", str(n)], {"MARK_TRACE": d, "MARK_AGENT": "0", "MARK_BUFFER": "1M"})
+    check(r.returncode == 0, "program failed: %s" % r.stderr[-500:])
+    m = re.search(r"refused (\d+)", r.stdout)
+    check(m and int(m.group(1)) > 0, "the consumer never tried to create the stream file in the first "
+          "300 ms (refused: %r)" % r.stdout)
+    warnings = [l for l in r.stderr.splitlines() if "stream file" in l]
+    check(len(warnings) == 1 and "Too many open files" in warnings[0] and "wait" in warnings[0],
+          "want one warning, that the events wait: %r" % warnings)
+    tr = TextTrace(d)
+    got = [e["fields"]["i"] for e in tr.named("t_seq")]
+    check(got == list(range(n)) and tr.discarded == 0,
+          "%d events of %d, first %s, discarded %d" % (len(got), n, got[:3], tr.discarded))
+    st = stats(d)
+    check(st["lost"] == 0 and st["events_written"] == n, "stats %s" % st)
+
+
 def s_closefds():
     if "libtsan" in subprocess.run(["ldd", PROG], capture_output=True, text=True).stdout:
         skip("under ThreadSanitizer the program's close() of the consumer's descriptor is "
@@ -1080,7 +1103,7 @@ SCENARIOS = {
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "fork_exec": s_fork_exec,
     "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "tickgap": s_tickgap, "snapshot": s_snapshot, "dlopen": s_dlopen,
-    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "longjmp": s_longjmp, "exec_at_once": s_exec_at_once, "cancel": s_cancel, "fork_exec_full": s_fork_exec_full,
+    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "nostream": s_nostream, "longjmp": s_longjmp, "exec_at_once": s_exec_at_once, "cancel": s_cancel, "fork_exec_full": s_fork_exec_full,
 }
 
 SCENARIOS[SCENARIO]()

@@ -9,11 +9,13 @@
 #include <mark/tracer.h>
 
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,6 +188,53 @@ static int no_descriptor_then_back(long n)
 			close(fds[--nfds]);
 		setrlimit(RLIMIT_NOFILE, &old);
 	}
+	return 0;
+}
+
+/*
+ * `nostream N`: the consumer cannot create stream files (EMFILE) for the
+ * first 300 ms while the main thread fires N t_seq events over about
+ * 600 ms: the events wait in the buffer and all reach the trace (they
+ * were counted lost at the first failure).  libmark's openat() resolves
+ * to this one, as renameat() below.
+ */
+static uint64_t refuse_streams_until_ns;   /* CLOCK_MONOTONIC; 0: never */
+static long streams_refused;
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int openat(int dirfd, const char *path, int flags, ...)
+{
+	unsigned mode = 0;
+	if (flags & (O_CREAT | __O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, unsigned);
+		va_end(ap);
+	}
+	if (strncmp(path, "stream-", 7) == 0 &&
+	    monotonic_ns() < __atomic_load_n(&refuse_streams_until_ns, __ATOMIC_ACQUIRE)) {
+		__atomic_fetch_add(&streams_refused, 1, __ATOMIC_RELAXED);
+		errno = EMFILE;
+		return -1;
+	}
+	return (int)syscall(SYS_openat, dirfd, path, flags, mode);
+}
+
+static int stream_refused_for_a_while(long n)
+{
+	__atomic_store_n(&refuse_streams_until_ns, monotonic_ns() + 300000000u, __ATOMIC_RELEASE);
+	for (long i = 0; i < n; i++) {
+		MARK(t_seq, "%ld", i);
+		if (i % (n / 60 + 1) == 0)
+			usleep(10000);
+	}
+	printf("refused %ld\n", __atomic_load_n(&streams_refused, __ATOMIC_RELAXED));
 	return 0;
 }
 
@@ -618,6 +667,8 @@ int main(int argc, char **argv)
 		run_die(n, 1);
 	else if (strcmp(what, "noring") == 0)
 		return no_descriptor_then_back(n);
+	else if (strcmp(what, "nostream") == 0)
+		return stream_refused_for_a_while(n);
 	else if (strcmp(what, "longjmp") == 0)
 		return leave_probe_by_longjmp(n);
 	else if (strcmp(what, "cancel") == 0)
