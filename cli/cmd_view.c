@@ -287,14 +287,18 @@ static void view_discarded(const struct trace_loss *loss, void *arg)
 		strbuf_addf(sb, "# lost %" PRIu64 " events in stream %" PRIu64, loss->count, loss->stream_index);
 	else
 		strbuf_addf(sb, "# lost events in stream %" PRIu64, loss->stream_index);
-	/* whose: the thread (and the process when the trace has several) */
-	if (loss->tid >= 0 || loss->ntraces > 1)
+	/* whose: the thread (and the process when the trace has several).
+	 * tid 0 is the tracer's stream of events that never had a buffer
+	 * (its creation failed, nesting or marker ids past the limits). */
+	const bool no_buffer = loss->tid == 0;
+	if (loss->tid > 0 || loss->ntraces > 1)
 		strbuf_add_lit(sb, " of");
 	if (loss->ntraces > 1)
 		append_process(sb, loss->pid, loss->procname);
-	if (loss->tid >= 0)
+	if (loss->tid > 0)
 		strbuf_addf(sb, " tid %" PRId64, loss->tid);
-	strbuf_addf(sb, " (%s)\n", loss->count ? "tracer buffer full" : "babeltrace2 gives no count");
+	strbuf_addf(sb, " (%s)\n", no_buffer ? "events that had no tracer buffer; see the program's warnings" :
+		    loss->count ? "tracer buffer full" : "babeltrace2 gives no count");
 	if (sb->len >= VIEW_FLUSH)
 		flush_lines(v);
 }

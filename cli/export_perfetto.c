@@ -686,8 +686,8 @@ static void pf_given_up(const struct pair_span *span, enum pair_given_up why, vo
 static void write_loss(struct pf *pf, const struct trace_loss *loss, const char *procname)
 {
 	int64_t pid = loss->pid >= 0 ? loss->pid : 0;
-	int64_t tid = loss->tid >= 0 ? loss->tid : (int64_t)loss->stream_index;
-	uint64_t track = thread_track(pf, pid, tid, loss->pid >= 0, loss->tid >= 0, procname, NULL);
+	int64_t tid = loss->tid > 0 ? loss->tid : (int64_t)loss->stream_index;
+	uint64_t track = thread_track(pf, pid, tid, loss->pid >= 0, loss->tid > 0, procname, NULL);
 	begin_event(pf, pf->last_ns, 2);
 	te_header(pf, TYPE_INSTANT, track, "mark_lost_events");
 	if (loss->count)

@@ -1270,7 +1270,7 @@ static int deliver(struct tn_reader *r, const struct tn_batch *batch)
 				.count = m->lost,
 				.stream_index = b->stream_index,
 				.pid = t->vpid > 0 ? t->vpid : -1,
-				.tid = b->tid > 0 ? b->tid : -1,
+				.tid = b->tid >= 0 ? b->tid : -1,   /* 0: the tracer's stream of events without a buffer */
 				.procname = t->procname,
 				.ntraces = r->shown_traces,
 			};

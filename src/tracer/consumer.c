@@ -408,21 +408,28 @@ uint64_t tracer_count_records(const uint64_t *data, uint64_t capacity, uint64_t 
 	return n;
 }
 
+/* Does fd still refer to the file (ino, dev) we opened?  (One fstat.) */
+static bool fd_is_file(int fd, uint64_t ino, uint64_t dev)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && st.st_ino == ino && st.st_dev == dev;
+}
+
 /*
  * The stream file of ring r: created new (O_EXCL, 0600) the first time;
  * opened again for appending (never through a link) when the program closed
  * our descriptor.  Returns a descriptor, or -1 with errno set.
  */
-static int open_stream(struct tracer_session *s, const struct tracer_ring *r)
+static int open_stream(struct tracer_session *s, unsigned index, bool created_before)
 {
 	char name[64];
-	tracer_path(name, sizeof(name), NULL, MARK_TF_STREAM_PREFIX, r->index);
+	tracer_path(name, sizeof(name), NULL, MARK_TF_STREAM_PREFIX, index);
 	int dfd = tracer_dir_fd(s);
 	if (dfd < 0) {
 		errno = -dfd;
 		return -1;
 	}
-	if (r->stream_ino)
+	if (created_before)
 		return openat(dfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
 	int fd = mark_file_create_at(dfd, name, O_WRONLY | O_APPEND);
 	if (fd < 0) {
@@ -601,12 +608,11 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 		 * closed ours and reused its number for a file of its own: never
 		 * write there.  One fstat per drain.
 		 */
-		struct stat st;
-		if (fstat(r->stream_fd, &st) != 0 || st.st_ino != r->stream_ino || st.st_dev != r->stream_dev)
+		if (!fd_is_file(r->stream_fd, r->stream_ino, r->stream_dev))
 			r->stream_fd = -1;   /* not ours any more: do not close it */
 	}
 	if (r->stream_fd < 0) {
-		r->stream_fd = open_stream(s, r);
+		r->stream_fd = open_stream(s, r->index, r->stream_ino != 0);
 		const int err = errno;
 		struct stat st;
 		if (r->stream_fd >= 0 && fstat(r->stream_fd, &st) == 0) {
@@ -833,6 +839,67 @@ void tracer_stats_update(struct tracer_session *s, uint32_t state)
 	__atomic_store_n(&st->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
+/*
+ * Events that never had a buffer (its creation failed, a signal handler
+ * nested deeper than TRACER_MAX_NESTING, an id past MARK_TF_MAX_ID:
+ * count_lost_no_ring()) have no ring to report them.  They go in a stream
+ * of their own, stream-TRACER_LOSS_STREAM (tid 0, thread name
+ * "(no buffer)"), of empty packets whose events_discarded is the
+ * session's count, so that babeltrace2 and mark stats count them with the
+ * others.  Written when the count changed, at most every 100 ms and at
+ * stop; its first packet says 0, as a reader reports a stream's losses as
+ * the difference to its previous packet.  Each packet is stamped with the
+ * consumer's clock, after the drops it reports.  Not rotated into chunks:
+ * the file stays in pid-P, a few hundred bytes.  Consumer thread only (or
+ * the final drain, after it stopped).
+ */
+static void write_no_ring_losses(struct tracer_session *s, bool final)
+{
+	const uint64_t lost = __atomic_load_n(&s->lost_no_ring, __ATOMIC_RELAXED);
+	if (lost == s->loss_reported)
+		return;
+	const uint64_t now = tracer_monotonic_ns();
+	if (!final && now - s->loss_written_ns < 100000000ull)
+		return;
+	s->loss_written_ns = now;
+	if (s->loss_fd >= 0 && !fd_is_file(s->loss_fd, s->loss_ino, s->loss_dev))
+		s->loss_fd = -1;   /* the program reused the number: not ours to close */
+	if (s->loss_fd < 0) {
+		s->loss_fd = open_stream(s, TRACER_LOSS_STREAM, s->loss_ino != 0);
+		struct stat st;
+		if (s->loss_fd < 0 || fstat(s->loss_fd, &st) != 0) {
+			if (!s->write_error_reported) {
+				mark_warn("mark: tracer cannot create stream file %u in %s (%s); the %llu events "
+					  "that had no buffer are counted in .mark-stats only\n", TRACER_LOSS_STREAM,
+					  s->dir, strerror(errno), (unsigned long long)lost);
+				s->write_error_reported = true;
+			}
+			return;
+		}
+		s->loss_ino = st.st_ino;
+		s->loss_dev = st.st_dev;
+	}
+	const uint64_t ts = tracer_now(s);
+	struct tracer_packet_sink sink = {
+		.fd = s->loss_fd,
+		.uuid = s->trace_uuid,
+		.index = TRACER_LOSS_STREAM,
+		.thread_name = "(no buffer)",
+		.seq = s->loss_seq,
+		.stream_bytes = s->loss_bytes,
+		.lost = lost,
+		.lost_before = s->loss_reported,
+		.last_ts = ts > s->loss_last_ts ? ts : s->loss_last_ts,
+		.freq = s->clock.freq,
+	};
+	if (tracer_write_empty_packet(&sink, 0) == 0)
+		s->loss_reported = lost;
+	s->loss_seq = sink.seq;
+	s->loss_bytes = sink.stream_bytes;
+	s->loss_last_ts = sink.last_ts;
+	s->bytes_written += sink.bytes;
+}
+
 /* ---- the thread ---- */
 
 static void for_each_ring_drain(struct tracer_session *s, bool final, bool *work)
@@ -842,6 +909,7 @@ static void for_each_ring_drain(struct tracer_session *s, bool final, bool *work
 		if (drain_ring(s, r, final))
 			*work = true;
 	}
+	write_no_ring_losses(s, final);
 }
 
 static void *consumer_main(void *arg)

@@ -521,6 +521,32 @@ static const char *stats_check(const struct mark_tf_stats *st, size_t size, pid_
  * reported) if it has none, else the events recovered or -errno
  * (reported).
  */
+/*
+ * The stream of the events that had no buffer (consumer.c,
+ * write_no_ring_losses()) has no ring and no commit protocol: its packets
+ * are whole writes of one or two packets.  A writer killed inside one (or
+ * a short write on a full disk) leaves a torn packet at the end: cut it
+ * off, so the stream stays valid CTF.
+ */
+static int recover_loss_stream(struct recover_ctx *ctx, const struct rdir *d)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "%s%u", MARK_TF_STREAM_PREFIX, (unsigned)TRACER_LOSS_STREAM);
+	struct stat sb;
+	int fd = open_owned(ctx, d, name, &sb);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	const off_t whole = sb.st_size - sb.st_size % (off_t)sizeof(struct mark_tf_packet);
+	int rc = 0;
+	if (whole != sb.st_size && ftruncate(fd, whole) != 0)
+		rc = recover_fail(ctx, errno, "mark: recover: cannot cut the torn packet at the end of %s/%s: %s",
+				  d->path, name, strerror(errno));
+	close(fd);
+	return rc;
+}
+
 static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_t expect_pid)
 {
 	struct stat sb;
@@ -600,6 +626,9 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 	}
 	if (dir)
 		closedir(dir);
+	int lrc = recover_loss_stream(ctx, d);
+	if (lrc < 0 && ring_rc == 0)
+		ring_rc = lrc;
 	/*
 	 * Statistics: add what was recovered.  Written back as the seqlock
 	 * writer would (trace_format.h): seq odd, the body, seq even, each a

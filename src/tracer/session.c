@@ -295,6 +295,7 @@ static struct tracer_session *session_alloc(void)
 		s->rings[i].stream_fd = -1;
 	s->base_fd = s->dir_fd = -1;
 	s->rotated_fd = -1;
+	s->loss_fd = -1;
 	s->generation = ++last_generation;
 	return s;
 }
@@ -305,6 +306,7 @@ static void free_session(struct tracer_session *s)
 		return;
 	close_if_ours(s->dir_fd, s->dir_dev, s->dir_ino);
 	close_if_ours(s->base_fd, s->base_dev, s->base_ino);
+	close_if_ours(s->loss_fd, s->loss_dev, s->loss_ino);
 	free(s->dir);
 	free(s->base_dir);
 	for (size_t i = 0; i < s->nglobs; i++)

@@ -46,6 +46,8 @@ extern MARK_HIDDEN int tracer_fence_word;
 #endif
 
 #define TRACER_MAX_RINGS 4096       /* per process, live + recycled-free        */
+/* stream-N of the events that had no buffer (consumer.c): past every ring's N. */
+#define TRACER_LOSS_STREAM TRACER_MAX_RINGS
 /* After a thread's ring creation fails, its next try waits this long. */
 #define TRACER_NO_RING_BACKOFF_NS 100000000ull
 /* A stream file that cannot be created or written: retried this long. */
@@ -247,6 +249,10 @@ struct tracer_session {
 	uint64_t free_index_bits[TRACER_MAX_RINGS / 64];
 	unsigned no_ring_warned;    /* atomic exchange: one warning per session    */
 	uint64_t lost_no_ring;      /* atomic add: events dropped without a ring    */
+	/* Their stream file (write_no_ring_losses(), consumer-private). */
+	int loss_fd;
+	uint64_t loss_ino, loss_dev, loss_seq, loss_bytes, loss_last_ts, loss_written_ns;
+	uint64_t loss_reported;     /* events_discarded of its last packet           */
 
 	/* Consumer */
 	pthread_t consumer;

@@ -766,6 +766,20 @@ def s_noring():
     check(got == [-1] + list(range(n)),
           "the main thread's event and the second thread's %d (the first thread's are lost): %d events, "
           "first %s, discarded %d; stderr %r" % (n, len(got), got[:3], tr.discarded, r.stderr[-600:]))
+    # The first thread's n events had no buffer: reported lost in the
+    # trace itself (a stream of their own), not only in .mark-stats.
+    check(tr.discarded == n and stats(d)["lost"] == n,
+          "the %d events without a buffer: %d discarded in the trace (babeltrace2), %d in .mark-stats"
+          % (n, tr.discarded, stats(d)["lost"]))
+    loss = [f for f in os.listdir(procdir(d)) if f == "stream-4096"]
+    check(loss, "no stream-4096 (the events without a buffer) in %s" % os.listdir(procdir(d)))
+    st_out = subprocess.run([os.path.join(os.path.dirname(API), "..", "mark"), "stats", d],
+                            capture_output=True, text=True)
+    check(st_out.returncode == 0 and re.search(r"\b%d\b[^\n]*lost|lost[^\n]*\b%d\b" % (n, n), st_out.stdout),
+          "mark stats does not report the %d lost: %r" % (n, st_out.stdout[-800:]))
+    v = subprocess.run([os.path.join(os.path.dirname(API), "..", "mark"), "view", d], capture_output=True, text=True)
+    check(any(l.startswith("# lost %d events in stream " % n) and "no tracer buffer" in l for l in v.stdout.splitlines()),
+          "mark view does not say %d events had no buffer: %r" % (n, [l for l in v.stdout.splitlines() if "lost" in l]))
 
 
 def s_nostream():
