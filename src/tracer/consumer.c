@@ -867,7 +867,11 @@ static void write_no_ring_losses(struct tracer_session *s, bool final)
 	if (s->loss_fd < 0) {
 		s->loss_fd = open_stream(s, TRACER_LOSS_STREAM, s->loss_ino != 0);
 		struct stat st;
-		if (s->loss_fd < 0 || fstat(s->loss_fd, &st) != 0) {
+		if (s->loss_fd >= 0 && fstat(s->loss_fd, &st) != 0) {
+			close(s->loss_fd);   /* just opened: ours */
+			s->loss_fd = -1;
+		}
+		if (s->loss_fd < 0) {
 			if (!s->write_error_reported) {
 				mark_warn("mark: tracer cannot create stream file %u in %s (%s); the %llu events "
 					  "that had no buffer are counted in .mark-stats only\n", TRACER_LOSS_STREAM,
