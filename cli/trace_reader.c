@@ -21,10 +21,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Streams seen so far, so that each gets a small dense index (for tid fallbacks). */
@@ -530,13 +534,160 @@ static int add_source(bt_graph *graph, const bt_component_class_source *fs_class
 	return 0;
 }
 
-int trace_read(const char *directory, const struct trace_reader_ops *ops, void *arg)
+/* The babeltrace2 graph over `traces`, on this thread (see trace_read). */
+static int bt2_read(const char *directory, const struct trace_dirs *traces, const struct trace_reader_ops *ops,
+		    void *arg)
 {
 	struct reader r = { .ops = ops, .arg = arg };
-	struct trace_dirs traces = { 0 };
 	int ret = -1;
 	const bt_plugin *ctf = NULL, *utils = NULL;
 	bt_graph *graph = NULL;
+
+	if (!(ctf = load_plugin("ctf", directory)) || !(utils = load_plugin("utils", directory)))
+		goto out;
+	const bt_component_class_source *fs_class = bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs");
+	const bt_component_class_filter *mux_class = bt_plugin_borrow_filter_component_class_by_name_const(utils, "muxer");
+	if (!fs_class || !mux_class) {
+		print_bt_error(directory, "babeltrace2 lacks the src.ctf.fs or flt.utils.muxer component class");
+		goto out;
+	}
+
+	const bt_component_filter *mux = NULL;
+	const bt_component_sink *sink = NULL;
+	if (!(graph = bt_graph_create(0)) ||
+	    bt_graph_add_filter_component(graph, mux_class, "muxer", NULL, BT_LOGGING_LEVEL_NONE, &mux) !=
+		    BT_GRAPH_ADD_COMPONENT_STATUS_OK ||
+	    bt_graph_add_simple_sink_component(graph, "mark", NULL, consume, NULL, &r, &sink) !=
+		    BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
+		print_bt_error(directory, "cannot build the babeltrace2 graph");
+		goto out;
+	}
+	r.ntraces = traces->n;
+	for (size_t i = 0; i < traces->n; i++)
+		if (add_source(graph, fs_class, mux, traces->paths[i], i, directory) != 0)
+			goto out;
+	if (bt_graph_connect_ports(graph, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
+				   bt_component_sink_borrow_input_port_by_index_const(sink, 0), NULL) !=
+	    BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
+		print_bt_error(directory, "cannot connect the muxer to the sink");
+		goto out;
+	}
+
+	bt_graph_run_status st;
+	do {
+		st = bt_graph_run(graph);
+	} while (st == BT_GRAPH_RUN_STATUS_AGAIN);
+	if (st == BT_GRAPH_RUN_STATUS_OK) {
+		ret = r.stop_value;
+		for (size_t i = 0; ret == 0 && i < r.nstreams; i++)   /* a stream cut short */
+			flush_loss(&r, &r.streams[i]);
+	}
+	else
+		print_bt_error(directory, "babeltrace2 failed while decoding it (truncated or corrupt stream file?)");
+out:
+	bt_graph_put_ref(graph);
+	bt_plugin_put_ref(ctf);
+	bt_plugin_put_ref(utils);
+	free(r.streams);
+	return ret;
+}
+
+/* The name of a signal that means the process crashed, else NULL (killed from outside). */
+static const char *crash_signal_name(int sig)
+{
+	switch (sig) {
+	case SIGSEGV: return "SIGSEGV";
+	case SIGBUS: return "SIGBUS";
+	case SIGFPE: return "SIGFPE";
+	case SIGILL: return "SIGILL";
+	case SIGABRT: return "SIGABRT";
+	case SIGTRAP: return "SIGTRAP";
+	case SIGSYS: return "SIGSYS";
+	default: return NULL;
+	}
+}
+
+/*
+ * libbabeltrace2 2.0 kills its process on some damaged metadata that it
+ * should refuse (SIGFPE for a clock without `freq`, abort() on a failed
+ * precondition), and mark must not die of a file.  So its reading runs in
+ * a child: the child returns from trace_read and carries on with the
+ * command, printing or writing what the command prints or writes, exactly
+ * as this process would have; this process only waits and ends with the
+ * child's exit status.  Handing decoded events back through a pipe would
+ * mean copying every kind of babeltrace2 field the commands look at; this
+ * keeps one code path and the same bytes.  Returns only in the process
+ * that is to carry on: the child, or this one with -1 after the child
+ * crashed (the command then fails as after any unreadable trace, which
+ * also removes its unfinished -o FILE).
+ */
+static int bt2_read_isolated(const char *directory, const struct trace_dirs *traces,
+			     const struct trace_reader_ops *ops, void *arg)
+{
+	/* What is buffered would otherwise be written by both processes. */
+	fflush(NULL);
+	/* Inherited SIG_IGN would have the kernel reap the child, status and all. */
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, old_chld;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGCHLD, &dfl, &old_chld);
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		sigaction(SIGCHLD, &old_chld, NULL);
+		fprintf(stderr, "mark: cannot read trace %s: cannot start the process that reads it with "
+				"libbabeltrace2: %s (too many processes? try again)\n", cli_text(directory), strerror(e));
+		return -1;
+	}
+	if (pid == 0) {
+		sigaction(SIGCHLD, &old_chld, NULL);
+		/* A crash here is reported by the parent; a core file would be litter. */
+		struct rlimit no_core = { 0, 0 };
+		setrlimit(RLIMIT_CORE, &no_core);
+		/* Killing mark (timeout, kill PID) must stop the reading too. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != parent)
+			_exit(1);
+		return bt2_read(directory, traces, ops, arg);
+	}
+	int wstatus;
+	while (waitpid(pid, &wstatus, 0) < 0) {
+		if (errno == EINTR)
+			continue;
+		int e = errno;
+		/* Only one process may carry on with the command: this one, with the error. */
+		kill(pid, SIGKILL);
+		fprintf(stderr, "mark: cannot read trace %s: lost the process reading it with libbabeltrace2: %s\n",
+			cli_text(directory), strerror(e));
+		sigaction(SIGCHLD, &old_chld, NULL);
+		return -1;
+	}
+	sigaction(SIGCHLD, &old_chld, NULL);
+	/* The child ran the rest of the command, atexit handlers included: nothing is left to do here. */
+	if (WIFEXITED(wstatus))
+		_exit(WEXITSTATUS(wstatus));
+	int sig = WTERMSIG(wstatus);
+	const char *name = crash_signal_name(sig);
+	if (name) {
+		fprintf(stderr, "mark: libbabeltrace2 crashed (%s) reading trace %s: its metadata or a stream file "
+				"is damaged or not valid CTF; check it with babeltrace2, or record it again\n",
+			name, cli_text(directory));
+		return -1;
+	}
+	/* Killed from outside (SIGPIPE of `mark view | head`, SIGINT, SIGTERM):
+	 * end the same way, so that the shell sees what it saw before. */
+	signal(sig, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	_exit(128 + sig);
+}
+
+int trace_read(const char *directory, const struct trace_reader_ops *ops, void *arg)
+{
+	struct trace_dirs traces = { 0 };
+	int ret = -1;
 
 	if (trace_check_directory(directory) != 0)
 		return -1;
@@ -561,53 +712,9 @@ int trace_read(const char *directory, const struct trace_reader_ops *ops, void *
 			goto out;
 		}
 	}
-	if (!(ctf = load_plugin("ctf", directory)) || !(utils = load_plugin("utils", directory)))
-		goto out;
-	const bt_component_class_source *fs_class = bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs");
-	const bt_component_class_filter *mux_class = bt_plugin_borrow_filter_component_class_by_name_const(utils, "muxer");
-	if (!fs_class || !mux_class) {
-		print_bt_error(directory, "babeltrace2 lacks the src.ctf.fs or flt.utils.muxer component class");
-		goto out;
-	}
-
-	const bt_component_filter *mux = NULL;
-	const bt_component_sink *sink = NULL;
-	if (!(graph = bt_graph_create(0)) ||
-	    bt_graph_add_filter_component(graph, mux_class, "muxer", NULL, BT_LOGGING_LEVEL_NONE, &mux) !=
-		    BT_GRAPH_ADD_COMPONENT_STATUS_OK ||
-	    bt_graph_add_simple_sink_component(graph, "mark", NULL, consume, NULL, &r, &sink) !=
-		    BT_GRAPH_ADD_COMPONENT_STATUS_OK) {
-		print_bt_error(directory, "cannot build the babeltrace2 graph");
-		goto out;
-	}
-	r.ntraces = traces.n;
-	for (size_t i = 0; i < traces.n; i++)
-		if (add_source(graph, fs_class, mux, traces.paths[i], i, directory) != 0)
-			goto out;
-	if (bt_graph_connect_ports(graph, bt_component_filter_borrow_output_port_by_index_const(mux, 0),
-				   bt_component_sink_borrow_input_port_by_index_const(sink, 0), NULL) !=
-	    BT_GRAPH_CONNECT_PORTS_STATUS_OK) {
-		print_bt_error(directory, "cannot connect the muxer to the sink");
-		goto out;
-	}
-
-	bt_graph_run_status st;
-	do {
-		st = bt_graph_run(graph);
-	} while (st == BT_GRAPH_RUN_STATUS_AGAIN);
-	if (st == BT_GRAPH_RUN_STATUS_OK) {
-		ret = r.stop_value;
-		for (size_t i = 0; ret == 0 && i < r.nstreams; i++)   /* a stream cut short */
-			flush_loss(&r, &r.streams[i]);
-	}
-	else
-		print_bt_error(directory, "babeltrace2 failed while decoding it (truncated or corrupt stream file?)");
+	ret = bt2_read_isolated(directory, &traces, ops, arg);
 out:
-	bt_graph_put_ref(graph);
-	bt_plugin_put_ref(ctf);
-	bt_plugin_put_ref(utils);
 	free_traces(&traces);
-	free(r.streams);
 	return ret;
 }
 

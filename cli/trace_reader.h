@@ -8,7 +8,9 @@
  * adapts babeltrace2's messages to one flat struct per event.
  *
  * Single-threaded: a trace_read() call runs the whole babeltrace2 graph on
- * the calling thread and calls the callbacks from it.
+ * one thread and calls the callbacks from it, in a child process (see
+ * trace_read), so that a crash inside libbabeltrace2 is an error of the
+ * command, not its end.
  */
 #ifndef MARK_CLI_TRACE_READER_H
 #define MARK_CLI_TRACE_READER_H
@@ -169,6 +171,14 @@ struct trace_reader_ops {
  * same order; MARK_READER=bt2 in the environment forces libbabeltrace2,
  * MARK_READER=native refuses a trace the native reader cannot read (the
  * comparison tests use both).  Any other trace goes to libbabeltrace2.
+ *
+ * libbabeltrace2 is read in a forked child, and it is the child that
+ * returns: it calls the callbacks and carries on with the rest of the
+ * command, while the calling process waits and _exit()s with the child's
+ * status (stdio is flushed before the fork; the caller must have no other
+ * threads then).  If the child dies of a crash (SIGSEGV, SIGFPE, SIGABRT...),
+ * the calling process says so and returns -1 itself; if it is killed from
+ * outside (SIGPIPE, SIGINT...), the calling process dies of the same signal.
  */
 int trace_read(const char *directory, const struct trace_reader_ops *ops, void *arg);
 
