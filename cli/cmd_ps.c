@@ -19,7 +19,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 static const char ps_usage[] =
@@ -54,24 +53,20 @@ static int by_pid(const void *a, const void *b)
 
 /*
  * Is DFD/NAME listening?  -ECONNREFUSED means stale.  The socket is reached
- * through /proc/self/fd/DFD, the directory this call opened and checked,
- * never by the directory's path, which its owner may have replaced by a
- * link since.  Non-blocking: a listener whose queue is full (-EAGAIN) is
- * alive, and must not hold `mark ps` (as root, every user's) in connect().
- * Any other error (no /proc: -ENOENT) is "not known to be stale": kept.
+ * through the directory this command opened and checked
+ * (ctl_socket_connect_at), never by the directory's path, which its owner
+ * may have replaced by a link since.  One non-blocking try: a listener whose
+ * queue is full (-EAGAIN) is alive, and must not hold `mark ps` (as root,
+ * every user's) in connect().  Any other error (no /proc: -ENOENT) is "not
+ * known to be stale": kept.
  */
 static int probe_socket(int dfd, const char *name)
 {
-	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	int len = snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d/%s", dfd, name);
-	if (len < 0 || (size_t)len >= sizeof(addr.sun_path))
-		return -ENAMETOOLONG;
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	int fd = ctl_socket_connect_at(dfd, name, 0);
 	if (fd < 0)
-		return -errno;
-	int r = connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0 ? 0 : -errno;
+		return fd;
 	close(fd);
-	return r;
+	return 0;
 }
 
 /*
@@ -150,12 +145,11 @@ static int ps_run(int argc, char **argv)
 		 * link at any moment (renameat2 RENAME_EXCHANGE), and a check
 		 * by name followed by a use by name would then act on the
 		 * link's target, a directory of root's. */
-		int dfd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct stat dst;
+		int dfd = ctl_socket_dir_open(dirs[i], &dst);
 		if (dfd < 0)
 			continue;
-		struct stat dst;
-		if (fstat(dfd, &dst) != 0 || !S_ISDIR(dst.st_mode) || (dst.st_mode & 022) ||
-		    (geteuid() != 0 && dst.st_uid != geteuid())) {
+		if (!S_ISDIR(dst.st_mode) || (dst.st_mode & 022) || (geteuid() != 0 && dst.st_uid != geteuid())) {
 			close(dfd);
 			continue;
 		}

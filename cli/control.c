@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 bool ctl_parse_pid(const char *text, pid_t *pid)
@@ -136,34 +137,93 @@ static __attribute__((format(printf, 3, 4))) void say(char *why, size_t len, con
 	va_end(ap);
 }
 
-/*
- * May the socket at `path` (in `dir`) speak for process `pid` of uid `uid`?
- * Both must be the target user's alone: the directory a real directory
- * (not a link) owned by uid and writable by nobody else, the socket owned
- * by uid.  Anyone else who could write there could have planted it, and
- * whatever answers on it would be trusted with the controller's requests
- * and believed in its replies.  Root's are trusted too: a process that
- * started as root and dropped privileges keeps its socket in root's
- * directory (only root can reach it, and check_peer() still requires the
- * pid).  Returns NULL or why not (in `why`).
- */
-static const char *check_socket_owner(const char *dir, const char *path, const struct stat *st, uid_t uid,
-				      pid_t pid, char *why, size_t len)
+int ctl_socket_dir_open(const char *dir, struct stat *st)
 {
-	struct stat dst;
-	if (lstat(dir, &dst) != 0)
-		say(why, len, "refusing %s: cannot inspect its directory: %s", path, strerror(errno));
-	else if (!S_ISDIR(dst.st_mode))
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	if (fstat(dfd, st) != 0) {
+		int e = errno;
+		close(dfd);
+		return -e;
+	}
+	return dfd;
+}
+
+int ctl_socket_connect_at(int dfd, const char *name, int timeout_ms)
+{
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	int len = snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d/%s", dfd, name);
+	if (len < 0 || (size_t)len >= sizeof(addr.sun_path))
+		return -ENAMETOOLONG;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/*
+	 * A Unix stream connect() never completes later (no EINPROGRESS): it
+	 * succeeds at once, or fails with EAGAIN while the listener's queue is
+	 * full, and may simply be tried again.  The waits between tries grow
+	 * from 1 ms to 50 ms: an agent that drains its queue is reached
+	 * quickly, one that never does costs little.
+	 */
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int delay_ms = 1;
+	for (;;) {
+		if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0)
+			break;
+		int e = errno;
+		if (e == EINTR)
+			continue;
+		struct timespec t;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long waited = (long)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (e != EAGAIN || waited >= timeout_ms) {
+			close(fd);
+			return -e;
+		}
+		long left = timeout_ms - waited;
+		poll(NULL, 0, (int)(delay_ms < left ? delay_ms : left));
+		if (delay_ms < 50)
+			delay_ms *= 2;
+	}
+	/* The rest of the client (ctl_request, ctl_read_reply) waits with
+	 * poll() and expects a blocking socket. */
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+/*
+ * May the socket `st` at `path` (in the directory `dir`, opened as `dst`)
+ * speak for process `pid` of uid `uid`?
+ * Both must be the target user's alone: the directory a real directory
+ * (not a link: ctl_socket_dir_open) owned by uid and writable by nobody
+ * else, the socket owned by uid.  Anyone else who could write there could
+ * have planted it, and whatever answers on it would be trusted with the
+ * controller's requests and believed in its replies.  Root's are trusted
+ * too: a process that started as root and dropped privileges keeps its
+ * socket in root's directory (only root can reach it, and check_peer()
+ * still requires the pid).  Returns NULL or why not (in `why`).
+ */
+static const char *check_socket_owner(const char *dir, const char *path, const struct stat *dst,
+				      const struct stat *st, uid_t uid, pid_t pid, char *why, size_t len)
+{
+	if (!S_ISDIR(dst->st_mode))
 		say(why, len, "refusing %s: %s is not a directory (a symbolic link?); remove it and restart "
 			 "process %d", path, dir, (int)pid);
-	else if (dst.st_uid != uid && dst.st_uid != 0)
+	else if (dst->st_uid != uid && dst->st_uid != 0)
 		say(why, len, "refusing %s: its directory %s is owned by uid %u, not by uid %u of process %d, "
 			 "so someone else may have planted it; remove %s (as root) and restart process %d",
-			 path, dir, (unsigned)dst.st_uid, (unsigned)uid, (int)pid, dir, (int)pid);
-	else if (dst.st_mode & 022)
+			 path, dir, (unsigned)dst->st_uid, (unsigned)uid, (int)pid, dir, (int)pid);
+	else if (dst->st_mode & 022)
 		say(why, len, "refusing %s: its directory %s is writable by others (mode %04o), so anyone "
 			 "could have put it there; make it private (chmod 0700 %s) and restart process %d",
-			 path, dir, (unsigned)(dst.st_mode & 07777), dir, (int)pid);
+			 path, dir, (unsigned)(dst->st_mode & 07777), dir, (int)pid);
 	else if (st->st_uid != uid && st->st_uid != 0)
 		say(why, len, "refusing %s: it is owned by uid %u, not by uid %u of process %d; remove it "
 			 "and restart process %d", path, (unsigned)st->st_uid, (unsigned)uid, (int)pid, (int)pid);
@@ -229,30 +289,57 @@ int ctl_connect(struct ctl_conn *c, pid_t pid)
 	size_t nd = ctl_socket_dirs(uid, pid, dirs, 6);
 	bool denied = false;
 	int last_err = 0;
+	char busy[108] = "";   /* a socket whose queue stayed full */
 	/* The first refusal, reported if no directory has a socket we trust. */
 	char why[1024], refused[1024] = "";
+	char name[32];
+	snprintf(name, sizeof(name), "%d.sock", (int)pid);
 	for (size_t i = 0; i < nd; i++) {
+		/* `path` names the socket in messages only: it is never used to
+		 * reach it (see ctl_socket_dir_open). */
 		char path[108];
-		if (snprintf(path, sizeof(path), "%s/%d.sock", dirs[i], (int)pid) >= (int)sizeof(path))
+		if (snprintf(path, sizeof(path), "%s/%s", dirs[i], name) >= (int)sizeof(path))
 			continue;
-		struct stat st;
-		if (lstat(path, &st) != 0) {
-			denied |= errno == EACCES;
+		struct stat dst, st;
+		int dfd = ctl_socket_dir_open(dirs[i], &dst);
+		if (dfd == -ELOOP || dfd == -ENOTDIR) {
+			/* A link or a file where the directory should be: an
+			 * agent never uses one (it refuses to start), so say so
+			 * only if a socket for this pid is found through it. */
+			if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && !refused[0])
+				say(refused, sizeof(refused), "refusing %s: %s is not a directory (a symbolic link?); "
+				    "remove it and restart process %d", path, dirs[i], (int)pid);
 			continue;
 		}
-		if (!S_ISSOCK(st.st_mode))
+		if (dfd < 0) {
+			denied |= dfd == -EACCES;
 			continue;
-		if (check_socket_owner(dirs[i], path, &st, uid, pid, why, sizeof(why))) {
+		}
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+			denied |= errno == EACCES;
+			close(dfd);
+			continue;
+		}
+		if (!S_ISSOCK(st.st_mode)) {
+			close(dfd);
+			continue;
+		}
+		if (check_socket_owner(dirs[i], path, &dst, &st, uid, pid, why, sizeof(why))) {
 			if (!refused[0])
 				snprintf(refused, sizeof(refused), "%s", why);
+			close(dfd);
 			continue;
 		}
-		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return cli_error("socket: %s", strerror(errno));
-		struct sockaddr_un addr = { .sun_family = AF_UNIX };
-		snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
-		if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0) {
+		/*
+		 * Through the descriptor just checked: the socket reached is
+		 * the one in that directory, whatever its name points to now.
+		 * Only its owner (the target's user, or root) may replace the
+		 * socket inside it meanwhile, and check_peer() below names the
+		 * process that answers anyway.
+		 */
+		int fd = ctl_socket_connect_at(dfd, name, CTL_CONNECT_TIMEOUT_MS);
+		close(dfd);
+		if (fd >= 0) {
 			/* Nothing is sent before the peer is known to be the target. */
 			if (check_peer(fd, path, uid, pid, why, sizeof(why))) {
 				close(fd);
@@ -264,12 +351,18 @@ int ctl_connect(struct ctl_conn *c, pid_t pid)
 			snprintf(c->path, sizeof(c->path), "%s", path);
 			return 0;
 		}
-		last_err = errno;
-		close(fd);
+		last_err = -fd;
+		if (last_err == EAGAIN && !busy[0])
+			snprintf(busy, sizeof(busy), "%s", path);
 		denied |= last_err == EACCES || last_err == EPERM;
 	}
 	if (refused[0])
 		return cli_error("%s", refused);
+	if (busy[0])
+		return cli_error("process %d (%s) is not answering: its agent's socket %s accepted no connection "
+				 "within %d s (its queue of pending connections is full); is it stopped or busy? "
+				 "Try again once it runs (`kill -CONT %d` if it was stopped)",
+				 (int)pid, c->comm, busy, CTL_CONNECT_TIMEOUT_MS / 1000, (int)pid);
 	if (denied)
 		return cli_error("permission denied: process %d (%s) runs as uid %u; control it as that user or "
 				 "as root", (int)pid, c->comm, (unsigned)uid);

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "agent/protocol.h"
@@ -58,7 +59,11 @@ bool ctl_parse_pid(const char *text, pid_t *pid);
 /*
  * Connect to the agent of `pid`.  On failure prints a message that says
  * what is wrong (no such process, no agent, permission denied, stale
- * socket) and returns the exit status (1); 0 on success.
+ * socket, refused socket or directory, an agent not answering within
+ * CTL_CONNECT_TIMEOUT_MS) and returns the exit status (1); 0 on success.
+ * The socket is checked and reached through its directory's descriptor
+ * (ctl_socket_dir_open), and the process that answers must be `pid`, with
+ * its euid or root's (SO_PEERCRED), before anything is sent.
  */
 int ctl_connect(struct ctl_conn *c, pid_t pid);
 void ctl_close(struct ctl_conn *c);
@@ -81,6 +86,30 @@ int ctl_simple_request(struct ctl_conn *c, uint16_t type, int timeout_ms);
  * list of strings in a static buffer); shared with `mark ps`. */
 size_t ctl_socket_dirs(uid_t uid, pid_t pid, char dirs[][108], size_t max);
 
+/*
+ * Socket directories are reached through one descriptor each (used by
+ * ctl_connect and `mark ps`): their owner may swap a directory's name for a
+ * link at any moment, so the directory is opened once without following a
+ * link, checked with fstat, and everything after (looking at a socket,
+ * connecting to it, removing it) goes through that descriptor.
+ *
+ * ctl_socket_dir_open: open `dir` (O_DIRECTORY | O_NOFOLLOW) and fstat it
+ * into *st.  Returns the descriptor, or -errno (-ELOOP or -ENOTDIR: `dir`
+ * is a link or not a directory; -ENOENT; -EACCES).
+ */
+int ctl_socket_dir_open(const char *dir, struct stat *st);
+/*
+ * Connect a new Unix stream socket to DFD/NAME (DFD from
+ * ctl_socket_dir_open), through /proc/self/fd/DFD, never by the
+ * directory's path.  Non-blocking: a listener whose queue of pending
+ * connections is full makes connect() fail with EAGAIN, tried again until
+ * timeout_ms has passed (0: once), so a stopped or wedged process cannot
+ * hold the caller.  Returns the connected socket (blocking, close-on-exec)
+ * or -errno: -EAGAIN (still full at the timeout), -ECONNREFUSED (nothing
+ * listens: a stale socket), -ENOENT...
+ */
+int ctl_socket_connect_at(int dfd, const char *name, int timeout_ms);
+
 /* The value of `name` in the environment `pid` was started with, when it is
  * readable (same user or root) and an absolute path; the target chose it,
  * so it is only a hint (e.g. where its agent or its trace may be). */
@@ -91,6 +120,8 @@ bool ctl_target_env_path(pid_t pid, const char *name, char *out, size_t len);
 bool ctl_absolute_path(const char *path, char *out, size_t len);
 
 #define CTL_TIMEOUT_MS 10000
+/* How long ctl_connect waits for an agent whose connection queue is full. */
+#define CTL_CONNECT_TIMEOUT_MS 3000
 
 /* Send TRACE_STOP naming the recording's directory `dir` (a recording no
  * controller owns, see the agent's do_trace_stop) and read the reply: as

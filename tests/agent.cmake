@@ -10,6 +10,13 @@
 #   agent_cli_event_loop*  the same against a program that serves the
 #                     agent from its event loop (agent_target.c built as
 #                     loop_target)
+#   agent_cli_stalled_client, agent_cli_event_loop_stalled_client
+#                     controllers that send requests and never read: other
+#                     controllers are served at once, the stalled ones are
+#                     closed after the send timeout, and in event-loop mode
+#                     no mark_agent_dispatch() call takes over 100 ms
+#                     (stall_target.c, 1000 markers: replies larger than
+#                     the socket buffers)
 #   agent_fuzz_short  15 s of libFuzzer on the message parser (make fuzz: 300 s)
 mark_test(test_agent_socket SOURCES agent/test_agent_socket.c ${CMAKE_SOURCE_DIR}/src/agent/protocol.c)
 target_include_directories(test_agent_socket PRIVATE ${CMAKE_SOURCE_DIR}/src)
@@ -50,6 +57,29 @@ if(TARGET mark_cli)
     add_test(NAME agent_cli_${case}
       COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_control.sh ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:loop_target>
+              ${CMAKE_CURRENT_BINARY_DIR}/agent-work/${case})
+    set_tests_properties(agent_cli_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
+
+# A reply larger than the socket buffers, to a client that does not read:
+# stall_target serves the agent on its thread, loop_stall_target from its
+# loop (timing every mark_agent_dispatch()).
+add_executable(stall_target agent/stall_target.c)
+target_link_libraries(stall_target PRIVATE mark Threads::Threads)
+add_executable(loop_stall_target agent/stall_target.c)
+target_link_libraries(loop_stall_target PRIVATE mark)
+target_compile_definitions(loop_stall_target PRIVATE STALL_EVENT_LOOP)
+if(TARGET mark_cli)
+  foreach(case stalled_client event_loop_stalled_client)
+    if(case STREQUAL "stalled_client")
+      set(target stall_target)
+    else()
+      set(target loop_stall_target)
+    endif()
+    add_test(NAME agent_cli_${case}
+      COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_control.sh ${case}
+              $<TARGET_FILE:mark_cli> $<TARGET_FILE:${target}>
               ${CMAKE_CURRENT_BINARY_DIR}/agent-work/${case})
     set_tests_properties(agent_cli_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()

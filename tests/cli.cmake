@@ -69,6 +69,12 @@ endif()
 #   cli_output_empty     `-o ''` is refused before anything is written
 #   cli_follow_foreign   `view --follow` refuses a trace whose metadata it
 #                        cannot read, instead of waiting forever
+#   cli_bt2_crash        `view`/`stats`/`export` exit 1 with an error when
+#                        libbabeltrace2 crashes on a damaged metadata
+#   cli_ctl_connect_*    the control commands reach an agent through its
+#                        directory's descriptor, give up on one whose queue
+#                        is full (full_queue: no hang in connect()), and refuse
+#                        a listener of another uid (peer_uid: SO_PEERCRED)
 if(TARGET mark_cli)
   add_test(NAME cli_ps_race
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_ps_race.py $<TARGET_FILE:mark_cli>)
@@ -98,6 +104,17 @@ if(TARGET mark_cli)
             $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
             ${CMAKE_CURRENT_BINARY_DIR}/cli-work/follow_foreign)
   set_tests_properties(cli_follow_foreign PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  add_test(NAME cli_bt2_crash
+    COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_bt2_crash.sh
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
+            ${CMAKE_CURRENT_BINARY_DIR}/cli-work/bt2_crash)
+  set_tests_properties(cli_bt2_crash PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  foreach(case full_queue peer_uid)
+    add_test(NAME cli_ctl_connect_${case}
+      COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_ctl_connect.sh ${case}
+              $<TARGET_FILE:mark_cli> ${CMAKE_CURRENT_BINARY_DIR}/cli-work/ctl_connect_${case})
+    set_tests_properties(cli_ctl_connect_${case} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)
+  endforeach()
 endif()
 
 # `mark stats`/`export` on a trace of 320 processes: each trace's event class

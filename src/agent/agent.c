@@ -25,6 +25,13 @@
  * connection is open: no timers, no periodic wake-up.  With connections
  * open, the poll timeout is the nearest connection deadline.
  *
+ * No client can hold the agent: every socket is non-blocking, a request is
+ * read as it comes (at most 4 KiB per connection and round), and a reply
+ * the client does not take at once is kept and finished when its socket is
+ * writable, or the connection is closed SEND_TIMEOUT_MS after the reply was
+ * made (see "Replies never wait" below).  This matters most in event-loop
+ * mode, where the agent runs on the program's own thread.
+ *
  * Signals: the thread is created with every signal blocked, so it never
  * takes a signal meant for the application's threads.
  *
@@ -89,7 +96,8 @@
 #define MAX_CONNS 16
 #define REQUEST_TIMEOUT_MS 3000   /* a request must arrive whole within this */
 #define IDLE_TIMEOUT_MS 30000     /* a silent connection without a session   */
-#define SEND_TIMEOUT_MS 3000      /* a reply must be taken within this       */
+#define SEND_TIMEOUT_MS 3000      /* a reply must be taken within this (never
+				   * waited for: the connection is closed)   */
 #define AGENT_STACK_SIZE (1024 * 1024)
 
 /*
@@ -114,6 +122,12 @@ struct conn {
 	struct mark_proto_reader reader;
 	int64_t partial_since_ms;    /* first byte of the pending request       */
 	int64_t last_activity_ms;
+	/* The reply not yet taken by the client: out.data[out_off..out.len)
+	 * (see "Replies never wait" below). */
+	struct mark_proto_buf out;
+	size_t out_off;
+	int64_t out_since_ms;        /* when it was made: SEND_TIMEOUT_MS runs */
+	bool closing;                /* close once `out` is sent (an error)     */
 };
 
 /* MARK_FORK_STATE: what the fork handlers write (see core/internal.h). */
@@ -151,8 +165,11 @@ static MARK_FORK_STATE bool fork_locked;
  * at the top says "the agent thread only" touches is, in this mode, touched
  * under dispatch_lock only.  fd_lock nests inside it.  loop_epoll_fd is the
  * descriptor the program polls: an epoll set of the listening socket, the
- * connections and loop_timer_fd (armed at the nearest connection deadline),
- * rebuilt after every dispatch (loop_sync).
+ * connections (for reading; for writing while a reply waits for its client)
+ * and loop_timer_fd (armed at the nearest connection deadline, a reply's
+ * send deadline included), rebuilt after every dispatch (loop_sync).  So
+ * mark_agent_dispatch() never waits for a client: what it cannot send now
+ * it sends when the program's poll says the client made room.
  */
 extern const int mark_agent_event_loop __attribute__((weak, visibility("default")));
 static bool loop_mode;
@@ -377,36 +394,48 @@ fail: {
 
 /* ---------------- connections ---------------- */
 
-static bool send_all(int fd, const struct fd_id *id, const uint8_t *p, size_t n)
+/*
+ * Replies never wait for the client.  The agent runs on the program's own
+ * thread in event-loop mode (mark_agent_dispatch()), and a client that
+ * sends a request and then does not read (stopped with Ctrl-Z, hostile,
+ * wedged) must not hold that thread, nor the agent thread away from its
+ * other clients.  So every socket is non-blocking (accept4 SOCK_NONBLOCK)
+ * and a reply is sent as far as the socket takes it at once; the rest is
+ * kept in the connection (c->out from c->out_off) and sent when the socket
+ * is writable again: the agent then polls that connection for POLLOUT
+ * instead of POLLIN (in event-loop mode loop_sync() registers it with
+ * EPOLLOUT, so the program's poll of mark_agent_fd() wakes it when the
+ * client reads, and loop_timer_fd fires at the deadline below).
+ *
+ * Bounds: a connection holds at most one unsent reply, because its next
+ * request is not read while one is pending (conn_readable() reads no byte
+ * past the message it is assembling, so pipelined requests wait in the
+ * socket, and the kernel's buffers push back on the client); a reply the
+ * client has not taken whole within SEND_TIMEOUT_MS of being made closes
+ * the connection.  With MAX_CONNS connections that is MAX_CONNS replies at
+ * most, each as large as the program's marker list.
+ */
+
+static bool conn_has_output(const struct conn *c)
 {
-	int64_t deadline = now_ms() + SEND_TIMEOUT_MS;
-	while (n > 0) {
-		if (id && !fd_ours(fd, id))
-			return false;   /* the program replaced it: not ours to write */
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-		if (w > 0) {
-			p += w;
-			n -= (size_t)w;
-			continue;
-		}
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			int64_t left = deadline - now_ms();
-			if (left <= 0)
-				return false;   /* the client stopped reading */
-			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-			poll(&pfd, 1, (int)left);
-			continue;
-		}
-		return false;
-	}
-	return true;
+	return c->out_off < c->out.len;
 }
 
-static bool send_error(int fd, const struct fd_id *id, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static bool send_error(int fd, const struct fd_id *id, int err, const char *fmt, ...)
+static void conn_drop_output(struct conn *c)
+{
+	mark_proto_buf_free(&c->out);
+	c->out_off = 0;
+	c->closing = false;
+}
+
+/*
+ * One attempt to send a whole small message on a socket that has no slot
+ * (refused or one too many), then it is closed: a freshly accepted socket's
+ * send buffer is empty, so an error message fits; if it did not, it would
+ * be dropped, never waited for.
+ */
+static void send_error_once(int fd, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void send_error_once(int fd, int err, const char *fmt, ...)
 {
 	char text[1024];
 	va_list ap;
@@ -416,9 +445,11 @@ static bool send_error(int fd, const struct fd_id *id, int err, const char *fmt,
 	struct mark_proto_buf b;
 	mark_proto_buf_init(&b);
 	mark_proto_error(&b, err, "%s", text);
-	bool ok = !b.failed && send_all(fd, id, b.data, b.len);
+	if (!b.failed) {
+		ssize_t w = send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)w;   /* best effort: the connection is closed next */
+	}
 	mark_proto_buf_free(&b);
-	return ok;
 }
 
 static void stop_owned_session(const char *why)
@@ -447,6 +478,7 @@ static void conn_close(int i)
 	close_if_ours(&c->fd, &c->id);
 	pthread_mutex_unlock(&fd_lock);
 	mark_proto_reader_free(&c->reader);
+	conn_drop_output(c);
 }
 
 /* The program closed a connection's descriptor behind our back: forget the
@@ -460,6 +492,101 @@ static void conn_forget(int i)
 	c->fd = -1;
 	pthread_mutex_unlock(&fd_lock);
 	mark_proto_reader_free(&c->reader);
+	conn_drop_output(c);
+}
+
+/*
+ * Send what the socket takes now of connection i's pending reply, without
+ * waiting.  All sent: the buffer is given back, and a connection marked
+ * `closing` (its last message was an error that ends it) is closed.  A send
+ * error (the client is gone) closes it.  EAGAIN: the rest stays for the
+ * next POLLOUT, or for expire_connections() at the deadline.
+ */
+static void conn_flush(int i)
+{
+	struct conn *c = &conns[i];
+	if (c->fd < 0)
+		return;
+	if (!fd_ours(c->fd, &c->id)) {
+		conn_forget(i);   /* the program replaced it: not ours to write */
+		return;
+	}
+	while (conn_has_output(c)) {
+		ssize_t w = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w > 0) {
+			c->out_off += (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		conn_close(i);   /* EPIPE, ECONNRESET...: the client is gone */
+		return;
+	}
+	bool closing = c->closing;
+	conn_drop_output(c);
+	c->last_activity_ms = now_ms();
+	if (closing)
+		conn_close(i);
+}
+
+/*
+ * Queue `reply` (its buffer is taken over and `reply` emptied) on
+ * connection i and send what fits now.  A connection holds one pending
+ * reply at a time (see above); should a second message come while one is
+ * pending (an error that ends the connection), it is appended.
+ */
+static void conn_send(int i, struct mark_proto_buf *reply)
+{
+	struct conn *c = &conns[i];
+	if (c->fd < 0 || reply->failed || reply->len == 0) {
+		mark_proto_buf_free(reply);
+		conn_flush(i);   /* a `closing` connection with nothing left closes */
+		return;
+	}
+	if (!conn_has_output(c)) {
+		mark_proto_buf_free(&c->out);
+		c->out = *reply;
+		c->out_off = 0;
+		c->out_since_ms = now_ms();
+		mark_proto_buf_init(reply);
+	} else {
+		uint8_t *d = realloc(c->out.data, c->out.len + reply->len);
+		if (d) {
+			memcpy(d + c->out.len, reply->data, reply->len);
+			c->out.data = d;
+			c->out.len += reply->len;
+			c->out.cap = c->out.len;
+		}
+		mark_proto_buf_free(reply);
+	}
+	conn_flush(i);
+}
+
+/*
+ * Send an error on connection i and end it: closed as soon as the error is
+ * taken, or at the send deadline if the client does not read.  Nothing
+ * more is read from it meanwhile.
+ */
+static void conn_fail(int i, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void conn_fail(int i, int err, const char *fmt, ...)
+{
+	char text[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	struct mark_proto_buf b;
+	mark_proto_buf_init(&b);
+	mark_proto_error(&b, err, "%s", text);
+	if (b.failed || conns[i].fd < 0) {
+		mark_proto_buf_free(&b);
+		conn_close(i);
+		return;
+	}
+	conns[i].closing = true;
+	conn_send(i, &b);   /* closes it once all is sent */
 }
 
 /*
@@ -523,7 +650,7 @@ static void accept_one(void)
 				  "control this process (further refusals are not logged)",
 				  cred_ok ? (int)cred.uid : -1, cred_ok ? (int)cred.pid : -1, (unsigned)me,
 				  me ? " and root" : "");
-		send_error(fd, NULL, EACCES, "permission denied: process %d runs as uid %u; only that user or root "
+		send_error_once(fd, EACCES, "permission denied: process %d runs as uid %u; only that user or root "
 			   "may control it", (int)getpid(), (unsigned)me);
 		if (slot >= 0) {
 			conn_close(slot);
@@ -535,7 +662,7 @@ static void accept_one(void)
 		return;
 	}
 	if (slot < 0) {
-		send_error(fd, NULL, EBUSY, "process %d already has %d control connections; try again later",
+		send_error_once(fd, EBUSY, "process %d already has %d control connections; try again later",
 			   (int)getpid(), MAX_CONNS);
 		pthread_mutex_lock(&fd_lock);
 		close(fd);
@@ -546,6 +673,9 @@ static void accept_one(void)
 	c->uid = cred.uid;
 	c->pid = cred.pid;
 	mark_proto_reader_init(&c->reader);
+	mark_proto_buf_init(&c->out);
+	c->out_off = 0;
+	c->closing = false;
 	c->last_activity_ms = now_ms();
 	c->partial_since_ms = 0;
 }
@@ -862,18 +992,21 @@ static void do_snapshot(const struct mark_request *req, struct mark_proto_buf *o
 	mark_proto_end(out);
 }
 
-/* Handle one whole message.  Returns false when the connection must close. */
-static bool handle_message(int ci, const uint8_t *buf, size_t len)
+/*
+ * Handle one whole message: the reply is queued on the connection (sent as
+ * far as the socket takes it now, see conn_send).  A bad request ends the
+ * connection (conn_fail).
+ */
+static void handle_message(int ci, const uint8_t *buf, size_t len)
 {
-	struct conn *c = &conns[ci];
 	char err[512];
 	int r = mark_proto_parse(buf, len, &request_msg, err, sizeof(err));
 	struct mark_request req;
 	if (r == 0)
 		r = mark_proto_decode_request(&request_msg, &req, err, sizeof(err));
 	if (r < 0) {
-		send_error(c->fd, &c->id, r, "bad request: %s; closing the connection", err);
-		return false;
+		conn_fail(ci, r, "bad request: %s; closing the connection", err);
+		return;
 	}
 	struct mark_proto_buf out;
 	mark_proto_buf_init(&out);
@@ -892,19 +1025,24 @@ static bool handle_message(int ci, const uint8_t *buf, size_t len)
 	}
 	case MARK_MSG_SNAPSHOT: do_snapshot(&req, &out); break;
 	}
-	bool ok;
+	conns[ci].last_activity_ms = now_ms();
 	if (out.failed) {
 		int e = out.failed;
 		mark_proto_buf_free(&out);
-		ok = send_error(c->fd, &c->id, e, "the reply could not be built: %s", strerror(-e));
-	} else {
-		ok = send_all(c->fd, &c->id, out.data, out.len);
+		conn_fail(ci, e, "the reply could not be built: %s", strerror(-e));
+		return;
 	}
-	mark_proto_buf_free(&out);
-	c->last_activity_ms = now_ms();
-	return ok;
+	conn_send(ci, &out);
 }
 
+/*
+ * Read from a connection: at most 4096 bytes per call (the caller's poll is
+ * level-triggered and comes back for the rest, so one client cannot keep a
+ * round, or mark_agent_dispatch(), going), and never a byte past the
+ * message being assembled: once a request is whole it is answered, and if
+ * its reply is not all sent the following requests stay unread in the
+ * socket until it is (one pending reply per connection).
+ */
 static void conn_readable(int ci)
 {
 	struct conn *c = &conns[ci];
@@ -913,43 +1051,47 @@ static void conn_readable(int ci)
 		conn_forget(ci);
 		return;
 	}
-	ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		return;
-	if (n <= 0) {
-		conn_close(ci);   /* EOF or error: the client is gone */
-		return;
-	}
-	int64_t now = now_ms();
-	c->last_activity_ms = now;
-	size_t off = 0;
-	while (off < (size_t)n && c->fd >= 0) {
+	size_t budget = sizeof(buf);
+	while (budget > 0 && c->fd >= 0 && !c->closing && !conn_has_output(c)) {
+		size_t want = c->reader.need - c->reader.have;
+		if (want > budget)
+			want = budget;
+		ssize_t n = recv(c->fd, buf, want, MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			conn_close(ci);   /* EOF or error: the client is gone */
+			return;
+		}
+		budget -= (size_t)n;
+		int64_t now = now_ms();
+		c->last_activity_ms = now;
 		if (!mark_proto_reader_partial(&c->reader))
 			c->partial_since_ms = now;
 		size_t used;
 		char err[512];
-		int r = mark_proto_reader_feed(&c->reader, buf + off, (size_t)n - off, &used, err, sizeof(err));
-		off += used;
+		int r = mark_proto_reader_feed(&c->reader, buf, (size_t)n, &used, err, sizeof(err));
 		if (r < 0) {
-			send_error(c->fd, &c->id, r, "bad request: %s; closing the connection", err);
-			conn_close(ci);
+			conn_fail(ci, r, "bad request: %s; closing the connection", err);
 			return;
 		}
 		if (r == 0)
-			break;
-		bool keep = handle_message(ci, c->reader.buf, c->reader.need);
-		mark_proto_reader_next(&c->reader);
-		if (!keep) {
-			conn_close(ci);
-			return;
-		}
+			continue;
+		handle_message(ci, c->reader.buf, c->reader.need);
+		if (c->fd >= 0)
+			mark_proto_reader_next(&c->reader);
 	}
 }
 
-/* -1: none.  A pending request must complete; an idle connection without a
- * session is dropped after a while; a session owner may stay silent. */
+/* -1: none.  A reply must be taken, a pending request must complete; an
+ * idle connection without a session is dropped after a while; a session
+ * owner may stay silent. */
 static int64_t conn_deadline(const struct conn *c, int ci)
 {
+	if (conn_has_output(c))
+		return c->out_since_ms + SEND_TIMEOUT_MS;
 	if (mark_proto_reader_partial(&c->reader))
 		return c->partial_since_ms + REQUEST_TIMEOUT_MS;
 	if (session_conn == ci)
@@ -966,10 +1108,13 @@ static void expire_connections(int64_t now)
 		int64_t dl = conn_deadline(c, i);
 		if (dl < 0 || dl > now)
 			continue;
-		if (mark_proto_reader_partial(&c->reader))
-			send_error(c->fd, &c->id, ETIMEDOUT, "request incomplete after %d ms; closing the connection",
-				   REQUEST_TIMEOUT_MS);
-		conn_close(i);
+		if (conn_has_output(c))
+			conn_close(i);   /* the client stopped reading: nothing more to say */
+		else if (mark_proto_reader_partial(&c->reader))
+			conn_fail(i, ETIMEDOUT, "request incomplete after %d ms; closing the connection",
+				  REQUEST_TIMEOUT_MS);
+		else
+			conn_close(i);
 	}
 }
 
@@ -1100,7 +1245,10 @@ static enum agent_round_result agent_round(bool block)
 		if (conns[i].fd < 0)
 			continue;
 		idx[n] = i;
-		pfd[n++] = (struct pollfd){ .fd = conns[i].fd, .events = POLLIN };
+		/* A pending reply: wait until the client takes it; its next
+		 * request is not read before (see conn_readable). */
+		pfd[n++] = (struct pollfd){ .fd = conns[i].fd,
+					    .events = conn_has_output(&conns[i]) ? POLLOUT : POLLIN };
 	}
 	int64_t dl = next_deadline();
 	if (dl >= 0)
@@ -1122,8 +1270,12 @@ static enum agent_round_result agent_round(bool block)
 	if (__atomic_load_n(&stopping, __ATOMIC_RELAXED))
 		return ROUND_STOP;
 	for (int k = 2; r > 0 && k < n; k++) {
+		if (conns[idx[k]].fd < 0)
+			continue;
 		if (pfd[k].revents & POLLNVAL)
 			conn_forget(idx[k]);
+		else if ((pfd[k].events & POLLOUT) && (pfd[k].revents & (POLLOUT | POLLHUP | POLLERR)))
+			conn_flush(idx[k]);   /* a send error (the client left) closes it */
 		else if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
 			conn_readable(idx[k]);
 	}
@@ -1138,8 +1290,10 @@ static enum agent_round_result agent_round(bool block)
 static void agent_teardown(void)
 {
 	stop_owned_session("the process is exiting");
-	for (int i = 0; i < MAX_CONNS; i++)
+	for (int i = 0; i < MAX_CONNS; i++) {
+		conn_flush(i);   /* what the socket takes now of a pending reply */
 		conn_close(i);
+	}
 	pthread_mutex_lock(&fd_lock);
 	/* The exit handler unlinked it already, unless it ran before this
 	 * thread had created the socket (a very short-lived process). */
@@ -1159,6 +1313,7 @@ static void forget_parent_conns(void)
 {
 	for (int i = 0; i < MAX_CONNS; i++) {
 		mark_proto_reader_free(&conns[i].reader);
+		conn_drop_output(&conns[i]);
 		conns[i].fd = -1;
 	}
 }
@@ -1395,13 +1550,21 @@ static void loop_sync(void)
 	loop_nregistered = 0;
 	if (loop_stopped)
 		return;
-	if (listen_fd >= 0 && fd_ours(listen_fd, &listen_id))
+	uint32_t events[1 + MAX_CONNS];
+	if (listen_fd >= 0 && fd_ours(listen_fd, &listen_id)) {
+		events[loop_nregistered] = EPOLLIN;
 		loop_registered[loop_nregistered++] = listen_fd;
+	}
+	/* A connection with a pending reply is watched for writing only: the
+	 * program is woken (and calls dispatch) when its client makes room,
+	 * and its unread next request cannot keep the set readable. */
 	for (int i = 0; i < MAX_CONNS; i++)
-		if (conns[i].fd >= 0 && fd_ours(conns[i].fd, &conns[i].id))
+		if (conns[i].fd >= 0 && fd_ours(conns[i].fd, &conns[i].id)) {
+			events[loop_nregistered] = conn_has_output(&conns[i]) ? EPOLLOUT : EPOLLIN;
 			loop_registered[loop_nregistered++] = conns[i].fd;
+		}
 	for (int i = 0; i < loop_nregistered; i++) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.fd = loop_registered[i] };
+		struct epoll_event ev = { .events = events[i], .data.fd = loop_registered[i] };
 		if (epoll_ctl(loop_epoll_fd, EPOLL_CTL_ADD, loop_registered[i], &ev) != 0)
 			agent_log("epoll_ctl(ADD %d): %s", loop_registered[i], strerror(errno));
 	}
@@ -1613,6 +1776,7 @@ void mark_agent_autostart(void)
 	for (int i = 0; i < MAX_CONNS; i++) {
 		conns[i].fd = -1;
 		mark_proto_reader_init(&conns[i].reader);
+		mark_proto_buf_init(&conns[i].out);
 	}
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atexit(agent_atexit);

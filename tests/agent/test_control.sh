@@ -833,6 +833,60 @@ event_loop_fork)
 	stop_target
 	[ ! -e "$SOCKDIR/$child.sock" ] || fail "the child's socket was left after it exited"
 	;;
+stalled_client|event_loop_stalled_client)
+	# Controllers that send requests and never read the replies (Ctrl-Z'd,
+	# wedged or hostile; same user): the agent never waits for them.  The
+	# target (stall_target.c) has 1000 markers, so one LIST reply is more
+	# than the socket buffers hold.  In event-loop mode loop_stall_target
+	# times every mark_agent_dispatch() and exits 2 if one took over 100 ms
+	# (before the fix: 3 s each, the send timeout, on the program's own
+	# thread); with the agent thread the other controllers were made to
+	# wait 3 s per stalled connection.  Building a 1000-marker reply takes
+	# a few ms; under a sanitizer or an emulator tens of ms: the bounds
+	# there are looser (still far below the 3 s of a wait for a client).
+	limit=100 list_limit=2500
+	if [ -n "${MARK_TEST_SANITIZER:-}${MARK_TEST_EMULATOR:-}" ]; then limit=1000 list_limit=6000; fi
+	start_target "$limit"
+	/usr/bin/python3 "$HERE/stalled_client.py" "$SOCKDIR/$TPID.sock" 4 8 10 >"$WORK/stalled.out" 2>&1 &
+	spid=$!
+	PIDS+=("$spid")
+	for _ in $(seq 600); do grep -q "^sent" "$WORK/stalled.out" && break; sleep 0.05; done
+	grep -q "^sent" "$WORK/stalled.out" || fail "the stalled client did not start: $(cat "$WORK/stalled.out")"
+	# Another controller is served meanwhile, at once.
+	t0=$(date +%s%N)
+	run list "$MARK" list "$TPID"
+	t1=$(date +%s%N)
+	expect_rc 0 "mark list PID while 4 stalled clients are connected"
+	n=$(grep -c '^stall_m[0-9]*_with_a_long_name' "$WORK/list.out")
+	[ "$n" = 1000 ] || fail "mark list PID listed $n markers, not 1000"
+	ms=$(( (t1 - t0) / 1000000 ))
+	echo "mark list took $ms ms while the stalled clients were connected"
+	if [ "$ms" -ge "$list_limit" ]; then
+		kill -TERM "$TPID"
+		wait "$TPID"
+		echo "the target exited with status $?:"
+		cat "$WORK/target.out" "$WORK/target.err"
+		fail "mark list PID took $ms ms: the agent waited for the clients that do not read"
+	fi
+	run ps "$MARK" ps
+	expect_in ps.out "^ *$TPID  *1000  *1000  *0 "
+	run enable "$MARK" enable "$TPID" 'stall_m00*'
+	expect_rc 0 "mark enable while stalled clients are connected"
+	expect_in enable.out "10 sites armed"
+	# Each stalled connection is closed when its reply is not taken within
+	# the send timeout (3 s), not kept for ever.
+	wait "$spid"
+	cat "$WORK/stalled.out"
+	expect_in stalled.out "closed 4 of 4"
+	run list2 "$MARK" list "$TPID" 'stall_m00*'
+	expect_rc 0 "mark list PID after the stalled clients"
+	expect_in list2.out 'stall_m009_with_a_long_name.* yes '
+	stop_target
+	cat "$WORK/target.out" "$WORK/target.err"
+	if [ "$case_name" = event_loop_stalled_client ]; then
+		expect_in target.out "^dispatches [1-9]"
+	fi
+	;;
 *)
 	fail "unknown case $case_name"
 	;;
