@@ -10,6 +10,23 @@ fresh_workdir() {
 	cd "$WORK" || fail "cannot enter $WORK"
 }
 skip() { echo "SKIP: $*"; exit 77; }
+# fresh_runtime_workdir DIR: fresh_workdir DIR (WORK made absolute), and
+# XDG_RUNTIME_DIR=DIR/xdg (0700), so that the agents started by the test
+# put their sockets in SOCKDIR=DIR/xdg/mark, apart from other tests'.
+# Every pid the test adds to PIDS is killed when the script exits.
+fresh_runtime_workdir() {
+	fresh_workdir "$1"
+	WORK=$(pwd -P)
+	mkdir -m 0700 "$WORK/xdg" || fail "cannot create $WORK/xdg"
+	export XDG_RUNTIME_DIR=$WORK/xdg
+	SOCKDIR=$XDG_RUNTIME_DIR/mark
+	PIDS=()
+	trap kill_test_pids EXIT
+}
+kill_test_pids() {
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	wait 2>/dev/null
+}
 # run NAME CMD...: run, keep stdout/stderr/status in $WORK/NAME.{out,err}, $rc
 run() {
 	local name=$1; shift

@@ -434,17 +434,25 @@ static void conn_drop_output(struct conn *c)
  * send buffer is empty, so an error message fits; if it did not, it would
  * be dropped, never waited for.
  */
+/* An error message (MARK_MSG_ERROR) in b, from printf-style text. */
+static void error_message(struct mark_proto_buf *b, int err, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
+static void error_message(struct mark_proto_buf *b, int err, const char *fmt, va_list ap)
+{
+	char text[1024];
+	vsnprintf(text, sizeof(text), fmt, ap);
+	mark_proto_buf_init(b);
+	mark_proto_error(b, err, "%s", text);
+}
+
 static void send_error_once(int fd, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void send_error_once(int fd, int err, const char *fmt, ...)
 {
-	char text[1024];
+	struct mark_proto_buf b;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	error_message(&b, err, fmt, ap);
 	va_end(ap);
-	struct mark_proto_buf b;
-	mark_proto_buf_init(&b);
-	mark_proto_error(&b, err, "%s", text);
 	if (!b.failed) {
 		ssize_t w = send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
 		(void)w;   /* best effort: the connection is closed next */
@@ -572,14 +580,11 @@ static void conn_send(int i, struct mark_proto_buf *reply)
 static void conn_fail(int i, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void conn_fail(int i, int err, const char *fmt, ...)
 {
-	char text[1024];
+	struct mark_proto_buf b;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	error_message(&b, err, fmt, ap);
 	va_end(ap);
-	struct mark_proto_buf b;
-	mark_proto_buf_init(&b);
-	mark_proto_error(&b, err, "%s", text);
 	if (b.failed || conns[i].fd < 0) {
 		mark_proto_buf_free(&b);
 		conn_close(i);

@@ -18,23 +18,11 @@
 # The sockets are private to the test (XDG_RUNTIME_DIR in WORKDIR).
 # Exit 0: pass, 1: fail, 77: skipped (the reason is printed).
 set -uo pipefail
-case_name=$1 MARK=$(realpath "$2") WORK=$3
+case_name=$1 MARK=$(realpath "$2")
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-rm -rf "$WORK"
-mkdir -p "$WORK/xdg/mark" || { echo "FAIL: cannot create $WORK"; exit 1; }
-WORK=$(realpath "$WORK")
-chmod 0700 "$WORK/xdg" "$WORK/xdg/mark"
-export XDG_RUNTIME_DIR=$WORK/xdg
-SOCKDIR=$XDG_RUNTIME_DIR/mark
-cd "$WORK" || exit 1
 . "$HERE/../shell_lib.sh"
-
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
-}
-trap cleanup EXIT
+fresh_runtime_workdir "$3"
+mkdir -m 0700 "$SOCKDIR" || fail "cannot create $SOCKDIR"
 
 # start_fake MODE ARGS...: sets FPID once the fake listener is ready.
 start_fake() {

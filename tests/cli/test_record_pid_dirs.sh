@@ -16,23 +16,10 @@
 # test (XDG_RUNTIME_DIR in WORKDIR, as tests/agent/test_control.sh does).
 # Exit 0: pass, 1: fail, 77: skipped (the reason is printed).
 set -uo pipefail
-MARK=$(realpath "$1") TARGET=$(realpath "$2") RECORD_TARGET=$(realpath "$3") WORK=$4
+MARK=$(realpath "$1") TARGET=$(realpath "$2") RECORD_TARGET=$(realpath "$3")
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-rm -rf "$WORK"
-mkdir -p "$WORK/xdg" || { echo "FAIL: cannot create $WORK"; exit 1; }
-WORK=$(realpath "$WORK")
-chmod 0700 "$WORK/xdg"
-export XDG_RUNTIME_DIR=$WORK/xdg
-SOCKDIR=$XDG_RUNTIME_DIR/mark
-cd "$WORK" || exit 1
 . "$HERE/../shell_lib.sh"
-
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	wait 2>/dev/null
-}
-trap cleanup EXIT
+fresh_runtime_workdir "$4"
 
 # start_target: sets TPID once its agent listens.
 start_target() {
