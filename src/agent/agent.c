@@ -624,11 +624,35 @@ static void descriptors_lost(void)
 	pthread_mutex_unlock(&fd_lock);
 }
 
+/*
+ * accept4 failing for want of a descriptor or memory leaves the connection
+ * in the queue and the listening socket readable: polling it again at once
+ * would spin (the agent thread, or in event-loop mode the program's own
+ * poll) for as long as the program holds every descriptor.  So the socket
+ * is left out of the poll set for ACCEPT_PAUSE_MS, then tried again.
+ * Agent thread / dispatching thread only.
+ */
+#define ACCEPT_PAUSE_MS 100
+static int64_t accept_paused_until_ms;
+static bool accept_pause_logged;
+
+static bool accept_paused(int64_t now)
+{
+	return now < accept_paused_until_ms;
+}
+
 static void accept_one(void)
 {
 	pthread_mutex_lock(&fd_lock);
 	int fd = fd_ours(listen_fd, &listen_id) ?
 		 accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK) : -1;
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+		accept_paused_until_ms = now_ms() + ACCEPT_PAUSE_MS;
+		if (!accept_pause_logged)
+			agent_log("cannot accept a control connection: %s; trying again every %d ms "
+				  "(logged once)", strerror(errno), ACCEPT_PAUSE_MS);
+		accept_pause_logged = true;
+	}
 	int slot = -1;
 	if (fd >= 0) {
 		for (int i = 0; i < MAX_CONNS && slot < 0; i++)
@@ -1185,7 +1209,7 @@ static int lost_descriptor(void)
 /* The nearest connection deadline (CLOCK_MONOTONIC ms), or -1: none. */
 static int64_t next_deadline(void)
 {
-	int64_t next = -1;
+	int64_t next = accept_paused_until_ms > now_ms() ? accept_paused_until_ms : -1;
 	for (int i = 0; i < MAX_CONNS; i++) {
 		if (conns[i].fd < 0)
 			continue;
@@ -1245,7 +1269,7 @@ static enum agent_round_result agent_round(bool block)
 	int timeout = -1;   /* idle: sleep until something happens */
 	int64_t now = now_ms();
 	pfd[n++] = (struct pollfd){ .fd = wake_fd[0], .events = POLLIN };
-	pfd[n++] = (struct pollfd){ .fd = listen_fd, .events = POLLIN };
+	pfd[n++] = (struct pollfd){ .fd = listen_fd, .events = accept_paused(now) ? 0 : POLLIN };
 	for (int i = 0; i < MAX_CONNS; i++) {
 		if (conns[i].fd < 0)
 			continue;
@@ -1557,7 +1581,7 @@ static void loop_sync(void)
 		return;
 	uint32_t events[1 + MAX_CONNS];
 	if (listen_fd >= 0 && fd_ours(listen_fd, &listen_id)) {
-		events[loop_nregistered] = EPOLLIN;
+		events[loop_nregistered] = accept_paused(now_ms()) ? 0 : EPOLLIN;   /* the timer ends a pause */
 		loop_registered[loop_nregistered++] = listen_fd;
 	}
 	/* A connection with a pending reply is watched for writing only: the

@@ -214,13 +214,15 @@ static int emit_packet(struct tracer_packet_sink *sink, struct iovec *iov, int c
 }
 
 uint64_t tracer_ring_losses(const struct mark_tf_ring *hdr, uint64_t begin, uint64_t end, uint64_t total,
-			    uint64_t pending, uint64_t floor, const uint64_t *live_owed,
+			    uint64_t pending, bool later_in_total, uint64_t floor, const uint64_t *live_owed,
 			    struct mark_tf_gap *gaps, unsigned *ngaps)
 {
 	*ngaps = 0;
-	/* Acquire: pairs with ring_note_gap()'s release; the entries are whole. */
+	/* Acquire: pairs with ring_note_gap()'s release; the entries are whole.
+	 * Not the oldest slot: the producer may be writing it for entry `next`
+	 * before it publishes next + 1. */
 	const uint64_t next = __atomic_load_n(&hdr->gaps_next, __ATOMIC_ACQUIRE);
-	const uint64_t first = next > MARK_TF_RING_GAPS ? next - MARK_TF_RING_GAPS : 0;
+	const uint64_t first = next > MARK_TF_RING_GAPS - 1 ? next - (MARK_TF_RING_GAPS - 1) : 0;
 	uint64_t inside = 0, at_begin = 0, after = pending, last_pos = 0, first_used = next;
 	bool trusted = true;
 	for (uint64_t i = first; i < next; i++) {
@@ -236,9 +238,10 @@ uint64_t tracer_ring_losses(const struct mark_tf_ring *hdr, uint64_t begin, uint
 		last_pos = pos;
 		if (pos >= begin && first_used == next)
 			first_used = i;   /* the entries used are those from here on */
-		if (pos >= end)
-			after += count;
-		else if (pos > begin) {
+		if (pos >= end) {
+			if (later_in_total)
+				after += count;
+		} else if (pos > begin) {
 			gaps[*ngaps] = (struct mark_tf_gap){ pos, count };
 			++*ngaps;
 			inside += count;
@@ -247,11 +250,12 @@ uint64_t tracer_ring_losses(const struct mark_tf_ring *hdr, uint64_t begin, uint
 		}
 	}
 	/* Acquire fence, then gaps_next again: a producer that noted more
-	 * gaps meanwhile may have overwritten (torn) the oldest entries read;
-	 * distrust them if we used any. */
+	 * gaps meanwhile may have overwritten (torn) the oldest entries read:
+	 * entry i's slot is rewritten for entry i + MARK_TF_RING_GAPS while
+	 * gaps_next is that; distrust them if we used any. */
 	TRACER_FENCE(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(&hdr->gaps_next, __ATOMIC_RELAXED) - first_used > MARK_TF_RING_GAPS &&
-	    first_used < next)
+	if (first_used < next &&
+	    __atomic_load_n(&hdr->gaps_next, __ATOMIC_RELAXED) - first_used > MARK_TF_RING_GAPS - 1)
 		trusted = false;
 	if (live_owed) {
 		/*
@@ -265,8 +269,10 @@ uint64_t tracer_ring_losses(const struct mark_tf_ring *hdr, uint64_t begin, uint
 		 */
 		const uint64_t first_lost = floor + at_begin + *live_owed;
 		if (!trusted || first_lost < floor || first_lost > total || inside > total - first_lost) {
+			/* Reported later, never early, never backwards: what the
+			 * consumer itself owes is still known. */
 			*ngaps = 0;
-			return floor;   /* reported later, never early, never backwards */
+			return floor + *live_owed >= floor && floor + *live_owed <= total ? floor + *live_owed : floor;
 		}
 		return first_lost;
 	}
@@ -288,6 +294,11 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 	bool owed = false;
 	*consumed = begin;
 	while (pos < end) {
+		/* Taken back if this packet cannot be written: the hole at its
+		 * start is then still before the records left in the ring. */
+		const uint64_t lost_before_gaps = sink->lost;
+		const struct mark_tf_gap *const gaps_before = sink->gaps;
+		const unsigned ngaps_before = sink->ngaps;
 		/* A hole in the ring (mark_tf_ring.gaps) ends a packet: the
 		 * packets after it report its loss, babeltrace2 shows it there. */
 		while (sink->ngaps && sink->gaps->pos <= pos) {
@@ -364,6 +375,9 @@ int tracer_write_records(struct tracer_packet_sink *sink, const uint64_t *data, 
 				sink->counts[w & 0xffff]--;
 				p += MARK_TF_RECORD_SPAN((w >> 16) & 0xffff);
 			}
+			sink->lost = lost_before_gaps;
+			sink->gaps = gaps_before;
+			sink->ngaps = ngaps_before;
 			return rc;
 		}
 		sink->events += nev;
@@ -460,13 +474,16 @@ void tracer_describe_markers(struct tracer_session *s)
 	pthread_mutex_unlock(&tracer_fork_guard);
 }
 
+/* Now in the trace's ticks: the counter the producers read (TSC, or
+ * aarch64's CNTVCT_EL0), else CLOCK_MONOTONIC nanoseconds. */
 static uint64_t tracer_now(const struct tracer_session *s)
 {
-	if (s->clock.tsc) {
-#if defined(__x86_64__)
-		return __builtin_ia32_rdtsc();
+#if TRACER_HAVE_COUNTER
+	if (s->clock.tsc)
+		return tracer_counter();
+#else
+	(void)s;
 #endif
-	}
 	return tracer_monotonic_ns();
 }
 
@@ -558,6 +575,18 @@ static bool may_retry_write(struct tracer_session *s, struct tracer_ring *r, boo
 }
 
 /*
+ * The exited thread's ring is written out: a new thread may claim it
+ * (ring_claim()'s acquire CAS pairs with the release store).  What the
+ * consumer kept about the last owner's stream goes first.
+ */
+static void ring_set_free(struct tracer_ring *r)
+{
+	r->write_fail_ns = 0;
+	r->consumer_owed = 0;
+	__atomic_store_n(&r->hdr->state, MARK_TF_RING_FREE, __ATOMIC_RELEASE);
+}
+
+/*
  * Write what the ring holds.  `final`: no producer can run any more
  * (stop), so overwrite-mode rings of live threads are written too.
  * Returns true if anything was written.
@@ -592,14 +621,14 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 	 * after the last record wait for the packet of the next one. */
 	const bool live = !final && state == MARK_TF_RING_OWNED;
 	const uint64_t first_lost = tracer_ring_losses(hdr, start, head, lost,
-						       __atomic_load_n(&r->pending_gap, __ATOMIC_RELAXED),
+						       __atomic_load_n(&r->pending_gap, __ATOMIC_RELAXED), true,
 						       reported_before, live ? &r->consumer_owed : NULL,
 						       gaps, &ngaps);
 	if (start == head && (lost == hdr->lost_reported || live)) {
 		if (start != hdr->tail)
 			__atomic_store_n(&hdr->tail, start, __ATOMIC_RELEASE);
 		if (state == MARK_TF_RING_EXITED)
-			__atomic_store_n(&hdr->state, MARK_TF_RING_FREE, __ATOMIC_RELEASE);
+			ring_set_free(r);
 		return false;
 	}
 	if (r->stream_fd >= 0) {
@@ -649,7 +678,6 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 	refresh_thread_name(r, sink.tid);
 	tracer_ring_thread_name(r, sink.tid, sink.thread_name);
 	uint64_t consumed = start;
-	const uint64_t hdr_seq_before = sink.seq;
 	int rc = 0;
 	if (sink.fd >= 0 && start < head) {
 		rc = tracer_write_records(&sink, r->data, r->capacity, start, head, &consumed);
@@ -662,17 +690,12 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 		}
 	}
 	const bool retry = rc < 0 && may_retry_write(s, r, live, head - consumed, -rc, "write");
-	if (retry) {
-		/* [consumed, head) stays in the ring for the next round; what
-		 * it owed was reported if a packet went out. */
-		if (sink.seq != hdr_seq_before)
-			r->consumer_owed = 0;
-	} else {
-		/* What the packets were to report and did not (a first packet
-		 * of a new file with no room before it) waits for the next
-		 * round's first packet: tracer_ring_losses() adds it. */
-		r->consumer_owed = live && sink.lost > hdr->lost_reported ? sink.lost - hdr->lost_reported : 0;
-	}
+	/* What the packets were to report up to `consumed` and did not (a
+	 * first packet of a new file with no room before it, a write that
+	 * failed: tracer_write_records() takes back the hole at the failed
+	 * packet's start, which the next round sees again) waits for the next
+	 * round's first packet: tracer_ring_losses() adds it. */
+	r->consumer_owed = live && sink.lost > hdr->lost_reported ? sink.lost - hdr->lost_reported : 0;
 	if (rc == 0 && sink.fd >= 0)
 		r->write_fail_ns = 0;   /* a round without a failure ends the retry window */
 	if (!retry && (rc < 0 || sink.fd < 0 || consumed < head)) {
@@ -685,8 +708,13 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 		const uint64_t dropped = tracer_count_records(r->data, r->capacity, consumed, head);
 		__atomic_store_n(&hdr->lost_consumer, hdr->lost_consumer + dropped, __ATOMIC_RELAXED);
 		consumed = head;
-		if (live)
-			r->consumer_owed += dropped;   /* before the thread's next record */
+		if (live) {
+			/* Before the thread's next record: these, and the holes
+			 * among them, which no later round sees. */
+			r->consumer_owed += dropped;
+			for (unsigned g = 0; g < sink.ngaps; g++)
+				r->consumer_owed += sink.gaps[g].count;
+		}
 	}
 	lost = __atomic_load_n(&hdr->lost, __ATOMIC_RELAXED) + hdr->lost_consumer;
 	if (sink.fd >= 0 && lost != hdr->lost_reported && !sink.live && !retry) {
@@ -711,7 +739,7 @@ static bool drain_ring(struct tracer_session *s, struct tracer_ring *r, bool fin
 	/* Release: we are done reading [start, consumed) before the producer reuses it. */
 	__atomic_store_n(&hdr->tail, consumed, __ATOMIC_RELEASE);
 	if (state == MARK_TF_RING_EXITED && consumed == head)
-		__atomic_store_n(&hdr->state, MARK_TF_RING_FREE, __ATOMIC_RELEASE);
+		ring_set_free(r);
 	return sink.bytes > 0;
 }
 
@@ -901,7 +929,8 @@ static void write_no_ring_losses(struct tracer_session *s, bool final)
 	s->loss_seq = sink.seq;
 	s->loss_bytes = sink.stream_bytes;
 	s->loss_last_ts = sink.last_ts;
-	s->bytes_written += sink.bytes;
+	/* Not in s->bytes_written: a --rotate chunk is cut when events were
+	 * written, and this file stays in pid-P (a few hundred bytes). */
 }
 
 /* ---- the thread ---- */

@@ -578,7 +578,9 @@ static inline void overwrite_note_record(struct tracer_session *s, struct tracer
 static void count_hole(struct tracer_ring *r)
 {
 	__atomic_store_n(&r->hdr->lost, r->hdr->lost + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->pending_gap, r->pending_gap + 1, __ATOMIC_RELAXED);
+	/* Release: a reader that sees this drop in pending_gap sees it in
+	 * lost (snapshot.c loads them in that order). */
+	__atomic_store_n(&r->pending_gap, r->pending_gap + 1, __ATOMIC_RELEASE);
 }
 
 /*
@@ -711,8 +713,8 @@ static void ring_write_record(struct tracer_session *s, struct tracer_ring *r, u
 	if (head + size - r->cached_tail > r->capacity && !make_room(s, r, head, size))
 		return;
 	/* The first record after dropped events: the hole is before it.  A
-	 * record after a hole always comes this way: the fast path's limit
-	 * stays at the full ring's end until hot_fill() below our caller. */
+	 * record after a hole always comes this way: the fast path's limit is
+	 * 0 while a hole is pending (probe_drop(), hot_fill()). */
 	if (unlikely(r->pending_gap))
 		ring_note_gap(r, head);
 	overwrite_note_record(s, r, head);
@@ -872,6 +874,10 @@ static void hot_fill(struct tracer_session *s, unsigned depth)
 	const uint64_t boundary = (r->hdr->head / piece + 1) * piece;
 	if (boundary < h->limit)
 		h->limit = boundary;
+	/* Events were dropped (a full ring, a trigger's hold): the next
+	 * record notes the hole, on the slow path (ring_write_record()). */
+	if (r->pending_gap)
+		h->limit = 0;
 	h->generation = s->generation;
 }
 
@@ -936,6 +942,9 @@ static bool probe_drop(struct tracer_session *s, unsigned depth, uint64_t shape)
 	if (r->hdr->head + SHAPE_SPAN(shape) - r->cached_tail <= r->capacity)
 		return false;
 	count_dropped(s, r);
+	/* The next record notes the hole (ring_write_record()): not the fast
+	 * path, whose limit a smaller record may still be under. */
+	tls.hot[depth].limit = 0;
 	return true;
 }
 

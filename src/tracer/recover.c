@@ -386,7 +386,7 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 	unsigned ngaps = 0;
 	uint64_t first_lost = hdr.lost + hdr.lost_consumer;
 	if (first_lost >= hdr.lost)
-		first_lost = tracer_ring_losses(&hdr, start, head, first_lost, 0, lost_reported, NULL, gaps, &ngaps);
+		first_lost = tracer_ring_losses(&hdr, start, head, first_lost, 0, true, lost_reported, NULL, gaps, &ngaps);
 	struct tracer_packet_sink sink = {
 		.fd = sfd,
 		.uuid = hdr.trace_uuid,

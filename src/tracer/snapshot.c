@@ -102,7 +102,7 @@ static struct ring_window ring_copy(struct tracer_ring *r, uint64_t *buf, uint64
  */
 static int ring_write(const struct tracer_ring *r, int dirfd, const uint64_t *buf, struct ring_window w,
 		      const uint8_t *uuid, unsigned described, uint64_t freq, uint64_t total, uint64_t pending,
-		      bool trailing)
+		      bool later_in_total, bool trailing)
 {
 	if (w.start >= w.end)
 		return 0;
@@ -121,7 +121,8 @@ static int ring_write(const struct tracer_ring *r, int dirfd, const uint64_t *bu
 		.counts_cap = described,
 		.freq = freq,
 	};
-	sink.lost = tracer_ring_losses(r->hdr, w.start, w.end, total, pending, 0, NULL, gaps, &sink.ngaps);
+	sink.lost = tracer_ring_losses(r->hdr, w.start, w.end, total, pending, later_in_total, 0, NULL, gaps,
+				       &sink.ngaps);
 	sink.gaps = gaps;
 	tracer_ring_thread_name(r, sink.tid, sink.thread_name);
 	int rc = tracer_write_records(&sink, buf, r->capacity, w.start, w.end, &consumed);
@@ -167,13 +168,18 @@ int tracer_snapshot_write(struct tracer_session *s, int dirfd, const char *direc
 			break;
 		if (r == cut_ring) {
 			/* Its losses up to the trigger; the hold's come after. */
-			rc = ring_write(r, dirfd, cut_buf, cut_window, uuid, described, freq, cut_lost, 0, false);
+			/* (the holes noted after the trigger are not in cut_lost) */
+			rc = ring_write(r, dirfd, cut_buf, cut_window, uuid, described, freq, cut_lost, 0, false,
+					false);
 		} else {
 			struct ring_window w = ring_copy(r, buf, UINT64_MAX, cut_ts);
-			/* Loaded after the copy: every loss before its records. */
-			rc = ring_write(r, dirfd, buf, w, uuid, described, freq,
-					__atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED),
-					__atomic_load_n(&r->pending_gap, __ATOMIC_RELAXED), cut_ts == 0);
+			/* Loaded after the copy: every loss before its records.
+			 * The pending hole first (acquire; count_hole() stores it
+			 * with release after the loss count), so that it is in
+			 * the loss count read next. */
+			const uint64_t pending = __atomic_load_n(&r->pending_gap, __ATOMIC_ACQUIRE);
+			const uint64_t lost = __atomic_load_n(&r->hdr->lost, __ATOMIC_RELAXED);
+			rc = ring_write(r, dirfd, buf, w, uuid, described, freq, lost, pending, true, cut_ts == 0);
 		}
 	}
 	free(buf);

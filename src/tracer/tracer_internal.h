@@ -470,13 +470,15 @@ MARK_HIDDEN int tracer_write_records(struct tracer_packet_sink *sink, const uint
  * first packet reports: total less those, less the holes at or after
  * `end` and `pending`.  Never below `floor` (what the stream already
  * reported): counts that do not add up give no gaps and `total`.
+ * !later_in_total: `total` was loaded at `end` (a snapshot's trigger), so
+ * the holes noted at or after `end` are not in it.
  * `live_owed` non-NULL: the ring's thread may still drop events, so
  * `total` and `pending` are not trusted; the first packet reports floor,
  * plus the hole noted at `begin`, plus *live_owed (counts that do not add
  * up: floor, no gaps).
  */
 MARK_HIDDEN uint64_t tracer_ring_losses(const struct mark_tf_ring *hdr, uint64_t begin, uint64_t end,
-					uint64_t total, uint64_t pending, uint64_t floor,
+					uint64_t total, uint64_t pending, bool later_in_total, uint64_t floor,
 					const uint64_t *live_owed, struct mark_tf_gap *gaps, unsigned *ngaps);
 /* A packet without events: carries a new events_discarded value. */
 MARK_HIDDEN int tracer_write_empty_packet(struct tracer_packet_sink *sink, uint64_t ring_pos);

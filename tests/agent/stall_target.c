@@ -17,12 +17,20 @@
  * MAX_DISPATCH_MS (default 100): dispatch runs on the program's own thread
  * and must never wait for a client.  Both print the longest time between
  * two turns of the loop (what a stalled loop would show).
+ *
+ * SIGUSR1 makes the program take every free descriptor (RLIMIT_NOFILE
+ * lowered to 64, then /dev/null opened until EMFILE; prints "filled N"),
+ * SIGUSR2 gives them back ("released"): the agent cannot accept a
+ * connection meanwhile and must not spin on its readable listening socket
+ * (case accept_emfile).
  */
 #define _GNU_SOURCE
 #include <mark/mark.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -50,12 +58,42 @@ static void markers_7(int v) { STALL_D100(m7) }
 static void markers_8(int v) { STALL_D100(m8) }
 static void markers_9(int v) { STALL_D100(m9) }
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, fill, release;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	stop = 1;
+	if (sig == SIGUSR1)
+		fill = 1;
+	else if (sig == SIGUSR2)
+		release = 1;
+	else
+		stop = 1;
+}
+
+static int held[64], nheld;
+static struct rlimit saved_nofile;
+
+static void take_descriptors(void)
+{
+	struct rlimit low = { 64, 64 };
+	if (getrlimit(RLIMIT_NOFILE, &saved_nofile) != 0)
+		return perror("getrlimit");
+	low.rlim_max = saved_nofile.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &low) != 0)
+		return perror("setrlimit");
+	while (nheld < 64 && (held[nheld] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		nheld++;
+	printf("filled %d\n", nheld);
+	fflush(stdout);
+}
+
+static void give_back_descriptors(void)
+{
+	while (nheld > 0)
+		close(held[--nheld]);
+	setrlimit(RLIMIT_NOFILE, &saved_nofile);
+	printf("released\n");
+	fflush(stdout);
 }
 
 static double now_ms(void)
@@ -70,6 +108,8 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 #ifdef STALL_EVENT_LOOP
 	int fd = mark_agent_fd();
 	if (fd < 0) {
@@ -89,6 +129,14 @@ int main(int argc, char **argv)
 	double last_turn = now_ms(), longest_gap = 0;
 	int status = 0;
 	while (!stop) {
+		if (fill) {
+			fill = 0;
+			take_descriptors();
+		}
+		if (release) {
+			release = 0;
+			give_back_descriptors();
+		}
 		int v = (int)(turns++ & 1);
 		markers_0(v), markers_1(v), markers_2(v), markers_3(v), markers_4(v);
 		markers_5(v), markers_6(v), markers_7(v), markers_8(v), markers_9(v);

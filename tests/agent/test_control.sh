@@ -25,7 +25,7 @@ cleanup() {
 trap cleanup EXIT
 
 # fail, skip, run, expect_rc, expect_in, expect_not_in
-. "$(dirname "${BASH_SOURCE[0]}")/../shell_lib.sh"
+. "$HERE/../shell_lib.sh"
 
 # start_target ARGS...: sets TPID, waits for its agent socket.
 start_target() {
@@ -832,6 +832,45 @@ event_loop_fork)
 	armed_apart "$child"
 	stop_target
 	[ ! -e "$SOCKDIR/$child.sock" ] || fail "the child's socket was left after it exited"
+	;;
+accept_emfile|event_loop_accept_emfile)
+	# The program holds every descriptor when a controller connects: the
+	# agent's accept4 fails (EMFILE) and the connection stays queued, so
+	# the listening socket stays readable.  The agent (its thread, or in
+	# event-loop mode the program's own poll and mark_agent_dispatch())
+	# spun at 100 % CPU on it for as long as that lasted; now it leaves the
+	# socket out of its poll set for 100 ms at a time, and serves the
+	# controller once descriptors are back.
+	start_target 1000
+	kill -USR1 "$TPID"
+	for _ in $(seq 600); do grep -q "^filled" "$WORK/target.out" && break; sleep 0.05; done
+	grep -q "^filled" "$WORK/target.out" || fail "the target did not take its descriptors: $(cat "$WORK/target.out" "$WORK/target.err")"
+	/usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+print("connected", flush=True)
+time.sleep(30)' "$SOCKDIR/$TPID.sock" >"$WORK/client.out" 2>&1 &
+	PIDS+=("$!")
+	for _ in $(seq 600); do grep -q "^connected" "$WORK/client.out" && break; sleep 0.05; done
+	grep -q "^connected" "$WORK/client.out" || fail "the client did not connect: $(cat "$WORK/client.out")"
+	cpu() { awk '{ print $14 + $15 }' "/proc/$TPID/stat"; }   # utime + stime, clock ticks
+	sleep 0.3
+	c0=$(cpu)
+	sleep 1
+	c1=$(cpu)
+	hz=$(getconf CLK_TCK)
+	used=$(( (c1 - c0) * 1000 / hz ))
+	echo "CPU used by the target in 1 s with a connection it cannot accept: $used ms"
+	limit=300
+	if [ -n "${MARK_TEST_SANITIZER:-}${MARK_TEST_EMULATOR:-}" ]; then limit=600; fi
+	[ "$used" -lt "$limit" ] || fail "the target used $used ms of CPU in 1 s: the agent spins on a connection it cannot accept"
+	kill -USR2 "$TPID"
+	for _ in $(seq 600); do grep -q "^released" "$WORK/target.out" && break; sleep 0.05; done
+	run list "$MARK" list "$TPID" 'stall_m00*'
+	expect_rc 0 "mark list PID once the descriptors are back"
+	expect_in list.out "stall_m009_with_a_long_name"
+	stop_target
 	;;
 stalled_client|event_loop_stalled_client)
 	# Controllers that send requests and never read the replies (Ctrl-Z'd,

@@ -334,10 +334,21 @@ static int starve_consumer_during_bursts(void)
 	return -1;
 }
 
+/* "seq_sizes": even events are t_seq6, records of 64 bytes, odd ones
+ * t_seq of 24: after a big event is dropped, a small one still fits
+ * under the fast path's limit, and must not take it (the hole before it
+ * is noted on the slow path). */
+static bool seq_sizes;
+
 static void fire_seq(long n)
 {
 	for (long i = 0; i < n; i++) {
-		MARK(t_seq, "%ld", i);
+		if (seq_sizes && i % 2 == 0) {
+			const long b = 1, c = 2, d = 3, e = 4, f = 5;
+			MARK(t_seq6, "%ld %ld %ld %ld %ld %ld", i, b, c, d, e, f);
+		} else {
+			MARK(t_seq, "%ld", i);
+		}
 		if (pause_ns && (i + 1) % burst == 0) {
 			struct timespec ts = { pause_ns / 1000000000L, pause_ns % 1000000000L };
 			nanosleep(&ts, NULL);
@@ -627,7 +638,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (strcmp(what, "types") == 0)
 		fire_types(n);
-	else if (strcmp(what, "seq") == 0) {
+	else if (strcmp(what, "seq") == 0 || strcmp(what, "seq_sizes") == 0) {
+		seq_sizes = what[3] == '_';
 		pause_ns = argc > 3 ? atol(argv[3]) : 0;
 		burst = argc > 4 && atol(argv[4]) > 0 ? atol(argv[4]) : 1;
 		if (pause_ns && starve_consumer_during_bursts() != 0)
