@@ -210,7 +210,12 @@ def case_gaps(mark, target, workdir):
 def case_limits(mark, target, workdir):
     t.bt2_module()
     # 4 threads x 300000 requests: 12 failing requests; at most 2 snapshots.
-    trace, r = record(mark, target, workdir, "max", ("--snapshot-on", TRIGGER, "--max-snapshots", "2"), 4, 300000)
+    # Each thread pauses 30 ms 100 requests after each of its failing ones,
+    # so that the consumer writes the first snapshots before the last
+    # triggers come (on a loaded machine all 10 others were once "busy",
+    # none over the limit).
+    trace, r = record(mark, target, workdir, "max", ("--snapshot-on", TRIGGER, "--max-snapshots", "2"), 4, 300000,
+                      100000, 100)
     fired = failed_requests(r.stdout)
     check(fired == 12, "the target failed %d requests, want 12" % fired)
     (written, busy, over, inter, failed, _), snaps = account(mark, trace, fired, "max")
