@@ -41,14 +41,18 @@ damaged nofreq 's/^\tfreq = .*;$//'
 damaged fields '/name = "cli_once"/,/fields := struct/s/fields := struct/fie9ds := struct/'
 
 # refused NAME DIR CMD...: `mark CMD... DIR` exits 1, by itself (not by a
-# signal), with its last line on stderr an error naming DIR.
+# signal), with an error of mark's on stderr naming DIR.  (The misspelt
+# `fields` makes libbabeltrace2 abort in most runs; in some it decodes the
+# event as something else and stops on timestamps that go back, an error
+# of its own followed by its reasons: either way, not a dead mark.)
 refused() {
-	local name=$1 dir=$2; shift 2
+	local name=$1 dir=$2 err; shift 2
 	run "$name" timeout 60 "$MARK" "$@" "$dir"
 	[ "$rc" -lt 124 ] || fail "mark $* $dir died of a signal or hung (status $rc)"
 	expect_rc 1 "mark $* $dir"
-	tail -n 1 "$WORK/$name.err" | grep -q -F -- "mark: " || fail "mark $* $dir: no error of mark's last on stderr"
-	tail -n 1 "$WORK/$name.err" | grep -q -F -- "$dir" || fail "mark $* $dir: the error does not name the trace"
+	err=$(grep -F -- "mark: " "$WORK/$name.err" | tail -n 1)
+	[ -n "$err" ] || fail "mark $* $dir: no error of mark's on stderr"
+	grep -q -F -- "$dir" <<<"$err" || fail "mark $* $dir: the error does not name the trace: $err"
 }
 
 for t in nofreq fields; do
