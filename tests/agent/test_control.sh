@@ -908,10 +908,12 @@ stalled_client|event_loop_stalled_client)
 		fail "mark list PID took $ms ms: the agent waited for the clients that do not read"
 	fi
 	run ps "$MARK" ps
-	expect_in ps.out "^ *$TPID  *1000  *1000  *0 "
+	# 1000 markers; at least as many sites (a compiler may duplicate a
+	# site: gcc for aarch64 makes 1980), none armed.
+	expect_in ps.out "^ *$TPID  *1000  *[1-9][0-9][0-9][0-9]  *0 "
 	run enable "$MARK" enable "$TPID" 'stall_m00*'
 	expect_rc 0 "mark enable while stalled clients are connected"
-	expect_in enable.out "10 sites armed"
+	expect_in enable.out "[1-9][0-9]* sites armed"   # 10 markers, 10 or more sites
 	# Each stalled connection is closed when its reply is not taken within
 	# the send timeout (3 s), not kept for ever.
 	wait "$spid"
