@@ -675,7 +675,8 @@ def case_memory(mark, target, prog, workdir):
         size = os.path.getsize(d + ".pftrace")
         print("%s events: peak RSS %d KiB (%d bytes written), the Chrome export's %d KiB" % (label, pf, size, ch))
         check(size > int(n) * 4 * 40, "%s events: only %d bytes written" % (label, size))
-        check(pf < ch + 1024, "%s events: peak RSS %d KiB, the Chrome export's %d KiB" % (label, pf, ch))
+        slack = 2048 if os.environ.get("MARK_TEST_EMULATOR") else 1024   # qemu-user adds its own noise
+        check(pf < ch + slack, "%s events: peak RSS %d KiB, the Chrome export's %d KiB" % (label, pf, ch))
         os.unlink(d + ".pftrace")
         os.unlink(d + ".json")
 
