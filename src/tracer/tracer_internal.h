@@ -166,9 +166,10 @@ struct tracer_ring {
 	 * no consumer; a record larger than the ring): the current hole, not
 	 * yet noted in the ring header's gaps (ring_note_gap(): at the next
 	 * record).  Written by the producer only, on its line (every drop
-	 * adds one); relaxed, since the consumer (once per round of a ring
-	 * whose thread has exited) and snapshots read it to leave out losses
-	 * after the last record they write. */
+	 * adds one, count_hole(): a release store after the loss count's) and
+	 * atomically, since the consumer (once per drain) and snapshots (with
+	 * acquire) read it to leave out losses after the last record they
+	 * write. */
 	uint64_t pending_gap;
 	/* head - cached_tail above this: see whether to wake the consumer
 	 * (capacity / 2; never in overwrite mode, where nobody drains). */
