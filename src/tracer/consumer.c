@@ -807,9 +807,16 @@ int tracer_stats_open(struct tracer_session *s)
 	return 0;
 }
 
+/* Events that had no buffer (probe.c, count_lost_no_ring()): counted in
+ * the statistics file, which every published session has. */
+static uint64_t tracer_lost_no_ring(const struct tracer_session *s)
+{
+	return s->stats ? __atomic_load_n(&s->stats->lost_no_ring, __ATOMIC_RELAXED) : 0;
+}
+
 void tracer_sum_rings(struct tracer_session *s, uint64_t *events, uint64_t *lost, uint64_t *buffers)
 {
-	uint64_t e = 0, l = __atomic_load_n(&s->lost_no_ring, __ATOMIC_RELAXED), b = 0;
+	uint64_t e = 0, l = tracer_lost_no_ring(s), b = 0;
 	struct tracer_ring *r;
 	tracer_for_each_ring(s, r) {
 		e += __atomic_load_n(&r->hdr->events, __ATOMIC_RELAXED);
@@ -883,7 +890,7 @@ void tracer_stats_update(struct tracer_session *s, uint32_t state)
  */
 static void write_no_ring_losses(struct tracer_session *s, bool final)
 {
-	const uint64_t lost = __atomic_load_n(&s->lost_no_ring, __ATOMIC_RELAXED);
+	const uint64_t lost = tracer_lost_no_ring(s);
 	if (lost == s->loss_reported)
 		return;
 	const uint64_t now = tracer_monotonic_ns();

@@ -218,8 +218,20 @@ void tracer_kick_consumer(struct tracer_session *s)
 
 static void count_lost_no_ring(struct tracer_session *s)
 {
-	/* Slow path only (no ring at all): an atomic add is fine here. */
-	__atomic_fetch_add(&s->lost_no_ring, 1, __ATOMIC_RELAXED);
+	/* Slow path only (no ring at all): atomic read-modify-writes are
+	 * fine here.  In the statistics file's mapping (mapped before s was
+	 * published, unmapped only after the grace period that ends the
+	 * session), so that a recovery after SIGKILL finds every one: see
+	 * mark_tf_stats.lost_no_ring.  Relaxed: nothing else is published
+	 * with them; the stamp only ever rises (CAS loop), so it is at or
+	 * after the last drop counted. */
+	struct mark_tf_stats *st = s->stats;
+	__atomic_fetch_add(&st->lost_no_ring, 1, __ATOMIC_RELAXED);
+	const uint64_t now = now_ticks();
+	uint64_t seen = __atomic_load_n(&st->lost_no_ring_ts, __ATOMIC_RELAXED);
+	while (seen < now && !__atomic_compare_exchange_n(&st->lost_no_ring_ts, &seen, now, true,
+							 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 }
 
 /* ---- ring creation and claiming (slow path, async-signal-safe) ---- */

@@ -49,6 +49,7 @@
 #include "tracer_internal.h"
 #include "util/printable.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -254,17 +255,45 @@ static const char *ring_check(const struct mark_tf_ring *h, uint64_t fsize, uint
  * start), for the spacing of empty packets (tracer_tick_gap()); 0 when it
  * cannot be read (then taken as nanoseconds).
  */
+/* The start of d's metadata (the trace and clock blocks the tracer writes
+ * first), NUL-terminated, or 0 bytes. */
+static size_t metadata_head(int dfd, char *buf, size_t size)
+{
+	int fd = openat(dfd, MARK_TF_METADATA, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? pread(fd, buf, size - 1, 0) : -1;
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* The trace UUID the metadata's trace block gives; false if none. */
+static bool metadata_trace_uuid(int dfd, uint8_t uuid[16])
+{
+	char buf[8192];
+	if (!metadata_head(dfd, buf, sizeof(buf)))
+		return false;
+	const char *t = strstr(buf, "\ntrace {"), *u = t ? strstr(t, "\tuuid = \"") : NULL;
+	if (!u)
+		return false;
+	u += 9;
+	for (int i = 0; i < 16; i++) {
+		if (*u == '-')
+			u++;
+		unsigned v;
+		if (!isxdigit((unsigned char)u[0]) || !isxdigit((unsigned char)u[1]) || sscanf(u, "%2x", &v) != 1)
+			return false;
+		uuid[i] = (uint8_t)v;
+		u += 2;
+	}
+	return *u == '"';
+}
+
 static uint64_t metadata_clock_freq(int dfd)
 {
 	char buf[8192];
-	int fd = openat(dfd, MARK_TF_METADATA, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	if (!metadata_head(dfd, buf, sizeof(buf)))
 		return 0;
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	const char *p = strstr(buf, "\tfreq = ");
 	if (!p)
 		return 0;
@@ -283,7 +312,7 @@ static uint64_t metadata_clock_freq(int dfd)
  */
 static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const char *name, uint32_t index,
 			uint64_t *counts, unsigned described, uint64_t freq, uint64_t *events_out,
-			uint64_t *bytes_out)
+			uint64_t *bytes_out, uint64_t *lost_out)
 {
 	struct stat sb;
 	int fd = open_owned(ctx, d, name, &sb);
@@ -441,6 +470,7 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 		}
 	}
 	hdr.tail = consumed;
+	*lost_out += sink.lost;
 	*events_out += sink.events;
 	*bytes_out += sink.bytes;
 out:
@@ -528,21 +558,76 @@ static const char *stats_check(const struct mark_tf_stats *st, size_t size, pid_
  * a short write on a full disk) leaves a torn packet at the end: cut it
  * off, so the stream stays valid CTF.
  */
-static int recover_loss_stream(struct recover_ctx *ctx, const struct rdir *d)
+static int recover_loss_stream(struct recover_ctx *ctx, const struct rdir *d, const struct mark_tf_stats *st,
+			       uint64_t freq)
 {
 	char name[64];
 	snprintf(name, sizeof(name), "%s%u", MARK_TF_STREAM_PREFIX, (unsigned)TRACER_LOSS_STREAM);
 	struct stat sb;
 	int fd = open_owned(ctx, d, name, &sb);
-	if (fd == -ENOENT)
+	const uint64_t lost = st->lost_no_ring;
+	if (fd == -ENOENT && lost == 0)
 		return 0;
+	if (fd == -ENOENT) {
+		fd = create_owned(ctx, d, name);
+		memset(&sb, 0, sizeof(sb));
+	}
 	if (fd < 0)
 		return fd;
 	const off_t whole = sb.st_size - sb.st_size % (off_t)sizeof(struct mark_tf_packet);
 	int rc = 0;
-	if (whole != sb.st_size && ftruncate(fd, whole) != 0)
+	if (whole != sb.st_size && ftruncate(fd, whole) != 0) {
 		rc = recover_fail(ctx, errno, "mark: recover: cannot cut the torn packet at the end of %s/%s: %s",
 				  d->path, name, strerror(errno));
+		goto out;
+	}
+	/*
+	 * The events counted in the statistics file (mark_tf_stats.lost_no_ring)
+	 * that the consumer had not written yet (it writes at most every
+	 * 100 ms): one more packet with the count, stamped at the last of them
+	 * (or just after the stream's last packet, if later).  What the stream
+	 * reports so far is its last packet's; every packet is an empty one.
+	 */
+	struct mark_tf_packet pk, last = { 0 };
+	bool have_last = false;
+	for (off_t off = 0; off < whole; off += (off_t)sizeof(pk)) {
+		if (read_full(fd, &pk, sizeof(pk), off) != 0 || pk.magic != MARK_TF_CTF_MAGIC ||
+		    pk.packet_size != sizeof(pk) * 8) {
+			rc = recover_fail(ctx, EINVAL, "mark: recover: %s/%s: no packet of the tracer at offset %lld; "
+					  "its %llu events that had no buffer are in .mark-stats only", d->path, name,
+					  (long long)off, (unsigned long long)lost);
+			goto out;
+		}
+		last = pk;
+		have_last = true;
+	}
+	if (have_last ? lost <= last.events_discarded : lost == 0)
+		goto out;
+	struct tracer_packet_sink sink = {
+		.fd = fd,
+		.index = TRACER_LOSS_STREAM,
+		.thread_name = "(no buffer)",
+		.seq = have_last ? last.packet_seq_num + 1 : 0,
+		.stream_bytes = (uint64_t)whole,
+		.lost = lost,
+		.lost_before = have_last ? last.events_discarded : 0,
+		.last_ts = st->lost_no_ring_ts > last.timestamp_end ? st->lost_no_ring_ts : last.timestamp_end,
+		.freq = freq,
+	};
+	uint8_t uuid[16];
+	if (have_last)
+		memcpy(uuid, last.uuid, sizeof(uuid));
+	else if (!metadata_trace_uuid(d->fd, uuid)) {
+		rc = recover_fail(ctx, EINVAL, "mark: recover: %s/%s: no trace UUID in it; the %llu events that "
+				  "had no buffer are in .mark-stats only", d->path, MARK_TF_METADATA,
+				  (unsigned long long)lost);
+		goto out;
+	}
+	sink.uuid = uuid;
+	if (lseek(fd, whole, SEEK_SET) < 0 || (rc = tracer_write_empty_packet(&sink, 0)) < 0)
+		rc = recover_fail(ctx, rc < 0 ? -rc : errno, "mark: recover: cannot write %s/%s: %s", d->path, name,
+				  strerror(rc < 0 ? -rc : errno));
+out:
 	close(fd);
 	return rc;
 }
@@ -605,7 +690,7 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 		rc = recover_fail(ctx, ENOMEM, "mark: recover: out of memory");
 		goto out;
 	}
-	uint64_t events = 0, bytes = 0;
+	uint64_t events = 0, bytes = 0, ring_lost = 0;
 	int ring_rc = 0;
 	int lfd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dir = lfd >= 0 ? fdopendir(lfd) : NULL;
@@ -620,13 +705,14 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 		int64_t index = name_number(e->d_name, MARK_TF_RING_PREFIX);
 		if (index < 0)
 			continue;
-		int r = recover_ring(ctx, d, e->d_name, (uint32_t)index, counts, described, freq, &events, &bytes);
+		int r = recover_ring(ctx, d, e->d_name, (uint32_t)index, counts, described, freq, &events, &bytes,
+				     &ring_lost);
 		if (r < 0 && ring_rc == 0)
 			ring_rc = r;
 	}
 	if (dir)
 		closedir(dir);
-	int lrc = recover_loss_stream(ctx, d);
+	int lrc = recover_loss_stream(ctx, d, st, freq ? freq : metadata_clock_freq(d->fd));
 	if (lrc < 0 && ring_rc == 0)
 		ring_rc = lrc;
 	/*
@@ -652,6 +738,11 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 	st->bytes_written += bytes;
 	if (st->events < st->events_written)
 		st->events = st->events_written;
+	/* The losses as the rings and the recording threads counted them at
+	 * the end, which the consumer's last update (up to 100 ms before)
+	 * may not have seen; never less than it said (a ring left as it is). */
+	if (st->lost < ring_lost + st->lost_no_ring)
+		st->lost = ring_lost + st->lost_no_ring;
 	st->state = ring_rc == 0 ? MARK_TF_STATE_RECOVERED : MARK_TF_STATE_RUNNING;
 	st->update_realtime_ns = tracer_realtime_ns();
 	if (wrc == 0)   /* the header and the entries that changed */

@@ -112,7 +112,18 @@ struct mark_tf_stats {
 	/* Events dropped (and counted in `lost`) by a thread whose full
 	 * buffer waited for the consumer to copy a triggered snapshot. */
 	uint64_t snapshot_hold_lost;
-	uint64_t reserved[11];        /* zero; pads the header to 256 bytes           */
+	/* Events that never had a buffer (no buffer could be created, nesting
+	 * too deep, an id past MARK_TF_MAX_ID; also in `lost`, at the next
+	 * update).  Counted here by the recording threads themselves (atomic
+	 * add, relaxed), not by the consumer's updates, so that a recovery
+	 * after SIGKILL knows every one of them: the consumer writes them to
+	 * stream-4096 at most every 100 ms.  lost_no_ring_ts is the trace
+	 * clock at the last one counted (raised with compare-and-swap, never
+	 * lowered): the stamp a recovery gives them.  Not under the seqlock;
+	 * a reader may see one before the other. */
+	uint64_t lost_no_ring;
+	uint64_t lost_no_ring_ts;
+	uint64_t reserved[9];         /* zero; pads the header to 256 bytes           */
 };
 
 /*
@@ -259,6 +270,7 @@ struct mark_tf_record_header {
 #define MARK_TF_STRING_MAX 256                /* default bytes kept of a %s, with NUL */
 /* A string's length (without its NUL) is stored in one byte before it. */
 _Static_assert(sizeof(struct mark_tf_ring) <= MARK_TF_RING_HEADER_SIZE, "the ring header must fit its page");
+_Static_assert(sizeof(struct mark_tf_stats) == 256, "header_size of the statistics file is 256");
 _Static_assert(MARK_TF_STRING_MAX - 1 <= 255, "a %s length must fit its length byte");
 
 /* ------------------------------------------------------------------ */

@@ -249,8 +249,9 @@ struct tracer_session {
 	 * Atomic fetch_or / fetch_and, ring creation only. */
 	uint64_t free_index_bits[TRACER_MAX_RINGS / 64];
 	unsigned no_ring_warned;    /* atomic exchange: one warning per session    */
-	uint64_t lost_no_ring;      /* atomic add: events dropped without a ring    */
-	/* Their stream file (write_no_ring_losses(), consumer-private). */
+	/* Events that had no buffer are counted in stats->lost_no_ring (probe.c,
+	 * count_lost_no_ring()); their stream file (write_no_ring_losses(),
+	 * consumer-private): */
 	int loss_fd;
 	uint64_t loss_ino, loss_dev, loss_seq, loss_bytes, loss_last_ts, loss_written_ns;
 	uint64_t loss_reported;     /* events_discarded of its last packet           */

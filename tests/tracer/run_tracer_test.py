@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -808,6 +809,67 @@ def s_noring():
           "mark view does not say %d events had no buffer: %r" % (n, [l for l in v.stdout.splitlines() if "lost" in l]))
 
 
+def loss_stream_reported(path):
+    """events_discarded of the last packet of stream-4096 (the events that
+    had no buffer), 0 without one; packets of 104 bytes, the count at 72."""
+    try:
+        data = open(os.path.join(path, "stream-4096"), "rb").read()
+    except FileNotFoundError:
+        return 0
+    if len(data) < 104:
+        return 0
+    end = len(data) - len(data) % 104
+    return struct.unpack_from("<Q", data, end - 104 + 72)[0]
+
+
+def s_noring_killed():
+    """Events without a buffer in the last moments before SIGKILL: the
+    consumer writes them to stream-4096 at most every 100 ms, so when the
+    process dies the last ones are only counted, by the recording threads,
+    in .mark-stats (mark_tf_stats.lost_no_ring).  Recovery writes them to
+    the stream: the trace reports all of them, stamped within the
+    recording, also when the stream file was never created (a copy of the
+    trace without it)."""
+    d = fresh_dir("noring_killed")
+    n = 3000
+    r = run([PROG, "noring_killed", str(n)], {"MARK_TRACE": d, "MARK_AGENT": "0"})
+    check(r.returncode == -signal.SIGKILL, "program status %s: %s" % (r.returncode, r.stderr[-500:]))
+    check(r.stdout.strip() == "written", "the consumer did not write the first %d losses in 5 s: %r"
+          % (n, r.stdout))
+    before = loss_stream_reported(procdir(d))
+    if before == 2 * n:
+        print("NOTE: the consumer had written all %d losses before the kill (a slow kill): the recovery "
+              "had nothing to add to the existing stream; the copy without it is still checked" % (2 * n))
+    else:
+        print("stream-4096 reported %d of %d losses at the kill" % (before, 2 * n))
+    bare = d + "-no-loss-stream"
+    shutil.rmtree(bare, ignore_errors=True)
+    shutil.copytree(d, bare, symlinks=True)
+    os.unlink(os.path.join(procdir(bare), "stream-4096"))
+    for path in (d, bare):
+        r = run([API, "recover", path])
+        check(r.returncode == 0, "recover %s failed: %s" % (path, r.stderr))
+        tr = TextTrace(path)
+        got = [e["fields"]["i"] for e in tr.named("t_seq")]
+        check(got == [-1], "the main thread's one event: %s" % got[:5])
+        check(tr.discarded == 2 * n and stats(path)["lost"] == 2 * n,
+              "%s: the %d events without a buffer: %d discarded in the trace (babeltrace2), %d in .mark-stats"
+              % (path, 2 * n, tr.discarded, stats(path)["lost"]))
+        ev_ns, loss_ns = [], []
+        for msg in bt2.TraceCollectionMessageIterator(path):
+            if type(msg) is bt2._EventMessageConst:
+                ev_ns.append(msg.default_clock_snapshot.ns_from_origin)
+            elif type(msg) is bt2._DiscardedEventsMessageConst and msg.count:
+                loss_ns.append(msg.end_default_clock_snapshot.ns_from_origin)
+        check(ev_ns and loss_ns and all(min(ev_ns) <= t <= min(ev_ns) + 60 * 10**9 for t in loss_ns),
+              "%s: a loss is stamped outside the recording: first event at %s ns, losses at %s"
+              % (path, min(ev_ns or [0]), loss_ns))
+        r = run([API, "recover", path])
+        check(r.returncode == 0 and "recovered 0" in r.stdout and TextTrace(path).discarded == 2 * n,
+              "%s: a second recovery changed the trace: %s" % (path, r.stdout))
+    shutil.rmtree(bare, ignore_errors=True)
+
+
 def s_nostream():
     """The consumer cannot create the stream file for 300 ms (interposed
     openat: EMFILE) while the thread records: its events wait in the
@@ -1143,7 +1205,7 @@ SCENARIOS = {
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "fork_exec": s_fork_exec,
     "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "tickgap": s_tickgap, "snapshot": s_snapshot, "dlopen": s_dlopen,
-    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "nostream": s_nostream, "longjmp": s_longjmp, "exec_at_once": s_exec_at_once, "cancel": s_cancel, "fork_exec_full": s_fork_exec_full,
+    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "noring_killed": s_noring_killed, "nostream": s_nostream, "longjmp": s_longjmp, "exec_at_once": s_exec_at_once, "cancel": s_cancel, "fork_exec_full": s_fork_exec_full,
 }
 
 SCENARIOS[SCENARIO]()

@@ -192,6 +192,64 @@ static int no_descriptor_then_back(long n)
 }
 
 /*
+ * `noring_killed N`: N t_seq events with no buffer (no descriptor for its
+ * file), then, once the consumer has written them to stream-4096, N more
+ * the same way and SIGKILL at once: the consumer writes that stream at
+ * most every 100 ms, so the second N are counted only in .mark-stats
+ * (by the recording thread) when the process dies.  Prints "written"
+ * when the consumer had written the first N, else "not written".
+ */
+static int no_descriptor_then_killed(long n)
+{
+	const long i = -1;
+	MARK(t_seq, "%ld", i);
+	const char *dir = getenv("MARK_TRACE") ? getenv("MARK_TRACE") : ".";
+	char stream[4096], loss[4096];
+	snprintf(stream, sizeof(stream), "%s/pid-%d/stream-0", dir, (int)getpid());
+	snprintf(loss, sizeof(loss), "%s/pid-%d/stream-4096", dir, (int)getpid());
+	struct stat st;
+	for (int k = 0; k < 500 && stat(stream, &st) != 0; k++)
+		usleep(10000);
+	struct rlimit old;
+	if (getrlimit(RLIMIT_NOFILE, &old) != 0)
+		return perror("rlimit"), 1;
+	for (int burst = 0; burst < 2; burst++) {
+		struct rlimit low = { 64, old.rlim_max < 64 ? old.rlim_max : 64 };
+		if (setrlimit(RLIMIT_NOFILE, &low) != 0)
+			return perror("rlimit"), 1;
+		int fds[64], nfds = 0;
+		while (nfds < 64 && (fds[nfds] = open("/dev/null", O_RDONLY)) >= 0)
+			nfds++;
+		pthread_t th;
+		if (pthread_create(&th, NULL, fire_seq_thread, (void *)(intptr_t)n) != 0)
+			return perror("pthread_create"), 1;
+		pthread_join(th, NULL);
+		if (burst == 1)
+			raise(SIGKILL);
+		while (nfds > 0)
+			close(fds[--nfds]);
+		setrlimit(RLIMIT_NOFILE, &old);
+		/* Until its last packet (104 bytes; events_discarded at 72)
+		 * reports the N. */
+		bool written = false;
+		for (int k = 0; k < 1000 && !written; k++) {
+			uint64_t reported = 0;
+			int fd = open(loss, O_RDONLY);
+			if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= 104 && st.st_size % 104 == 0 &&
+			    pread(fd, &reported, sizeof(reported), st.st_size - 104 + 72) == sizeof(reported))
+				written = reported == (uint64_t)n;
+			if (fd >= 0)
+				close(fd);
+			if (!written)
+				usleep(2000);
+		}
+		printf("%s\n", written ? "written" : "not written");
+		fflush(stdout);
+	}
+	return 1;
+}
+
+/*
  * `nostream N`: the consumer cannot create stream files (EMFILE) for the
  * first 300 ms while the main thread fires N t_seq events over about
  * 600 ms: the events wait in the buffer and all reach the trace (they
@@ -679,6 +737,8 @@ int main(int argc, char **argv)
 		run_die(n, 1);
 	else if (strcmp(what, "noring") == 0)
 		return no_descriptor_then_back(n);
+	else if (strcmp(what, "noring_killed") == 0)
+		return no_descriptor_then_killed(n);
 	else if (strcmp(what, "nostream") == 0)
 		return stream_refused_for_a_while(n);
 	else if (strcmp(what, "longjmp") == 0)
