@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -39,6 +40,25 @@ struct stream_slot {
 	bool loss_pending;         /* a loss waits for the next packet's thread      */
 	uint64_t loss_count;
 };
+
+/*
+ * Who runs in the child that reads with libbabeltrace2 (bt2_read_isolated),
+ * so that a crash is blamed on the right code: libbabeltrace2 decoding,
+ * mark's callbacks on what it decoded, or the rest of mark's command after
+ * the reading.  A word in a page shared with the parent (MAP_SHARED |
+ * MAP_ANONYMOUS, mapped before the fork); NULL when not isolated.  Written
+ * by the child's reading thread only, read by the parent after waitpid()
+ * reported the child dead: the child's exit orders its stores before the
+ * parent's wait returns, so relaxed accesses are enough.
+ */
+enum bt2_phase { BT2_PHASE_LIBRARY = 1, BT2_PHASE_CALLBACK, BT2_PHASE_AFTER };
+static int *bt2_phase;
+
+static void bt2_phase_set(enum bt2_phase p)
+{
+	if (bt2_phase)
+		__atomic_store_n(bt2_phase, (int)p, __ATOMIC_RELAXED);
+}
 
 struct reader {
 	const struct trace_reader_ops *ops;
@@ -241,7 +261,21 @@ static int handle_event(struct reader *r, const bt_message *msg)
 		ev.has_time = bt_clock_snapshot_get_ns_from_origin(cs, &ev.ns) ==
 			      BT_CLOCK_SNAPSHOT_GET_NS_FROM_ORIGIN_STATUS_OK;
 	}
-	return r->ops->event ? r->ops->event(&ev, r->arg) : 0;
+	if (!r->ops->event)
+		return 0;
+	bt2_phase_set(BT2_PHASE_CALLBACK);
+	int rc = r->ops->event(&ev, r->arg);
+	bt2_phase_set(BT2_PHASE_LIBRARY);
+	return rc;
+}
+
+static void report_loss(struct reader *r, const struct trace_loss *loss)
+{
+	if (!r->ops->discarded)
+		return;
+	bt2_phase_set(BT2_PHASE_CALLBACK);
+	r->ops->discarded(loss, r->arg);
+	bt2_phase_set(BT2_PHASE_LIBRARY);
 }
 
 /* Report the stream's pending loss with its current packet's process and thread. */
@@ -259,8 +293,7 @@ static void flush_loss(struct reader *r, struct stream_slot *s)
 		.ntraces = r->ntraces,
 	};
 	s->loss_count = 0;
-	if (r->ops->discarded)
-		r->ops->discarded(&loss, r->arg);
+	report_loss(r, &loss);
 }
 
 static void handle_discarded(struct reader *r, const bt_message *msg)
@@ -272,8 +305,7 @@ static void handle_discarded(struct reader *r, const bt_message *msg)
 	if (!s) {   /* out of memory: report it now, without the thread */
 		struct trace_loss loss = { .count = count, .stream_index = UINT64_MAX, .pid = -1, .tid = -1,
 					   .ntraces = r->ntraces };
-		if (r->ops->discarded)
-			r->ops->discarded(&loss, r->arg);
+		report_loss(r, &loss);
 		return;
 	}
 	/* Two reports before the next packet: one line, unless one has no count. */
@@ -630,10 +662,16 @@ static int bt2_read_isolated(const char *directory, const struct trace_dirs *tra
 	struct sigaction dfl = { .sa_handler = SIG_DFL }, old_chld;
 	sigemptyset(&dfl.sa_mask);
 	sigaction(SIGCHLD, &dfl, &old_chld);
+	/* Without the page (no memory) a crash is blamed as before, on
+	 * libbabeltrace2. */
+	void *page = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int *phase = page == MAP_FAILED ? NULL : page;
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;
+		if (phase)
+			munmap(phase, sizeof(int));
 		sigaction(SIGCHLD, &old_chld, NULL);
 		fprintf(stderr, "mark: cannot read trace %s: cannot start the process that reads it with "
 				"libbabeltrace2: %s (too many processes? try again)\n", cli_text(directory), strerror(e));
@@ -647,7 +685,11 @@ static int bt2_read_isolated(const char *directory, const struct trace_dirs *tra
 		/* Killing mark (timeout, kill PID) must stop the reading too. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) == 0 && getppid() != parent)
 			_exit(1);
-		return bt2_read(directory, traces, ops, arg);
+		bt2_phase = phase;
+		bt2_phase_set(BT2_PHASE_LIBRARY);
+		int rc = bt2_read(directory, traces, ops, arg);
+		bt2_phase_set(BT2_PHASE_AFTER);
+		return rc;
 	}
 	int wstatus;
 	while (waitpid(pid, &wstatus, 0) < 0) {
@@ -659,6 +701,8 @@ static int bt2_read_isolated(const char *directory, const struct trace_dirs *tra
 		fprintf(stderr, "mark: cannot read trace %s: lost the process reading it with libbabeltrace2: %s\n",
 			cli_text(directory), strerror(e));
 		sigaction(SIGCHLD, &old_chld, NULL);
+		if (phase)
+			munmap(phase, sizeof(int));
 		return -1;
 	}
 	sigaction(SIGCHLD, &old_chld, NULL);
@@ -667,6 +711,20 @@ static int bt2_read_isolated(const char *directory, const struct trace_dirs *tra
 		_exit(WEXITSTATUS(wstatus));
 	int sig = WTERMSIG(wstatus);
 	const char *name = crash_signal_name(sig);
+	const int where = phase ? __atomic_load_n(phase, __ATOMIC_RELAXED) : BT2_PHASE_LIBRARY;
+	if (phase)
+		munmap(phase, sizeof(int));
+	if (name && where == BT2_PHASE_CALLBACK) {
+		fprintf(stderr, "mark: mark crashed (%s) in its own code, handling what libbabeltrace2 read from "
+				"trace %s: a bug in mark (or in a libbabeltrace2 function it called); please report it "
+				"with the trace\n", name, cli_text(directory));
+		return -1;
+	}
+	if (name && where == BT2_PHASE_AFTER) {
+		fprintf(stderr, "mark: mark crashed (%s) in its own code after libbabeltrace2 had read trace %s: "
+				"a bug in mark; please report it with the trace\n", name, cli_text(directory));
+		return -1;
+	}
 	if (name) {
 		fprintf(stderr, "mark: libbabeltrace2 crashed (%s) reading trace %s: its metadata or a stream file "
 				"is damaged or not valid CTF; check it with babeltrace2, or record it again\n",

@@ -70,7 +70,8 @@ endif()
 #   cli_follow_foreign   `view --follow` refuses a trace whose metadata it
 #                        cannot read, instead of waiting forever
 #   cli_bt2_crash        `view`/`stats`/`export` exit 1 with an error when
-#                        libbabeltrace2 crashes on a damaged metadata
+#                        libbabeltrace2 crashes on a damaged metadata, and
+#                        a crash in mark's own code is not blamed on it
 #   cli_ctl_connect_*    the control commands reach an agent through its
 #                        directory's descriptor, give up on one whose queue
 #                        is full (full_queue: no hang in connect()), and refuse
@@ -104,10 +105,12 @@ if(TARGET mark_cli)
             $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
             ${CMAKE_CURRENT_BINARY_DIR}/cli-work/follow_foreign)
   set_tests_properties(cli_follow_foreign PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  add_library(cli_crash_preload MODULE cli/crash_preload.c)
+  target_link_libraries(cli_crash_preload PRIVATE ${CMAKE_DL_LIBS})
   add_test(NAME cli_bt2_crash
     COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_bt2_crash.sh
             $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
-            ${CMAKE_CURRENT_BINARY_DIR}/cli-work/bt2_crash)
+            ${CMAKE_CURRENT_BINARY_DIR}/cli-work/bt2_crash $<TARGET_FILE:cli_crash_preload>)
   set_tests_properties(cli_bt2_crash PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
   foreach(case full_queue peer_uid)
     add_test(NAME cli_ctl_connect_${case}
