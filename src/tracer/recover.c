@@ -250,16 +250,17 @@ static const char *ring_check(const struct mark_tf_ring *h, uint64_t fsize, uint
 	return NULL;
 }
 
-/*
- * The trace clock's frequency from the metadata (the clock block near its
- * start), for the spacing of empty packets (tracer_tick_gap()); 0 when it
- * cannot be read (then taken as nanoseconds).
- */
 /* The start of d's metadata (the trace and clock blocks the tracer writes
- * first), NUL-terminated, or 0 bytes. */
+ * first), NUL-terminated, or 0 bytes.  Untrusted: never through a link,
+ * and a FIFO or device planted under the name is not waited on or read. */
 static size_t metadata_head(int dfd, char *buf, size_t size)
 {
-	int fd = openat(dfd, MARK_TF_METADATA, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(dfd, MARK_TF_METADATA, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
 	ssize_t n = fd >= 0 ? pread(fd, buf, size - 1, 0) : -1;
 	if (fd >= 0)
 		close(fd);
@@ -289,6 +290,11 @@ static bool metadata_trace_uuid(int dfd, uint8_t uuid[16])
 	return *u == '"';
 }
 
+/*
+ * The trace clock's frequency from the metadata (the clock block near its
+ * start), for the spacing of empty packets (tracer_tick_gap()); 0 when it
+ * cannot be read (then taken as nanoseconds).
+ */
 static uint64_t metadata_clock_freq(int dfd)
 {
 	char buf[8192];
@@ -568,7 +574,8 @@ static int recover_loss_stream(struct recover_ctx *ctx, const struct rdir *d, co
 	const uint64_t lost = st->lost_no_ring;
 	if (fd == -ENOENT && lost == 0)
 		return 0;
-	if (fd == -ENOENT) {
+	const bool created = fd == -ENOENT;
+	if (created) {
 		fd = create_owned(ctx, d, name);
 		memset(&sb, 0, sizeof(sb));
 	}
@@ -629,6 +636,8 @@ static int recover_loss_stream(struct recover_ctx *ctx, const struct rdir *d, co
 				  strerror(rc < 0 ? -rc : errno));
 out:
 	close(fd);
+	if (rc < 0 && created)
+		unlinkat(d->fd, name, 0);   /* ours, and empty: nothing for a reader */
 	return rc;
 }
 

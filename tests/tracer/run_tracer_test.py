@@ -867,6 +867,27 @@ def s_noring_killed():
         r = run([API, "recover", path])
         check(r.returncode == 0 and "recovered 0" in r.stdout and TextTrace(path).discarded == 2 * n,
               "%s: a second recovery changed the trace: %s" % (path, r.stdout))
+    # The same without a readable metadata (a FIFO planted under its name):
+    # no UUID for a new stream-4096, so recovery says so, without waiting on
+    # the FIFO, and leaves no empty stream file.
+    fifo = os.path.join(procdir(bare), "metadata")
+    os.unlink(fifo)
+    os.unlink(os.path.join(procdir(bare), "stream-4096"))
+    os.mkfifo(fifo)
+    with open(os.path.join(procdir(bare), ".mark-stats"), "r+b") as f:
+        f.seek(0)
+        raw = bytearray(f.read(256))
+        struct.pack_into("<I", raw, 28, 1)   # state: running again, as at the kill
+        f.seek(0)
+        f.write(raw)
+    try:
+        r = run([API, "recover", bare], timeout=20)
+        check(r.returncode != 0 and "no trace UUID" in r.stderr,
+              "recovery without a metadata: status %d, %r" % (r.returncode, r.stderr[-400:]))
+        check(not os.path.exists(os.path.join(procdir(bare), "stream-4096")),
+              "recovery without a metadata left a stream-4096 with no packet")
+    except subprocess.TimeoutExpired:
+        check(False, "recovery waited on a FIFO planted as the metadata")
     shutil.rmtree(bare, ignore_errors=True)
 
 
