@@ -82,9 +82,18 @@ struct marker_stats {
 
 #define STATS_NAME_CACHE 256
 
+/*
+ * What stats_event needs of an event class (trace and marker), by its name
+ * pointer: its row and its role in the pairs (pairs_class), so that an event
+ * costs one compare here instead of a hash lookup here and another in
+ * pairs.c.  Keyed by the trace too: the row is per name but the role is
+ * per trace (a trace may declare X_begin without X_end).
+ */
 struct name_cache {
-	const char *name;             /* compared by address only */
+	const char *name;             /* compared by address only; NULL: empty */
+	const void *trace;            /* compared by address only */
 	struct marker_stats *row;
+	struct pairs_class cls;       /* always .fixed: an entry is not kept otherwise */
 };
 
 struct stats_state {
@@ -136,23 +145,39 @@ static int stats_event(const struct trace_event *ev, void *arg)
 	struct stats_state *st = arg;
 	if (st->filter && !trace_event_filter_pass(ev, st->filter))
 		return 0;
-	/* The row of a name pointer, remembered: a reader hands the same
-	 * pointer (the class name) for every event of a class while it runs,
-	 * so the hash and compare run once per class, not per event. */
+	/*
+	 * The row and pair role of a (name, trace) pointer pair, remembered: a
+	 * reader hands the same pointers (the class name, the trace) for every
+	 * event of a class while it runs, so the hashes and compares run once
+	 * per class, not per event.  A colliding class evicts the entry; it is
+	 * looked up again when it comes back (pairs_class then finds the role
+	 * it gave the first time, so the pairs are numbered as they first show
+	 * up, as pairs_event does).
+	 */
 	struct name_cache *nc = &st->cache[((uintptr_t)ev->name >> 4) % STATS_NAME_CACHE];
-	struct marker_stats *m = nc->name == ev->name ? nc->row : NULL;
-	if (!m) {
-		m = find_marker(st, ev->name);
-		nc->name = ev->name;
-		nc->row = m;
+	if (nc->name != ev->name || nc->trace != ev->trace) {   /* ev->name is never NULL */
+		struct marker_stats *m = find_marker(st, ev->name);
+		if (!m) {
+			st->oom = 1;
+			return 1;
+		}
+		/* one assignment: the row and the role always of the same class */
+		*nc = (struct name_cache){ .name = ev->name, .trace = ev->trace, .row = m,
+					   .cls = pairs_class(st->pairs, ev) };
+		if (!nc->cls.fixed) {
+			/* out of memory in pairs.c: classified for this event only,
+			 * so not kept (the next event of the class asks again) */
+			nc->name = NULL;
+		}
 	}
-	if (!m) {
-		st->oom = 1;
-		return 1;
-	}
+	struct marker_stats *m = nc->row;
 	st->events++;
-	uint32_t pair;
-	pairs_event(st->pairs, ev, &pair);
+	/* pairs.h: with every_event false (stats' config), a class of role
+	 * PAIR_NONE is nothing to pairs_event_as: half the events here. */
+	if (nc->cls.role != PAIR_NONE) {
+		uint32_t pair;
+		pairs_event_as(st->pairs, ev, nc->cls, &pair);
+	}
 	if (ev->stream_index + 1 > st->streams)
 		st->streams = ev->stream_index + 1;
 	m->count++;
@@ -510,7 +535,8 @@ static int stats_run(int argc, char **argv)
 	}
 	st->filter = filter;
 	char why[512];
-	struct pairs_config pc = { .pairs = pair_args, .npairs = npair_args, .by = by };
+	/* every_event false: stats_event skips the events of no pair */
+	struct pairs_config pc = { .pairs = pair_args, .npairs = npair_args, .by = by, .every_event = false };
 	struct pairs_ops pops = { .span = stats_span };
 	st->pairs = pairs_new(&pc, &pops, st, why, sizeof(why));
 	free(pair_args);

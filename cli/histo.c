@@ -4,20 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned chunk_of(uint64_t v, unsigned *sub)
+int histo_add_slow(struct histo *h, uint64_t v)
 {
-	if (v < HISTO_SUB) {
-		*sub = (unsigned)v;
-		return 0;
-	}
-	unsigned e = 63u - (unsigned)__builtin_clzll(v);   /* >= HISTO_SUB_BITS */
-	*sub = (unsigned)(v >> (e - HISTO_SUB_BITS)) & (HISTO_SUB - 1);
-	return e - HISTO_SUB_BITS + 1;
-}
-
-int histo_add(struct histo *h, uint64_t v)
-{
-	unsigned sub, c = chunk_of(v, &sub);
+	unsigned sub, c = histo_chunk_of(v, &sub);
 	if (!h->chunk[c] && !(h->chunk[c] = calloc(HISTO_SUB, sizeof(uint64_t)))) {
 		h->oom = true;
 		return -1;

@@ -478,11 +478,23 @@ static void give_up(struct pairs *p, struct thread *t, const struct open_begin *
 
 /* ---------------- events ---------------- */
 
+struct pairs_class pairs_class(struct pairs *p, const struct trace_event *ev)
+{
+	const struct name_slot *s = name_slot(p, ev);
+	/* A slot of the table keeps its class until pairs_free (the table only
+	 * grows, moving slots but not changing them); the spare is reused. */
+	return (struct pairs_class){ .role = s->role, .pair = s->pair, .fixed = s != &p->spare };
+}
+
 enum pair_role pairs_event(struct pairs *p, const struct trace_event *ev, uint32_t *pair)
 {
-	struct name_slot *ns = name_slot(p, ev);
-	*pair = ns->pair;
-	if (ns->role == PAIR_NONE && !p->every_event)
+	return pairs_event_as(p, ev, pairs_class(p, ev), pair);
+}
+
+enum pair_role pairs_event_as(struct pairs *p, const struct trace_event *ev, struct pairs_class cls, uint32_t *pair)
+{
+	*pair = cls.pair;
+	if (cls.role == PAIR_NONE && !p->every_event)
 		return PAIR_NONE;
 	/* Unknown ids fall back to something stable: pid 0, one "thread" per stream (as export). */
 	int64_t pid = ev->pid >= 0 ? ev->pid : 0;
@@ -496,7 +508,7 @@ enum pair_role pairs_event(struct pairs *p, const struct trace_event *ev, uint32
 	/* An untimed event (babeltrace2 path only) counts as the thread's last time. */
 	int64_t now = ev->has_time ? ev->ns : t->last_ns;
 	t->last_ns = now;
-	if (ns->role == PAIR_BEGIN) {
+	if (cls.role == PAIR_BEGIN) {
 		/* all of them, innermost first, so that export's slices stay nested */
 		if (t->depth == PAIRS_MAX_DEPTH) {
 			while (t->depth > 0) {
@@ -508,17 +520,17 @@ enum pair_role pairs_event(struct pairs *p, const struct trace_event *ev, uint32
 			p->oom = true;
 			return PAIR_NONE;
 		}
-		t->stack[t->depth++] = (struct open_begin){ .pair = ns->pair, .row = row_of_event(p, ns->pair, ev),
+		t->stack[t->depth++] = (struct open_begin){ .pair = cls.pair, .row = row_of_event(p, cls.pair, ev),
 							    .ns = now };
 		return PAIR_BEGIN;
 	}
-	if (ns->role != PAIR_END)
+	if (cls.role != PAIR_END)
 		return PAIR_NONE;
 	size_t k = t->depth;
-	while (k > 0 && t->stack[k - 1].pair != ns->pair)
+	while (k > 0 && t->stack[k - 1].pair != cls.pair)
 		k--;
 	if (k == 0) {
-		uint32_t row = settle_row(p, ns->pair, NO_ROW, ev);
+		uint32_t row = settle_row(p, cls.pair, NO_ROW, ev);
 		if (row != NO_ROW)
 			p->rows[row].no_begin++;
 		return PAIR_NONE;
@@ -528,7 +540,8 @@ enum pair_role pairs_event(struct pairs *p, const struct trace_event *ev, uint32
 		give_up(p, t, &t->stack[t->depth], now, PAIR_GIVEN_UP_INNER);
 	}
 	struct open_begin b = t->stack[--t->depth];
-	uint32_t row = settle_row(p, b.pair, b.row, ev);
+	/* the begin's row is nearly always known: no call then */
+	uint32_t row = b.row != NO_ROW ? b.row : settle_row(p, b.pair, b.row, ev);
 	if (row != NO_ROW) {
 		p->rows[row].spans++;
 		p->rows[row].lossy += b.spans_loss;

@@ -109,6 +109,31 @@ struct pairs *pairs_new(const struct pairs_config *cfg, const struct pairs_ops *
  * callbacks (given-up inner begins first, then the span) before returning.
  */
 enum pair_role pairs_event(struct pairs *p, const struct trace_event *ev, uint32_t *pair);
+/*
+ * The same in two steps, for a caller that already looks up something of
+ * its own per event class (trace and marker) and can keep the class's
+ * role beside it: pairs_class() is what every event of ev's class is
+ * (classifying the class on its first call, as pairs_event does), and
+ * pairs_event_as() is pairs_event for an event of that class.
+ *
+ * A pairs_class with `fixed` set is the same for every event of the class
+ * (same ev->trace and ev->name pointers) until pairs_free, so the caller
+ * may keep it and call pairs_event_as with it instead of pairs_event.
+ * Without `fixed` (memory ran out, so the class could not be remembered
+ * and is classified anew each time) it holds for this event only.
+ *
+ * With pairs_config.every_event false, pairs_event_as does nothing for a
+ * class whose role is PAIR_NONE (it returns PAIR_NONE): the caller may skip
+ * the call.  Calling pairs_class for the first event of each class, in
+ * event order, numbers the pairs as pairs_event would.
+ */
+struct pairs_class {
+	enum pair_role role;
+	uint32_t pair;
+	bool fixed;
+};
+struct pairs_class pairs_class(struct pairs *p, const struct trace_event *ev);
+enum pair_role pairs_event_as(struct pairs *p, const struct trace_event *ev, struct pairs_class cls, uint32_t *pair);
 /* Replace the callbacks and their argument (an export that writes its own
  * slice ends takes over the pairs its command set up). */
 void pairs_set_ops(struct pairs *p, const struct pairs_ops *ops, void *arg);

@@ -29,6 +29,14 @@ if(TARGET mark_cli)
   target_include_directories(cli_double_text PRIVATE ${CMAKE_SOURCE_DIR}/cli ${CMAKE_SOURCE_DIR}/src)
   target_link_libraries(cli_double_text PRIVATE PkgConfig::BABELTRACE2 m)
   add_test(NAME cli_double_text COMMAND cli_double_text 100000)
+  # The same and the integer and time text against libc, with round-trip and
+  # shortest checks, for a million random bit patterns and the edge values.
+  add_executable(cli_double_shortest cli/double_shortest.c ${CMAKE_SOURCE_DIR}/cli/text.c
+                 ${CMAKE_SOURCE_DIR}/cli/trace_time.c ${CMAKE_SOURCE_DIR}/src/util/printable.c)
+  target_include_directories(cli_double_shortest PRIVATE ${CMAKE_SOURCE_DIR}/cli ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(cli_double_shortest PRIVATE PkgConfig::BABELTRACE2 m)
+  add_test(NAME cli_double_shortest COMMAND cli_double_shortest 1000000)
+  set_tests_properties(cli_double_shortest PROPERTIES TIMEOUT 300)
   # The native reader of mark's own traces against libbabeltrace2 (cli/trace_native.c).
   foreach(case compare hostile forced progress threads)
     add_test(NAME reader_${case}
@@ -129,4 +137,15 @@ if(TARGET mark_cli)
             $<TARGET_FILE:mark_cli> $<TARGET_FILE:tracer_prog>
             ${CMAKE_CURRENT_BINARY_DIR}/pairs-work/many_traces)
   set_tests_properties(pairs_many_traces PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
+endif()
+
+# `mark stats` remembers each event class's row and pair role (cmd_stats.c,
+# a cache keyed by the class's name and trace) and adds most values inline
+# (histo.h): two processes whose same-named markers pair differently, 400
+# classes sharing the cache's slots, and exact cells past 1024 values.
+if(TARGET mark_cli)
+  add_test(NAME stats_roles
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_stats_roles.py
+            $<TARGET_FILE:mark_cli> ${CMAKE_CURRENT_BINARY_DIR}/cli-work/stats_roles)
+  set_tests_properties(stats_roles PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 endif()
