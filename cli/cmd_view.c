@@ -241,29 +241,67 @@ static int view_event(const struct trace_event *ev, void *arg)
 		return 0;
 	v->shown++;
 	struct strbuf *sb = &v->line;
-	strbuf_add_lit(sb, "[");
-	if (!ev->has_time)
-		strbuf_addf(sb, "no time");
-	else if (v->relative)
-		trace_time_append_seconds(sb, ev->ns - v->first_ns);
-	else if (ev->clock_is_epoch)
-		trace_time_append_wall(sb, ev->ns, v->utc);
-	else
-		trace_time_append_seconds(sb, ev->ns);
-	strbuf_add_lit(sb, "]");
 	const struct ctx_slot *cs = ctx_slot(v, ev);
 	if (!cs) {
 		sb->failed = 1;
 		return 1;
 	}
-	strbuf_add_padded(sb, cs->text.data, cs->text.len);
-	if (slot->text) {
-		strbuf_add_padded(sb, slot->text, slot->text_len);
-	} else {
-		const char *name = cli_text(ev->name);
+	/*
+	 * "[TIME] cpu C tid T NAME:" with one reserve, through a local
+	 * pointer: appended piece by piece, each piece loaded and stored the
+	 * buffer's length and checked its room again (the stores through a
+	 * char pointer may alias them), most of view_event's own time.  The
+	 * context and name texts are padded (STRBUF_PAD readable bytes), so
+	 * each is one fixed-size copy.
+	 */
+	size_t ctx_len = cs->text.len, name_len = slot->text ? slot->text_len : 0;
+	size_t room = 1 + TRACE_TIME_PUT_MAX + 1 + (ctx_len > STRBUF_PAD ? ctx_len : STRBUF_PAD) +
+		      (name_len > STRBUF_PAD ? name_len : STRBUF_PAD) + 1;
+	if (!slot->text || strbuf_reserve(sb, room) != 0) {
+		/* out of memory (no escaped name, or no room): the old way, which
+		 * fails quietly and is reported below */
+		strbuf_add_lit(sb, "[");
+		if (!ev->has_time)
+			strbuf_add_lit(sb, "no time");
+		else if (v->relative)
+			trace_time_append_seconds(sb, ev->ns - v->first_ns);
+		else if (ev->clock_is_epoch)
+			trace_time_append_wall(sb, ev->ns, v->utc);
+		else
+			trace_time_append_seconds(sb, ev->ns);
+		strbuf_add_lit(sb, "]");
+		strbuf_add_padded(sb, cs->text.data, cs->text.len);
+		const char *name = slot->text ? slot->text : cli_text(ev->name);
 		strbuf_add(sb, name, strlen(name));
+		strbuf_add_lit(sb, ":");
+	} else {
+		char *p = sb->data + sb->len;
+		*p++ = '[';
+		if (!ev->has_time) {
+			memcpy(p, "no time", 7);
+			p += 7;
+		} else if (v->relative) {
+			p = trace_time_put_seconds(p, ev->ns - v->first_ns);
+		} else if (ev->clock_is_epoch) {
+			p = trace_time_put_wall(p, ev->ns, v->utc);
+		} else {
+			p = trace_time_put_seconds(p, ev->ns);
+		}
+		*p++ = ']';
+		if (ctx_len <= STRBUF_PAD)
+			memcpy(p, cs->text.data, STRBUF_PAD);
+		else
+			memcpy(p, cs->text.data, ctx_len);
+		p += ctx_len;
+		if (name_len <= STRBUF_PAD)
+			memcpy(p, slot->text, STRBUF_PAD);
+		else
+			memcpy(p, slot->text, name_len);
+		p += name_len;
+		*p++ = ':';
+		*p = '\0';
+		sb->len = (size_t)(p - sb->data);
 	}
-	strbuf_add_lit(sb, ":");
 	if (trace_event_payload_count(ev) > 0) {
 		strbuf_add_lit(sb, " ");
 		trace_event_payload_append(sb, ev, TRACE_VALUE_TEXT);

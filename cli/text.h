@@ -27,8 +27,16 @@ struct strbuf {
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void strbuf_add_grow(struct strbuf *sb, const char *text, size_t len);
 /* Room for `extra` more bytes and a NUL, for a caller that writes them at
- * data + len itself: 0, or -1 (out of memory; `failed` is set). */
-int strbuf_reserve(struct strbuf *sb, size_t extra);
+ * data + len itself: 0, or -1 (out of memory; `failed` is set).  The check
+ * is inline (every number `mark view` prints makes one), the growing is
+ * strbuf_grow(). */
+int strbuf_grow(struct strbuf *sb, size_t extra);
+static inline int strbuf_reserve(struct strbuf *sb, size_t extra)
+{
+	if (!sb->failed && sb->cap - sb->len > extra)
+		return 0;
+	return strbuf_grow(sb, extra);
+}
 /* Inline when it fits: `mark view` appends a dozen short pieces per event. */
 static inline void strbuf_add(struct strbuf *sb, const char *text, size_t len)
 {
@@ -63,9 +71,26 @@ static inline void strbuf_add_padded(struct strbuf *sb, const char *text, size_t
 /* Decimal (at least min_digits, zero-padded), signed decimal, hex without "0x". */
 void strbuf_add_uint(struct strbuf *sb, uint64_t v, unsigned min_digits);
 /* The n last decimal digits of v, zero-padded, written to end - n .. end - 1
- * (no NUL); the number of decimal digits of v (1 for 0). */
+ * (no NUL). */
 void text_put_digits(char *end, uint64_t v, unsigned n);
-unsigned text_count_digits(uint64_t v);
+/* The number of decimal digits of v (1 for 0).  Inline: a handful of
+ * instructions, and it was a call for every integer `mark view` prints. */
+static inline unsigned text_count_digits(uint64_t v)
+{
+	static const uint64_t p10[20] = {
+		1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+		1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+		100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+		1000000000000000000ull, 10000000000000000000ull,
+	};
+	/* bits * log10(2) (1233/4096), plus one, is the count or one more.
+	 * v | 1 has the same bits and digits as v (the powers of ten it is
+	 * compared with are even), and those of 1 for 0. */
+	uint64_t u = v | 1;
+	unsigned bits = 64u - (unsigned)__builtin_clzll(u);
+	unsigned n = (bits * 1233u >> 12) + 1;
+	return n - (u < p10[n - 1]);
+}
 void strbuf_add_int(struct strbuf *sb, int64_t v);
 void strbuf_add_hex(struct strbuf *sb, uint64_t v);
 void strbuf_reset(struct strbuf *sb);        /* empty it, keep the memory */

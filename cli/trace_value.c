@@ -36,10 +36,13 @@ static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_p
 	const char *q = style == TRACE_VALUE_JSON ? "\"" : "";
 	switch (base) {
 	case BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_HEXADECIMAL:
-		strbuf_add(sb, q, strlen(q));
-		strbuf_add(sb, "0x", 2);
+		if (style == TRACE_VALUE_JSON)
+			strbuf_add_lit(sb, "\"0x");
+		else
+			strbuf_add_lit(sb, "0x");
 		strbuf_add_hex(sb, v);
-		strbuf_add(sb, q, strlen(q));
+		if (style == TRACE_VALUE_JSON)
+			strbuf_add_lit(sb, "\"");
 		break;
 	case BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_OCTAL:
 		strbuf_addf(sb, "%s0%" PRIo64 "%s", q, v, q);
@@ -246,9 +249,94 @@ static bool digits_at(u128 V, int sh, int p, bool narrow, bool even, int *k, uin
 	return false;
 }
 
+/*
+ * The shortest digits of V / 2^sh (not a power of two: the interval of
+ * the doubles that read back is symmetric) in one pass instead of the
+ * binary search's four or five digits_at() calls, the idea of Ryu's digit
+ * removal loop done with exact integers.  The value is scaled by 10^s so
+ * that X = V * 10^s / 2^sh lies in [10^16, 10^17): 17 digits, which
+ * always read back (half an ulp is more than 1/2 in X's units: the
+ * nearest integer is inside).  The
+ * integers in the interval (X - W .. X + W, W = 2 * 10^s / 2^sh, the ends
+ * included when the mantissa is even) are a .. b; the shortest precision
+ * 17 - j is the largest j for which some multiple of 10^j lies in a .. b.
+ * Its digits are X / 10^j rounded half to even, as printf rounds: the
+ * interval is symmetric about X, so when any multiple of 10^j is inside,
+ * the nearest one is too, which makes this the precision and digits of
+ * the search for the first %.{p-1}e that reads back.  k is floor(log10)
+ * or one less (corrected here); false when 128 bits would not do.
+ */
+static bool shortest_symmetric(u128 V, int sh, bool even, int k, uint64_t *digits, int *prec, int *k10)
+{
+	static const uint64_t p10[18] = {
+		1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+		1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+		100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+	};
+	if (k < -5)   /* |d| >= 1e-5 (the double, a little above 10^-5): k >= -5 */
+		k = -5;
+	u128 N, mask = ((u128)1 << sh) - 1;
+	uint64_t Q;
+	int s;
+	for (int tries = 0;; tries++) {
+		/* s <= 21 and V < 2^55: N < 2^125, N + W below 2^126 */
+		s = 16 - k;
+		if (tries == 3 || s > 21 || s < 0)
+			return false;
+		N = V * pow10_128(s);
+		u128 q = N >> sh;
+		if (q >= p10[17])
+			k++;
+		else if (q < p10[16])
+			k--;
+		else {
+			Q = (uint64_t)q;
+			break;
+		}
+	}
+	u128 W = 2 * pow10_128(s), lo = N - W, hi = N + W;
+	/* a: the least integer in the interval, b the largest */
+	uint64_t a = (uint64_t)(lo >> sh) + ((lo & mask) != 0 || !even);
+	uint64_t b = (uint64_t)(hi >> sh) - ((hi & mask) == 0 && !even);
+	/* 16 at most: one significant digit is the least %e prints (a
+	 * multiple of 10^17 in the interval is 10^17, "1e(k+1)") */
+	int j = 0;
+	while (j < 16) {
+		uint64_t a1 = (a + 9) / 10, b1 = b / 10;
+		if (a1 > b1)
+			break;
+		a = a1;
+		b = b1;
+		j++;
+	}
+	uint64_t qj = Q, rj = 0;
+	bool up;
+	if (j == 0) {
+		u128 r = N & mask, half = (u128)1 << (sh - 1);
+		up = r > half || (r == half && (Q & 1));
+	} else {
+		/* X / 10^j = qj + (rj + r / 2^sh) / 10^j: exactly half only
+		 * when rj is half and nothing is below 1 */
+		uint64_t half = 5 * p10[j - 1];
+		qj = Q / p10[j];
+		rj = Q - qj * p10[j];
+		up = rj > half || (rj == half && ((N & mask) != 0 || (qj & 1)));
+	}
+	*prec = 17 - j;
+	*k10 = k;
+	qj += up;
+	if (qj == p10[*prec]) {   /* 9.99.. rounded up to 10.0: one more integer digit */
+		qj = p10[*prec - 1];
+		(*k10)++;
+	}
+	*digits = qj;
+	return true;
+}
+
 /* The text of the shortest-digits search for d in text (NUL-terminated, at
- * least 40 bytes); false when d is outside this exact path's range. */
-static bool exact_shortest_double(char *text, double d)
+ * least 40 bytes) and its length; 0 when d is outside this exact path's
+ * range. */
+static size_t exact_shortest_double(char *text, double d)
 {
 	uint64_t bits;
 	memcpy(&bits, &d, sizeof(bits));
@@ -256,7 +344,7 @@ static bool exact_shortest_double(char *text, double d)
 	uint64_t frac = bits & ((UINT64_C(1) << 52) - 1);
 	double a = fabs(d);
 	if (bexp == 0 || bexp == 0x7ff || !(a >= 1e-5) || a >= 0x1p53)
-		return false;
+		return 0;
 	uint64_t m = frac | (UINT64_C(1) << 52);
 	int sh = 2 - (bexp - 1075);   /* e = bexp - 1075 < 0 here */
 	u128 V = (u128)m << 2;
@@ -276,53 +364,38 @@ static bool exact_shortest_double(char *text, double d)
 	int k10 = 0, prec;
 	bool ok;
 	if (!narrow) {
-		/* the binary search of shortest_double(), 15 first */
-		int lo = 1, hi = 17;
-		bool first = true, have = false;
-		while (lo < hi) {
-			int mid = first ? 15 : (lo + hi) / 2;
-			first = false;
-			uint64_t dg;
-			int kk;
-			bool in = digits_at(V, sh, mid, narrow, even, &k, &dg, &kk, &ok);
-			if (!ok)
-				return false;
-			if (in) {
-				hi = mid;
-				dig = dg;
-				k10 = kk;
-				have = true;
-			} else {
-				lo = mid + 1;
-			}
-		}
-		prec = lo;
-		if (!have || hi != prec) {
-			digits_at(V, sh, prec, narrow, even, &k, &dig, &k10, &ok);
-			if (!ok)
-				return false;
-		}
+		if (!shortest_symmetric(V, sh, even, k, &dig, &prec, &k10))
+			return 0;
 	} else {
 		/* a power of two: the first precision that reads back, 17 at most */
 		for (prec = 1;; prec++) {
 			bool in = digits_at(V, sh, prec, narrow, even, &k, &dig, &k10, &ok);
 			if (!ok)
-				return false;
+				return 0;
 			if (in || prec == 17)
 				break;
 		}
 	}
-	char dg[24];
-	text_put_digits(dg + prec, dig, (unsigned)prec);
+	/* The digits are written where they go, the part before the point
+	 * and the part after it each by text_put_digits(): written into a
+	 * scratch array and copied from there, the copy's wide loads waited
+	 * for the narrow stores to retire (a failed store-to-load forwarding,
+	 * the top line of add_double's profile). */
+	static const uint64_t p10[17] = {
+		1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+		1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+		100000000000000ull, 1000000000000000ull, 10000000000000000ull,
+	};
 	char *o = text;
 	if (signbit(d))
 		*o++ = '-';
 	if (k10 < -4 || k10 >= 16) {
 		/* %.{prec-1}e */
-		*o++ = dg[0];
+		uint64_t first = dig / p10[prec - 1];
+		*o++ = (char)('0' + first);
 		if (prec > 1) {
 			*o++ = '.';
-			memcpy(o, dg + 1, (size_t)prec - 1);
+			text_put_digits(o + prec - 1, dig - first * p10[prec - 1], (unsigned)prec - 1);
 			o += prec - 1;
 		}
 		*o++ = 'e';
@@ -341,24 +414,25 @@ static bool exact_shortest_double(char *text, double d)
 		text_put_digits(o + t, (uint64_t)ip, t);
 		o += t;
 	} else if (k10 >= 0) {
-		/* integer part dg[0..k10], then the rest after the point */
-		memcpy(o, dg, (size_t)k10 + 1);
+		/* k10 + 1 digits before the point, the other nf after it */
+		int nf = prec - 1 - k10;
+		uint64_t ip = nf ? dig / p10[nf] : dig;
+		text_put_digits(o + k10 + 1, ip, (unsigned)k10 + 1);
 		o += k10 + 1;
-		if (k10 + 1 < prec) {
+		if (nf) {
 			*o++ = '.';
-			memcpy(o, dg + k10 + 1, (size_t)(prec - k10 - 1));
-			o += prec - k10 - 1;
+			text_put_digits(o + nf, dig - ip * p10[nf], (unsigned)nf);
+			o += nf;
 		}
 	} else {
-		*o++ = '0';
-		*o++ = '.';
-		for (int i = 0; i < -k10 - 1; i++)
-			*o++ = '0';
-		memcpy(o, dg, (size_t)prec);
+		/* "0.", -k10 - 1 zeros (at most 4), the digits */
+		memcpy(o, "0.000000", 8);
+		o += 1 - k10;
+		text_put_digits(o + prec, dig, (unsigned)prec);
 		o += prec;
 	}
 	*o = '\0';
-	return true;
+	return (size_t)(o - text);
 }
 
 static void add_double(struct strbuf *sb, double d, bool single, enum trace_value_style style)
@@ -398,12 +472,20 @@ static void add_double(struct strbuf *sb, double d, bool single, enum trace_valu
 		strbuf_add_int(sb, (int64_t)d);
 		return;
 	}
+	if (!single) {
+		/* straight into the buffer, its length known: no copy, no strlen */
+		if (strbuf_reserve(sb, 40) != 0)
+			return;
+		size_t n = exact_shortest_double(sb->data + sb->len, d);
+		if (n) {
+			sb->len += n;
+			return;
+		}
+	}
 	int prec = 1;
 	uint64_t bits;
 	memcpy(&bits, &d, sizeof(bits));
-	if (!single && exact_shortest_double(text, d)) {
-		/* text is set */
-	} else if (!single && (bits & ((UINT64_C(1) << 52) - 1)) != 0) {
+	if (!single && (bits & ((UINT64_C(1) << 52) - 1)) != 0) {
 		shortest_double(text, sizeof(text), d);
 	} else {
 		for (; prec < (single ? 9 : 17); prec++) {

@@ -29,6 +29,14 @@ if(TARGET mark_cli)
   target_include_directories(cli_double_text PRIVATE ${CMAKE_SOURCE_DIR}/cli ${CMAKE_SOURCE_DIR}/src)
   target_link_libraries(cli_double_text PRIVATE PkgConfig::BABELTRACE2 m)
   add_test(NAME cli_double_text COMMAND cli_double_text 100000)
+  # The same and the integer and time text against libc, with round-trip and
+  # shortest checks, for a million random bit patterns and the edge values.
+  add_executable(cli_double_shortest cli/double_shortest.c ${CMAKE_SOURCE_DIR}/cli/text.c
+                 ${CMAKE_SOURCE_DIR}/cli/trace_time.c ${CMAKE_SOURCE_DIR}/src/util/printable.c)
+  target_include_directories(cli_double_shortest PRIVATE ${CMAKE_SOURCE_DIR}/cli ${CMAKE_SOURCE_DIR}/src)
+  target_link_libraries(cli_double_shortest PRIVATE PkgConfig::BABELTRACE2 m)
+  add_test(NAME cli_double_shortest COMMAND cli_double_shortest 1000000)
+  set_tests_properties(cli_double_shortest PROPERTIES TIMEOUT 300)
   # The native reader of mark's own traces against libbabeltrace2 (cli/trace_native.c).
   foreach(case compare hostile forced progress threads)
     add_test(NAME reader_${case}
