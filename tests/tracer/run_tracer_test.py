@@ -764,6 +764,18 @@ def s_cancel():
     check(len(tr.named("t_cancel")) == 1, "the cancelled thread's event (recorded before the cancellation acted)")
 
 
+def event_and_loss_times(path):
+    """The times (ns from origin, bt2) of the trace's events, and the ends
+    of its discarded-events messages that count something."""
+    ev_ns, loss_ns = [], []
+    for msg in bt2.TraceCollectionMessageIterator(path):
+        if type(msg) is bt2._EventMessageConst:
+            ev_ns.append(msg.default_clock_snapshot.ns_from_origin)
+        elif type(msg) is bt2._DiscardedEventsMessageConst and msg.count:
+            loss_ns.append(msg.end_default_clock_snapshot.ns_from_origin)
+    return ev_ns, loss_ns
+
+
 def s_noring():
     """A thread whose buffer file cannot be created (no free descriptor):
     one warning naming the reason, and a thread started once descriptors
@@ -789,12 +801,7 @@ def s_noring():
           % (n, tr.discarded, stats(d)["lost"]))
     # Stamped in the trace's clock (aarch64: CNTVCT ticks, not nanoseconds),
     # within the recording: after its first event, not hours after its last.
-    ev_ns, loss_ns = [], []
-    for msg in bt2.TraceCollectionMessageIterator(d):
-        if type(msg) is bt2._EventMessageConst:
-            ev_ns.append(msg.default_clock_snapshot.ns_from_origin)
-        elif type(msg) is bt2._DiscardedEventsMessageConst and msg.count:
-            loss_ns.append(msg.end_default_clock_snapshot.ns_from_origin)
+    ev_ns, loss_ns = event_and_loss_times(d)
     check(ev_ns and loss_ns and all(min(ev_ns) <= t <= max(ev_ns) + 10 * 10**9 for t in loss_ns),
           "the loss is stamped outside the recording: events %s..%s ns, losses at %s"
           % (min(ev_ns or [0]), max(ev_ns or [0]), loss_ns))
@@ -855,12 +862,7 @@ def s_noring_killed():
         check(tr.discarded == 2 * n and stats(path)["lost"] == 2 * n,
               "%s: the %d events without a buffer: %d discarded in the trace (babeltrace2), %d in .mark-stats"
               % (path, 2 * n, tr.discarded, stats(path)["lost"]))
-        ev_ns, loss_ns = [], []
-        for msg in bt2.TraceCollectionMessageIterator(path):
-            if type(msg) is bt2._EventMessageConst:
-                ev_ns.append(msg.default_clock_snapshot.ns_from_origin)
-            elif type(msg) is bt2._DiscardedEventsMessageConst and msg.count:
-                loss_ns.append(msg.end_default_clock_snapshot.ns_from_origin)
+        ev_ns, loss_ns = event_and_loss_times(path)
         check(ev_ns and loss_ns and all(min(ev_ns) <= t <= min(ev_ns) + 60 * 10**9 for t in loss_ns),
               "%s: a loss is stamped outside the recording: first event at %s ns, losses at %s"
               % (path, min(ev_ns or [0]), loss_ns))
