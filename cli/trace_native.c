@@ -48,6 +48,7 @@
 #include "text.h"
 #include "tracer/trace_format.h"
 #include "util/printable.h"
+#include "util/uuid_text.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -390,20 +391,6 @@ static char *quoted(struct cur *c)
 	return out;
 }
 
-static bool parse_uuid(const char *s, uint8_t *out)
-{
-	for (int i = 0; i < 16; i++) {
-		if (*s == '-')
-			s++;
-		unsigned v;
-		if (sscanf(s, "%2x", &v) != 1 || !s[0] || !s[1])
-			return false;
-		out[i] = (uint8_t)v;
-		s += 2;
-	}
-	return *s == '"';
-}
-
 /* The text between `key` and the next ";\n" inside [from, to), or NULL. */
 static const char *find_in(const char *from, const char *to, const char *key)
 {
@@ -598,7 +585,8 @@ static int parse_metadata(const struct tn_reader *r, struct tn_trace *t, const c
 	else
 		return TRACE_NATIVE_NOT_MINE;
 	const char *u = find_in(text, hend, "\tuuid = \"");
-	if (!u || !parse_uuid(u, t->uuid))
+	const char *uend = u ? mark_uuid_parse(u, t->uuid) : NULL;
+	if (!uend || *uend != '"')
 		return TRACE_NATIVE_NOT_MINE;
 	if (!find_in(text, hend, "} := mark_char_t;\n"))
 		return TRACE_NATIVE_NOT_MINE;

@@ -48,8 +48,8 @@
 #define _GNU_SOURCE
 #include "tracer_internal.h"
 #include "util/printable.h"
+#include "util/uuid_text.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -277,17 +277,8 @@ static bool metadata_trace_uuid(int dfd, uint8_t uuid[16])
 	const char *t = strstr(buf, "\ntrace {"), *u = t ? strstr(t, "\tuuid = \"") : NULL;
 	if (!u)
 		return false;
-	u += 9;
-	for (int i = 0; i < 16; i++) {
-		if (*u == '-')
-			u++;
-		unsigned v;
-		if (!isxdigit((unsigned char)u[0]) || !isxdigit((unsigned char)u[1]) || sscanf(u, "%2x", &v) != 1)
-			return false;
-		uuid[i] = (uint8_t)v;
-		u += 2;
-	}
-	return *u == '"';
+	const char *end = mark_uuid_parse(u + 9, uuid);
+	return end && *end == '"';
 }
 
 /*

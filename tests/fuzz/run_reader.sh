@@ -30,9 +30,11 @@ for pc in liburcu-bp babeltrace2; do
 done
 afl_require
 
-# The reader and what it calls: the escaping (text.c, src/util/printable.c) and the value text
+# The reader and what it calls: the escaping (text.c, src/util/printable.c), the UUID text
+# (src/util/uuid_text.c) and the value text
 # (trace_value.c, which also holds the babeltrace2 path: linked, not run).
-reader=("$repo/cli/trace_native.c" "$repo/cli/text.c" "$repo/cli/trace_value.c" "$repo/src/util/printable.c")
+reader=("$repo/cli/trace_native.c" "$repo/cli/text.c" "$repo/cli/trace_value.c" "$repo/src/util/printable.c"
+	"$repo/src/util/uuid_text.c")
 flags=(-g -O1 -I"$repo/include" -I"$repo/src" -I"$repo/cli" $(pkg-config --cflags babeltrace2))
 libs=($(pkg-config --libs babeltrace2) -lm)
 
