@@ -484,6 +484,21 @@ def marker_key(counts, short):
 EXPECTED = {"cli_req_begin": 2000, "cli_req_end": 2000, "cli_tick": 2000, "cli_once": 1}
 
 
+def stats_table(out, first_col):
+    """{first column: [other columns]} of the table whose header starts with first_col."""
+    lines = out.splitlines()
+    for i, l in enumerate(lines):
+        if l.startswith(first_col + " "):
+            rows = {}
+            for row in lines[i + 1:]:
+                if not row.strip():
+                    break
+                parts = row.split()
+                rows[parts[0]] = parts[1:]
+            return rows
+    return {}
+
+
 def stats_marker_counts(out):
     """{marker: count} from `mark stats` output: the marker table runs from its
     header (line 3) to the blank line before the pairs table."""

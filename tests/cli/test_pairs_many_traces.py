@@ -26,7 +26,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import test_cli  # noqa: E402
-from test_cli import check, fresh, need_babeltrace2, run  # noqa: E402
+from test_cli import check, fresh, need_babeltrace2, run, stats_table  # noqa: E402
 
 SEQ_PROCS = 300       # tracer_prog seq: one marker, a 2 ms sleep after each event
 if os.environ.get("MARK_TEST_EMULATOR") or os.environ.get("MARK_TEST_SANITIZER"):
@@ -39,21 +39,6 @@ SEQ_EVENTS = 300
 PAIR_PROCS = 20       # tracer_prog pairs: t_req/t_io pairs on 2 threads
 PAIR_ROUNDS = 200
 NATIVE_TIMEOUT = 60   # the fixed code needs well under a second here
-
-
-def stats_table(out, first_col):
-    """{first column: [other columns]} of the table whose header starts with first_col."""
-    lines = out.splitlines()
-    for i, l in enumerate(lines):
-        if l.startswith(first_col + " "):
-            rows = {}
-            for row in lines[i + 1:]:
-                if not row.strip():
-                    break
-                parts = row.split()
-                rows[parts[0]] = parts[1:]
-            return rows
-    return {}
 
 
 def compare(mark, args, trace, workdir, label):

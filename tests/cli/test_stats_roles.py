@@ -29,7 +29,7 @@ import uuid as uuidlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_ctf  # noqa: E402
-from test_cli import check, failures, fresh, need_babeltrace2, run  # noqa: E402
+from test_cli import check, failures, fresh, need_babeltrace2, run, stats_table  # noqa: E402
 
 K = 100          # pairs (mI) declared by pid-1
 ROUNDS = 3       # events of every class in the interleaved part
@@ -98,21 +98,6 @@ def build(trace):
     return a, b
 
 
-def table(out, first):
-    """{first column: [other columns]} of the table whose header starts with `first`."""
-    lines = out.splitlines()
-    for i, l in enumerate(lines):
-        if l.startswith(first + " "):
-            rows = {}
-            for row in lines[i + 1:]:
-                if not row.strip():
-                    break
-                parts = row.split()
-                rows[parts[0]] = parts[1:]
-            return rows
-    return {}
-
-
 def duration_text(ns):
     """cli/trace_time.c's trace_time_append_duration."""
     if ns < 1000:
@@ -172,7 +157,7 @@ def main():
     check(st.returncode == 0, "stats: exit %d: %s" % (st.returncode, st.stderr[-400:]))
 
     # markers: rows by name, both traces together
-    markers = table(st.stdout, "marker")
+    markers = stats_table(st.stdout, "marker")
     want = {}
     for _, n, _ in a + b:
         want[n] = want.get(n, 0) + 1
@@ -188,7 +173,7 @@ def main():
         check(markers.get(n, [])[2:] == cells, "marker %s: %r, want intervals %r" % (n, markers.get(n), cells))
 
     # pairs: only pid-1's, every one closed; pid-2's events pair with nothing
-    pairs = table(st.stdout, "pair")
+    pairs = stats_table(st.stdout, "pair")
     check(len(pairs) == K, "%d pair rows, want %d: %r" % (len(pairs), K, sorted(pairs)[:10]))
     for i in range(K):
         durs = [durations_of(i, r) for r in range(ROUNDS)] + ([long_duration(j) for j in range(LONG)] if i == 0 else [])
