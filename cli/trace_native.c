@@ -213,13 +213,23 @@ struct tn_batch {
 
 struct tn_pipe;
 
+/*
+ * A stream in the merge's heap, with its next message's time beside it:
+ * the comparisons read the slots alone (one cache line for a few streams)
+ * instead of a stream structure each.  `ns` is s->ns, updated with it.
+ */
+struct tn_heap_slot {
+	int64_t ns;
+	struct tn_stream *s;
+};
+
 struct tn_reader {
 	const char *directory;
 	struct tn_trace *traces;
 	size_t ntraces;
 	struct tn_stream **streams;  /* all streams                              */
 	size_t nstreams, cap;
-	struct tn_stream **heap;     /* streams with a next message, min-heap    */
+	struct tn_heap_slot *heap;   /* streams with a next message, min-heap    */
 	size_t nheap;
 	uint64_t next_index;
 	int64_t last_ns;
@@ -252,6 +262,7 @@ struct tn_reader {
 	 * `events` for every event, which would slow the reading side's
 	 * loads from a shared line). */
 	_Alignas(64) uint64_t events;
+	uint64_t direct_messages;    /* one thread: messages delivered (progress) */
 	uint64_t total_bytes, progress_bytes;
 	int64_t start_ns, drawn_ns;
 };
@@ -1004,21 +1015,38 @@ static bool before(const struct tn_stream *a, const struct tn_stream *b)
 	return a->instance_id < b->instance_id;
 }
 
+static inline bool slot_before(const struct tn_heap_slot *a, const struct tn_heap_slot *b)
+{
+	return a->ns != b->ns ? a->ns < b->ns : before(a->s, b->s);   /* equal times are rare */
+}
+
+/* The slot at i has moved later (its stream's next message): restore the heap below it. */
 static void heap_down(struct tn_reader *r, size_t i)
 {
+	struct tn_heap_slot *h = r->heap;
 	for (;;) {
 		size_t l = 2 * i + 1, m = i;
-		if (l < r->nheap && before(r->heap[l], r->heap[m]))
+		if (l < r->nheap && slot_before(&h[l], &h[m]))
 			m = l;
-		if (l + 1 < r->nheap && before(r->heap[l + 1], r->heap[m]))
+		if (l + 1 < r->nheap && slot_before(&h[l + 1], &h[m]))
 			m = l + 1;
 		if (m == i)
 			return;
-		struct tn_stream *tmp = r->heap[i];
-		r->heap[i] = r->heap[m];
-		r->heap[m] = tmp;
+		struct tn_heap_slot tmp = h[i];
+		h[i] = h[m];
+		h[m] = tmp;
 		i = m;
 	}
+}
+
+/* The stream at the top of the heap moved to its next message (more: 1), or ended (0). */
+static void heap_top_moved(struct tn_reader *r, int more)
+{
+	if (more > 0)
+		r->heap[0].ns = r->heap[0].s->ns;
+	else
+		r->heap[0] = r->heap[--r->nheap];
+	heap_down(r, 0);
 }
 
 static void heap_build(struct tn_reader *r)
@@ -1206,23 +1234,17 @@ static inline void mark_buffer_used(struct tn_reader *r, struct tn_buf *b)
 }
 
 /*
- * Add the stream's current message to the batch being filled: an event,
- * or for a packet beginning the loss before it, if any.  The buffer it
- * points into is then in use until that batch is delivered.
+ * The stream's current message for the callbacks, in *m: an event, or for
+ * a packet beginning the loss before it, if any.  false: none to deliver.
  */
-static void add_message(struct tn_reader *r, struct tn_stream *s)
+static inline bool message_of(struct tn_reader *r, struct tn_stream *s, struct tn_rec *m)
 {
 	struct tn_buf *b = s->cur;
-	struct tn_batch *batch = r->batch;
 	if (!s->at_packet) {
-		if (r->ops->event) {
-			batch->recs[batch->n++] = (struct tn_rec){ .buf = b, .cls = s->cls, .ns = s->ns,
-								   .off = (uint32_t)s->ev_off, .end = (uint32_t)s->ev_end,
-								   .cpu = le32(b->data + s->ev_off + 12),
-								   .text = TN_NO_TEXT };
-			mark_buffer_used(r, b);
-		}
-		return;
+		*m = (struct tn_rec){ .buf = b, .cls = s->cls, .ns = s->ns, .off = (uint32_t)s->ev_off,
+				      .end = (uint32_t)s->ev_end, .cpu = le32(b->data + s->ev_off + 12),
+				      .text = TN_NO_TEXT };
+		return r->ops->event != NULL;
 	}
 	/* The stream's packet begins: its thread from now on, and the loss before it. */
 	if (!s->indexed) {
@@ -1235,10 +1257,75 @@ static void add_message(struct tn_reader *r, struct tn_stream *s)
 	uint64_t count = s->first_packet_done ? discarded - s->prev_discarded : 0;
 	s->first_packet_done = true;
 	s->prev_discarded = discarded;
-	if (report && r->ops->discarded) {
-		batch->recs[batch->n++] = (struct tn_rec){ .buf = b, .lost = count };
-		mark_buffer_used(r, b);
+	*m = (struct tn_rec){ .buf = b, .lost = count };
+	return report && r->ops->discarded;
+}
+
+/*
+ * Add the stream's current message, if any, to the batch being filled.
+ * The buffer it points into is then in use until that batch is delivered.
+ */
+static void add_message(struct tn_reader *r, struct tn_stream *s)
+{
+	struct tn_rec m;
+	if (message_of(r, s, &m)) {
+		r->batch->recs[r->batch->n++] = m;
+		mark_buffer_used(r, s->cur);
 	}
+}
+
+/*
+ * Run the callbacks on one message; its arguments' text written ahead, if
+ * any, is in `text_ahead` (NULL: none).  Returns 0, or the event
+ * callback's non-zero value.
+ */
+static inline int deliver_rec(struct tn_reader *r, const struct tn_rec *m, const struct strbuf *text_ahead)
+{
+	const struct trace_reader_ops *ops = r->ops;
+	const struct tn_buf *b = m->buf;
+	const struct tn_trace *t = b->trace;
+	if (!m->cls) {
+		struct trace_loss loss = {
+			.count = m->lost,
+			.stream_index = b->stream_index,
+			.pid = t->vpid > 0 ? t->vpid : -1,
+			.tid = b->tid >= 0 ? b->tid : -1,   /* 0: the tracer's stream of events without a buffer */
+			.procname = t->procname,
+			.ntraces = r->shown_traces,
+		};
+		ops->discarded(&loss, r->arg);
+		return 0;
+	}
+	const uint8_t *p = b->data + m->off;
+	struct trace_native_event nev = { .trace = t, .cls = m->cls, .payload = p + 16, .end = b->data + m->end };
+	if (m->text != TN_NO_TEXT) {
+		const char *text = text_ahead->data + m->text;
+		memcpy(&nev.text_len, text, sizeof(nev.text_len));
+		nev.text = text + sizeof(nev.text_len);
+		nev.text_style = ops->payload_style;
+	}
+	/* Every member assigned, none zeroed: an initialiser would clear
+	 * the whole struct first (a `rep stos`, a seventh of `mark stats`). */
+	struct trace_event ev;
+	ev.name = m->cls->name;
+	ev.has_time = true;
+	ev.ns = m->ns;
+	ev.clock_is_epoch = true;
+	ev.cpu = m->cpu;
+	ev.pid = t->vpid > 0 ? t->vpid : -1;
+	ev.tid = b->tid > 0 ? b->tid : -1;
+	ev.stream_index = b->stream_index;
+	ev.procname = t->procname;
+	ev.thread_name = b->thread_name[0] ? b->thread_name : NULL;
+	ev.trace = t;
+	ev.payload = NULL;
+	ev.event = NULL;
+	ev.native = &nev;
+	ev.ntraces = r->shown_traces;
+	int rc = ops->event(&ev, r->arg);
+	if (rc == 0)
+		progress_tick(r);
+	return rc;
 }
 
 /*
@@ -1247,70 +1334,25 @@ static void add_message(struct tn_reader *r, struct tn_stream *s)
  */
 static int deliver(struct tn_reader *r, const struct tn_batch *batch)
 {
-	const struct trace_reader_ops *ops = r->ops;
 	r->progress_bytes = batch->done_bytes;
 	for (size_t i = 0; i < batch->n; i++) {
-		const struct tn_rec *m = &batch->recs[i];
-		const struct tn_buf *b = m->buf;
-		const struct tn_trace *t = b->trace;
-		if (!m->cls) {
-			struct trace_loss loss = {
-				.count = m->lost,
-				.stream_index = b->stream_index,
-				.pid = t->vpid > 0 ? t->vpid : -1,
-				.tid = b->tid >= 0 ? b->tid : -1,   /* 0: the tracer's stream of events without a buffer */
-				.procname = t->procname,
-				.ntraces = r->shown_traces,
-			};
-			ops->discarded(&loss, r->arg);
-			continue;
-		}
-		const uint8_t *p = b->data + m->off;
-		struct trace_native_event nev = { .trace = t, .cls = m->cls, .payload = p + 16, .end = b->data + m->end };
-		if (m->text != TN_NO_TEXT) {
-			const char *text = batch->text.data + m->text;
-			memcpy(&nev.text_len, text, sizeof(nev.text_len));
-			nev.text = text + sizeof(nev.text_len);
-			nev.text_style = ops->payload_style;
-		}
-		/* Every member assigned, none zeroed: an initialiser would clear
-		 * the whole struct first (a `rep stos`, a seventh of `mark stats`). */
-		struct trace_event ev;
-		ev.name = m->cls->name;
-		ev.has_time = true;
-		ev.ns = m->ns;
-		ev.clock_is_epoch = true;
-		ev.cpu = m->cpu;
-		ev.pid = t->vpid > 0 ? t->vpid : -1;
-		ev.tid = b->tid > 0 ? b->tid : -1;
-		ev.stream_index = b->stream_index;
-		ev.procname = t->procname;
-		ev.thread_name = b->thread_name[0] ? b->thread_name : NULL;
-		ev.trace = t;
-		ev.payload = NULL;
-		ev.event = NULL;
-		ev.native = &nev;
-		ev.ntraces = r->shown_traces;
-		int rc = ops->event(&ev, r->arg);
+		int rc = deliver_rec(r, &batch->recs[i], &batch->text);
 		if (rc != 0)
 			return rc;
-		progress_tick(r);
 	}
 	return 0;
 }
 
-static int hand_over(struct tn_reader *r);
-
-/* Hand the stream's current message to the callbacks now (--follow: one thread, batches of one). */
+/*
+ * Hand the stream's current message to the callbacks now: one thread
+ * (--follow, MARK_READER_THREADS=1, one CPU), which has no reason to
+ * stage it in a batch.  Its packet's buffer is not overwritten before the
+ * stream's next packet (packet_buffer), so the callbacks read it in place.
+ */
 static int emit_message(struct tn_reader *r, struct tn_stream *s)
 {
-	struct tn_rec one;
-	struct tn_batch batch = { .recs = &one };
-	r->batch = &batch;
-	add_message(r, s);
-	int rc = hand_over(r);
-	r->batch = NULL;
-	return rc;
+	struct tn_rec m;
+	return message_of(r, s, &m) ? deliver_rec(r, &m, NULL) : 0;
 }
 
 /*
@@ -1379,23 +1421,16 @@ struct tn_pipe {
 };
 
 /*
- * The reading side: the batch being filled is complete.  With one thread
- * deliver it; with two, hand it over and wait for a free slot.  Returns 0
- * to read on, else the callbacks stopped the reading (one thread: their
- * value; two: 1, the delivering side holds their value).
+ * The reading side of two threads: the batch being filled is complete.
+ * Hand it over and wait for a free slot.  Returns 0 to read on, else 1:
+ * the callbacks stopped the reading (the delivering side holds their
+ * value).
  */
 static int hand_over(struct tn_reader *r)
 {
 	if (r->progress)
 		r->batch->done_bytes = bytes_read(r);
 	struct tn_pipe *p = r->pipe;
-	if (!p) {
-		int rc = deliver(r, r->batch);
-		r->delivered = ++r->batch_seq;
-		r->batch->n = 0;
-		r->batch_bytes = 0;
-		return rc;
-	}
 	if (r->ops->payload_text && r->ops->event && r->text_ahead != TEXT_AHEAD_NEVER) {
 		/* The callbacks are behind when two batches or more wait for
 		 * them (the pipe holds TN_PIPE_DEPTH): this thread would wait,
@@ -1433,7 +1468,7 @@ static int hand_over(struct tn_reader *r)
  */
 static int read_failed(struct tn_reader *r)
 {
-	int rc = r->batch->n > 0 ? hand_over(r) : 0;
+	int rc = r->batch && r->batch->n > 0 ? hand_over(r) : 0;
 	if (rc != 0)
 		return rc;
 	r->read_failed = true;
@@ -1441,10 +1476,11 @@ static int read_failed(struct tn_reader *r)
 }
 
 /*
- * The reading side: merge the streams' messages in time order into
- * batches until every stream ends.  Returns 0 at the end (the last batch
- * handed over), -1 on bad input (said on r->err), or non-zero from
- * hand_over when the callbacks stopped the reading.
+ * The reading side: merge the streams' messages in time order until every
+ * stream ends, into batches for the other thread (r->pipe), else straight
+ * to the callbacks.  Returns 0 at the end (the last batch handed over), -1
+ * on bad input (said on r->err), or non-zero from the callbacks (one
+ * thread) or hand_over when they stopped the reading.
  */
 static int read_merged(struct tn_reader *r)
 {
@@ -1452,11 +1488,11 @@ static int read_merged(struct tn_reader *r)
 	for (size_t i = 0; i < r->nstreams; i++) {
 		if (load_packet(r, r->streams[i]) != 0)
 			return read_failed(r);
-		r->heap[r->nheap++] = r->streams[i];
+		r->heap[r->nheap++] = (struct tn_heap_slot){ .ns = r->streams[i]->ns, .s = r->streams[i] };
 	}
 	heap_build(r);
 	while (r->nheap > 0) {
-		struct tn_stream *s = r->heap[0];
+		struct tn_stream *s = r->heap[0].s;
 		if (r->have_last && s->ns < r->last_ns) {
 			tn_error(r, s->trace, s->name, s->pkt_off + (s->at_packet ? 32 : s->ev_off),
 				 "time goes backwards (%" PRId64 " ns after %" PRId64 " ns)", s->ns, r->last_ns);
@@ -1464,20 +1500,26 @@ static int read_merged(struct tn_reader *r)
 		}
 		r->last_ns = s->ns;
 		r->have_last = true;
-		add_message(r, s);
-		if (r->batch->n == TN_BATCH || r->batch_bytes >= TN_BATCH_BYTES) {
-			int rc = hand_over(r);
+		if (!r->pipe) {
+			int rc = emit_message(r, s);
 			if (rc != 0)
 				return rc;
+			if (r->progress && (++r->direct_messages & (TN_BATCH - 1)) == 0)
+				r->progress_bytes = bytes_read(r);   /* as often as a batch's */
+		} else {
+			add_message(r, s);
+			if (r->batch->n == TN_BATCH || r->batch_bytes >= TN_BATCH_BYTES) {
+				int rc = hand_over(r);
+				if (rc != 0)
+					return rc;
+			}
 		}
 		int more = next_message(r, s);
 		if (more < 0)
 			return read_failed(r);
-		if (more == 0)
-			r->heap[0] = r->heap[--r->nheap];
-		heap_down(r, 0);
+		heap_top_moved(r, more);
 	}
-	return r->batch->n > 0 ? hand_over(r) : 0;
+	return r->batch && r->batch->n > 0 ? hand_over(r) : 0;
 }
 
 static void *reading_thread(void *arg)
@@ -1593,16 +1635,7 @@ static int read_and_deliver(struct tn_reader *r)
 			return rc;
 		/* no thread: read on this one (nothing was read yet) */
 	}
-	struct tn_batch batch = { .recs = malloc(TN_BATCH * sizeof(struct tn_rec)) };
-	if (!batch.recs) {
-		fprintf(stderr, "mark: out of memory reading %s\n", cli_text(r->directory));
-		return -1;
-	}
-	r->batch = &batch;
-	int rc = read_merged(r);
-	r->batch = NULL;
-	free(batch.recs);
-	return rc;
+	return read_merged(r);   /* no batches: the callbacks run as it reads */
 }
 
 int trace_native_read(char *const *paths, size_t n, const char *directory, const struct trace_reader_ops *ops,
@@ -1899,12 +1932,12 @@ static int fl_poll_stream(struct tn_reader *r, struct tn_stream *s)
 static void heap_push(struct tn_reader *r, struct tn_stream *s)
 {
 	size_t i = r->nheap++;
-	r->heap[i] = s;
+	r->heap[i] = (struct tn_heap_slot){ .ns = s->ns, .s = s };
 	while (i > 0) {
 		size_t up = (i - 1) / 2;
-		if (!before(r->heap[i], r->heap[up]))
+		if (!slot_before(&r->heap[i], &r->heap[up]))
 			break;
-		struct tn_stream *tmp = r->heap[i];
+		struct tn_heap_slot tmp = r->heap[i];
 		r->heap[i] = r->heap[up];
 		r->heap[up] = tmp;
 		i = up;
@@ -1960,7 +1993,7 @@ int trace_native_follow(const char *directory, const struct trace_reader_ops *op
 			struct tn_stream *s = r.streams[i];
 			bool queued = false;
 			for (size_t k = 0; k < r.nheap && !queued; k++)
-				queued = r.heap[k] == s;
+				queued = r.heap[k].s == s;
 			if (queued || f.dead[i])
 				continue;
 			int got = fl_poll_stream(&r, s);
@@ -1972,8 +2005,8 @@ int trace_native_follow(const char *directory, const struct trace_reader_ops *op
 			}
 		}
 		const int64_t release = ended ? INT64_MAX : realtime_ns() - fo->holdback_ns;
-		while (r.nheap > 0 && r.heap[0]->ns <= release) {
-			struct tn_stream *s = r.heap[0];
+		while (r.nheap > 0 && r.heap[0].ns <= release) {
+			struct tn_stream *s = r.heap[0].s;
 			if (!s->at_packet && s->ns < last_shown && fo->late)
 				(*fo->late)++;
 			if (!s->at_packet && s->ns > last_shown)
@@ -1994,9 +2027,8 @@ int trace_native_follow(const char *directory, const struct trace_reader_ops *op
 							f.dead[i] = true;
 					rc = 1;
 				}
-				r.heap[0] = r.heap[--r.nheap];
 			}
-			heap_down(&r, 0);
+			heap_top_moved(&r, more);
 		}
 		if (fo->flush && fo->flush(arg) != 0)
 			break;   /* stdout closed */

@@ -34,6 +34,7 @@ threads  The native reader on two threads (one reads and merges, the caller
          always), for view, Chrome JSON and OTLP.  The reading thread exists with two and
          not with one, nor by default when the process may use one CPU only.
 """
+import itertools
 import os
 import re
 import shutil
@@ -307,12 +308,14 @@ def case_progress(mark, target, prog, workdir):
     (100%) ends with a newline.  Without it, stderr stays empty (not a tty)."""
     d, r = record(mark, workdir, "progress", [prog, "threads", "20000", "2"])
     check(r.returncode == 0, "record failed: %r" % r.stderr[-300:])
-    for args in (["stats", "--progress", d], ["view", "--progress", d], ["export", "--progress", "-o", "-", d]):
-        r = run([mark] + args)
+    for args, threads in itertools.product((["stats", "--progress", d], ["view", "--progress", d],
+                                            ["export", "--progress", "-o", "-", d]), ("1", "2")):
+        # one thread delivers as it reads, two in batches: both keep the count
+        r = run([mark] + args, {"MARK_READER_THREADS": threads})
         err = r.stderr.decode(errors="replace")
         check(r.returncode == 0, "%s: exit %d: %r" % (args[0], r.returncode, err[-300:]))
         check(re.search(r"mark: 40000 events read, 100% of [0-9.]+ [kMG]?B", err) is not None and err.endswith("\n"),
-              "%s --progress: no final progress line: %r" % (args[0], err[-300:]))
+              "%s --progress, %s reader thread(s): no final progress line: %r" % (args[0], threads, err[-300:]))
         quiet = run([mark] + [a for a in args if a != "--progress"])
         check(b"events read" not in quiet.stderr, "%s: progress shown on a non-terminal: %r" % (args[0], quiet.stderr))
         check(quiet.stdout == r.stdout, "%s: --progress changed stdout" % args[0])
