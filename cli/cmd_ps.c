@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,88 @@ static int remove_stale(int dfd, const char *name, uid_t owner)
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != owner)
 		return 0;
 	return unlinkat(dfd, name, 0) == 0;
+}
+
+/* Ask one agent for its row; a process that cannot answer quickly is listed anyway. */
+static void ask_agent(struct proc_row *row)
+{
+	struct ctl_conn c;
+	snprintf(row->cmdline, sizeof(row->cmdline), "?");
+	/* Errors (exited meanwhile, permission, not answering) are printed by ctl_connect. */
+	if (ctl_connect(&c, row->pid))
+		return;
+	snprintf(row->cmdline, sizeof(row->cmdline), "%s", c.comm);
+	if (ctl_simple_request(&c, MARK_MSG_INFO, 2000) == 0 && c.msg.type == MARK_MSG_INFO_REPLY) {
+		row->answered = true;
+		mark_proto_u64(&c.msg, MARK_TAG_MARKERS, 0, &row->markers);
+		mark_proto_u64(&c.msg, MARK_TAG_SITES, 0, &row->sites);
+		mark_proto_u64(&c.msg, MARK_TAG_ARMED, 0, &row->armed);
+		mark_proto_u64(&c.msg, MARK_TAG_TRACING, 0, &row->tracing);
+		mark_proto_u64(&c.msg, MARK_TAG_OWNER_PID, 0, &row->owner);
+		/* The agent's text: escaped for the terminal. */
+		snprintf(row->cmdline, sizeof(row->cmdline), "%s", cli_text(mark_proto_str(&c.msg, MARK_TAG_CMDLINE, 0)));
+		row->mode = UINT64_MAX;
+		mark_proto_u64(&c.msg, MARK_TAG_MODE, 0, &row->mode);
+		const char *dir = mark_proto_str(&c.msg, MARK_TAG_DIR, 0);
+		snprintf(row->dir, sizeof(row->dir), "%s", dir ? cli_text(dir) : "");
+	}
+	ctl_close(&c);
+}
+
+/*
+ * Asking the agents at once.  An agent that does not answer costs its
+ * timeouts (3 s to connect, 2 s for the reply); asked one after the other,
+ * a user's K wedged processes (a full accept queue is enough) held root's
+ * `mark ps` K times that.  ASK_THREADS workers and the calling thread take
+ * the rows in turn, so the wait is about the slowest agent's per
+ * ASK_THREADS of them.
+ *
+ * Concurrency: `next` hands each row to exactly one thread (a relaxed
+ * fetch-add: only its atomicity matters); a row is written by that thread
+ * alone, and pthread_join orders those writes before the caller reads the
+ * rows.  ctl_connect/ctl_simple_request keep their state in the
+ * connection; cli_text's buffer is per thread (cli_text_thread_done).
+ */
+#define ASK_THREADS 16
+
+struct ask_pool {
+	struct proc_row *rows;
+	size_t n;
+	size_t next;
+};
+
+static void *ask_worker(void *arg)
+{
+	struct ask_pool *p = arg;
+	size_t i;
+	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n)
+		ask_agent(&p->rows[i]);
+	return NULL;
+}
+
+static void *ask_thread(void *arg)
+{
+	ask_worker(arg);
+	cli_text_thread_done();
+	return NULL;
+}
+
+static void ask_all(struct proc_row *rows, size_t n)
+{
+	struct ask_pool pool = { .rows = rows, .n = n };
+	pthread_t threads[ASK_THREADS];
+	size_t started = 0;
+	/* The workers take no signal: a ^C stays the main thread's, as before. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (started < ASK_THREADS && started + 1 < n &&
+	       pthread_create(&threads[started], NULL, ask_thread, &pool) == 0)
+		started++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ask_worker(&pool);   /* also when no thread could start */
+	for (size_t i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
 }
 
 static size_t collect_dirs(char dirs[][108], size_t max)
@@ -196,32 +279,7 @@ static int ps_run(int argc, char **argv)
 		closedir(d);
 		close(dfd);
 	}
-	/* Ask each agent; a process that cannot answer quickly is listed anyway. */
-	for (size_t i = 0; i < n; i++) {
-		struct proc_row *row = &rows[i];
-		struct ctl_conn c;
-		snprintf(row->cmdline, sizeof(row->cmdline), "?");
-		/* Errors (exited meanwhile, permission) are printed by ctl_connect. */
-		if (ctl_connect(&c, row->pid))
-			continue;
-		snprintf(row->cmdline, sizeof(row->cmdline), "%s", c.comm);
-		if (ctl_simple_request(&c, MARK_MSG_INFO, 2000) == 0 && c.msg.type == MARK_MSG_INFO_REPLY) {
-			row->answered = true;
-			mark_proto_u64(&c.msg, MARK_TAG_MARKERS, 0, &row->markers);
-			mark_proto_u64(&c.msg, MARK_TAG_SITES, 0, &row->sites);
-			mark_proto_u64(&c.msg, MARK_TAG_ARMED, 0, &row->armed);
-			mark_proto_u64(&c.msg, MARK_TAG_TRACING, 0, &row->tracing);
-			mark_proto_u64(&c.msg, MARK_TAG_OWNER_PID, 0, &row->owner);
-			/* The agent's text: escaped for the terminal. */
-			snprintf(row->cmdline, sizeof(row->cmdline), "%s",
-				 cli_text(mark_proto_str(&c.msg, MARK_TAG_CMDLINE, 0)));
-			row->mode = UINT64_MAX;
-			mark_proto_u64(&c.msg, MARK_TAG_MODE, 0, &row->mode);
-			const char *dir = mark_proto_str(&c.msg, MARK_TAG_DIR, 0);
-			snprintf(row->dir, sizeof(row->dir), "%s", dir ? cli_text(dir) : "");
-		}
-		ctl_close(&c);
-	}
+	ask_all(rows, n);
 	qsort(rows, n, sizeof(rows[0]), by_pid);
 	size_t shown = 0;
 	for (size_t i = 0; i < n; i++) {

@@ -62,20 +62,24 @@ bool ctl_target_env_path(pid_t pid, const char *name, char *out, size_t len)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return false;
-	static char env[65536];
-	ssize_t n = read(fd, env, sizeof(env) - 1);
+	/* The heap, not a static buffer: `mark ps` asks agents from several threads. */
+	enum { ENV_MAX = 65536 };
+	char *env = malloc(ENV_MAX);
+	ssize_t n = env ? read(fd, env, ENV_MAX - 1) : -1;
 	close(fd);
-	if (n <= 0)
-		return false;
-	env[n] = '\0';
-	size_t nl = strlen(name);
-	for (char *p = env; p < env + n; p += strlen(p) + 1) {
-		if (strncmp(p, name, nl) == 0 && p[nl] == '=' && p[nl + 1] == '/') {
-			snprintf(out, len, "%s", p + nl + 1);
-			return true;
+	bool found = false;
+	if (n > 0) {
+		env[n] = '\0';
+		size_t nl = strlen(name);
+		for (char *p = env; p < env + n && !found; p += strlen(p) + 1) {
+			if (strncmp(p, name, nl) == 0 && p[nl] == '=' && p[nl + 1] == '/') {
+				snprintf(out, len, "%s", p + nl + 1);
+				found = true;
+			}
 		}
 	}
-	return false;
+	free(env);
+	return found;
 }
 
 static size_t add_dir(char dirs[][108], size_t n, size_t max, const char *dir)

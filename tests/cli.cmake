@@ -82,8 +82,10 @@ endif()
 #                        a crash in mark's own code is not blamed on it
 #   cli_ctl_connect_*    the control commands reach an agent through its
 #                        directory's descriptor, give up on one whose queue
-#                        is full (full_queue: no hang in connect()), and refuse
-#                        a listener of another uid (peer_uid: SO_PEERCRED)
+#                        is full (full_queue: no hang in connect(); full_many:
+#                        `mark ps` waits for four such at once, not one after
+#                        the other), and refuse a listener of another uid
+#                        (peer_uid: SO_PEERCRED)
 if(TARGET mark_cli)
   add_test(NAME cli_ps_race
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_ps_race.py $<TARGET_FILE:mark_cli>)
@@ -120,7 +122,7 @@ if(TARGET mark_cli)
             $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
             ${CMAKE_CURRENT_BINARY_DIR}/cli-work/bt2_crash $<TARGET_FILE:cli_crash_preload>)
   set_tests_properties(cli_bt2_crash PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
-  foreach(case full_queue peer_uid)
+  foreach(case full_queue full_many peer_uid)
     add_test(NAME cli_ctl_connect_${case}
       COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_ctl_connect.sh ${case}
               $<TARGET_FILE:mark_cli> ${CMAKE_CURRENT_BINARY_DIR}/cli-work/ctl_connect_${case})

@@ -101,6 +101,26 @@ need_tracer() {
 }
 
 case $case_name in
+ps_many)
+	# `mark ps` asks the agents from several threads at once: every one is
+	# listed, whole, once, in pid order.
+	many=()
+	for _ in 1 2 3 4 5 6; do
+		start_target
+		many+=("$TPID")
+	done
+	run ps "$MARK" ps
+	expect_rc 0 "mark ps"
+	for p in "${many[@]}"; do
+		expect_in ps.out "^ *$p  *3  *[0-9]*  *0  *no  .*agent_target"
+		[ "$(grep -c "^ *$p " "$WORK/ps.out")" = 1 ] || fail "mark ps listed process $p other than once: $(cat "$WORK/ps.out")"
+	done
+	listed=$(awk 'NR > 1 { print $1 }' "$WORK/ps.out")
+	[ "$listed" = "$(sort -n <<<"$listed")" ] || fail "mark ps rows are not in pid order: $listed"
+	for p in "${many[@]}"; do
+		TPID=$p stop_target
+	done
+	;;
 list_enable_disable)
 	start_target
 	run ps "$MARK" ps

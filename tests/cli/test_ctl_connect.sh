@@ -11,6 +11,10 @@
 #               connect timeout (3 s) with a message saying the process is not
 #               answering, instead of hanging in connect() (before the fix:
 #               for ever; here cut at 20 s by timeout(1))
+#   full_many   four such listeners: `mark ps` asks them at once and gives
+#               up on all four within about one connect timeout (before:
+#               one after the other, 4 x 3 s, so a user's wedged processes
+#               held root's `mark ps` as long as they liked)
 #   peer_uid    (root) the socket, its directory and the process are
 #               right, but the listener's SO_PEERCRED uid is another user's:
 #               refused after connecting, before anything is sent
@@ -70,6 +74,22 @@ full_queue)
 	expect_rc 0 "mark ps"
 	expect_in ps.err "process $FPID (python3) is not answering"
 	[ -S "$SOCKDIR/$FPID.sock" ] || fail "mark ps removed the socket of a live listener"
+	;;
+full_many)
+	fakes=()
+	for _ in 1 2 3 4; do
+		start_fake full
+		fakes+=("$FPID")
+	done
+	timed ps timeout 60 "$MARK" ps
+	[ "$rc" != 124 ] || fail "mark ps hung on agent sockets whose queues are full"
+	expect_rc 0 "mark ps"
+	for f in "${fakes[@]}"; do
+		expect_in ps.err "process $f (python3) is not answering"
+	done
+	# One after the other: at least 4 x 3 s.  At once: one 3 s timeout,
+	# plus the other agents on this machine and a loaded machine's delays.
+	[ "$ms" -lt 8000 ] || fail "mark ps took $ms ms over four agents that do not accept (one after the other?)"
 	;;
 peer_uid)
 	[ "$(id -u)" = 0 ] || skip "listening as another uid needs root"
