@@ -35,7 +35,7 @@ static const char ps_usage[] =
 	"  -q, --quiet   do not report removed stale sockets\n"
 	"  -h, --help    this help\n";
 
-#define MAX_DIRS 64
+#define MAX_DIRS 1024   /* socket directories root looks in (said when there are more) */
 #define MAX_PROCS 4096
 
 struct proc_row {
@@ -174,12 +174,13 @@ static size_t collect_dirs(char dirs[][108], size_t max)
 		return n;
 	/* root: every user's directories */
 	const char *bases[2] = { "/tmp", "/run/user" };
-	for (int b = 0; b < 2; b++) {
+	bool full = false;
+	for (int b = 0; b < 2 && !full; b++) {
 		DIR *d = opendir(bases[b]);
 		if (!d)
 			continue;
 		struct dirent *de;
-		while ((de = readdir(d)) && n < max) {
+		while (!full && (de = readdir(d))) {
 			char path[108];
 			if (b == 0 && strncmp(de->d_name, "mark-", 5) == 0)
 				snprintf(path, sizeof(path), "/tmp/%.90s", de->d_name);
@@ -190,8 +191,16 @@ static size_t collect_dirs(char dirs[][108], size_t max)
 			bool dup = false;
 			for (size_t i = 0; i < n; i++)
 				dup |= strcmp(dirs[i], path) == 0;
-			if (!dup)
-				snprintf(dirs[n++], 108, "%s", path);
+			if (dup)
+				continue;
+			if (n == max) {
+				/* never silently: a process there would be missing from the list */
+				fprintf(stderr, "mark: more than %zu socket directories (/tmp/mark-*, /run/user/*/mark); "
+					"%s and the rest were not looked at: remove the stale ones\n", max, cli_text(path));
+				full = true;
+				break;
+			}
+			snprintf(dirs[n++], 108, "%s", path);
 		}
 		closedir(d);
 	}
