@@ -1868,6 +1868,47 @@ static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_tr
 	close(dfd);
 }
 
+/*
+ * A `metadata` below the directory dfd, at most `depth` levels down (dot
+ * and snapshot directories skipped, links not followed): its path relative
+ * to dfd goes to `at`.  Follow reads DIR and DIR/<name>/ only, where mark
+ * records; a trace nested deeper (babeltrace2 and `mark view` read those)
+ * would otherwise make it wait for ever, showing nothing of it.
+ */
+static bool fl_nested_metadata(int dfd, int depth, char *at, size_t len)
+{
+	int lfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
+	if (!d) {
+		if (lfd >= 0)
+			close(lfd);
+		return false;
+	}
+	bool found = false;
+	struct dirent *de;
+	while (!found && (de = readdir(d))) {
+		struct stat st;
+		if (de->d_name[0] == '.' || trace_is_snapshot_dir(de->d_name) ||
+		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+			continue;
+		int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			continue;
+		size_t n = strlen(de->d_name);
+		if (n + 1 < len) {
+			memcpy(at, de->d_name, n);
+			at[n] = '/';
+			if (faccessat(sub, MARK_TF_METADATA, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+				found = snprintf(at + n + 1, len - n - 1, "%s", MARK_TF_METADATA) >= 0;
+			else if (depth > 1)
+				found = fl_nested_metadata(sub, depth - 1, at + n + 1, len - n - 1);
+		}
+		close(sub);
+	}
+	closedir(d);
+	return found;
+}
+
 static void fl_discover(struct tn_reader *r, struct fl_state *f, const char *directory)
 {
 	int dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1889,8 +1930,18 @@ static void fl_discover(struct tn_reader *r, struct fl_state *f, const char *dir
 		int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0)
 			continue;
-		if (faccessat(sub, MARK_TF_METADATA, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		char nested[1024];
+		if (faccessat(sub, MARK_TF_METADATA, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 			fl_add_trace(r, f, directory, de->d_name, &st);
+		} else if (!trace_is_snapshot_dir(de->d_name) && fl_nested_metadata(sub, 7, nested, sizeof(nested))) {
+			/* 8 levels in all, as the other readers look (trace_reader.c find_traces) */
+			fprintf(stderr,
+				"mark: view --follow: %s/%s/%s: a trace nested below %s/*/; --follow reads only the "
+				"traces in the directory and its sub-directories, where mark records: use `mark view %s`\n",
+				cli_text(directory), cli_text(de->d_name), cli_text(nested), cli_text(directory),
+				cli_text(directory));
+			f->failed = true;
+		}
 		close(sub);
 	}
 	closedir(d);

@@ -466,7 +466,7 @@ static int has_metadata(const char *dir)
  * (DIR/snapshot-N/: copies of events the trace holds or held, each read
  * on its own as `mark view DIR/snapshot-N`).
  */
-static bool is_snapshot_dir(const char *name)
+bool trace_is_snapshot_dir(const char *name)
 {
 	size_t n = strlen(MARK_TF_SNAPSHOT_PREFIX);
 	if (strncmp(name, MARK_TF_SNAPSHOT_PREFIX, n) != 0 || !name[n])
@@ -485,7 +485,7 @@ static void find_traces(struct trace_dirs *t, const char *dir, int depth)
 		return;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || is_snapshot_dir(de->d_name))
+		if (de->d_name[0] == '.' || trace_is_snapshot_dir(de->d_name))
 			continue;
 		char sub[4096];
 		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= sizeof(sub))

@@ -5,7 +5,9 @@
 # so it must say so and exit 1 at once; it used to wait forever, silently
 # (found by an audit).  `mark view DIR` reads such a trace (libbabeltrace2).
 # A finished mark trace, and one next to a `.metadata.tmp` (a metadata being
-# written), must still print every event and exit 0.
+# written) or holding a snapshot directory, must still print every event and
+# exit 0.  A trace nested deeper than DIR/*/ is refused too (it used to make
+# follow wait for ever).
 #
 #   test_follow_foreign.sh MARK RECORD_TARGET WORKDIR
 #
@@ -89,6 +91,26 @@ refused follow_esc "$WORK/esc" "$meta"
 cp -a "$WORK/good" "$WORK/mixed"
 cp -a "$(dirname "$meta")" "$WORK/mixed/pid-999999"
 refused follow_mixed "$WORK/mixed" "$WORK/mixed/pid-999999/metadata"
+
+# 6. A foreign trace nested two levels down, DIR/a/b/ (follow reads DIR and
+# DIR/*/ only): refused at once, naming it; it used to wait for ever, silently.
+# A triggered snapshot, DIR/snapshot-N/pid-P/, is mark's own copy, skipped
+# as `mark view` skips it: follow prints the trace's events, once, exit 0.
+mkdir -p "$WORK/nested/a"
+python3 "$HERE/make_ctf.py" "$WORK/nested/a/b" || fail "make_ctf.py failed"
+follow follow_nested "$WORK/nested"
+expect_rc 1 "view --follow of a directory with a trace nested two levels down"
+[ "$secs" -le 10 ] || fail "view --follow took $secs s to refuse the nested trace"
+expect_in follow_nested.err "$WORK/nested/a/b/metadata: a trace nested below $WORK/nested/\*/"
+expect_in follow_nested.err "use \`mark view $WORK/nested\`"
+[ ! -s "$WORK/follow_nested.out" ] || fail "view --follow printed events of the nested trace"
+cp -a "$WORK/good" "$WORK/snap"
+mkdir "$WORK/snap/snapshot-1"
+cp -a "$(dirname "$meta")" "$WORK/snap/snapshot-1/"
+follow follow_snap "$WORK/snap"
+expect_rc 0 "view --follow of a trace holding a snapshot directory"
+sed -E 's/ pid [0-9]+ "[^"]*"//' "$WORK/follow_snap.out" | cmp -s - "$WORK/view_good.out" ||
+	fail "view --follow of a trace holding a snapshot did not print the $n events once"
 
 echo "PASS"
 exit 0
