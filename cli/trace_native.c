@@ -1868,6 +1868,14 @@ static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_tr
 	close(dfd);
 }
 
+bool trace_is_snapshot_dir(const char *name)
+{
+	size_t n = strlen(MARK_TF_SNAPSHOT_PREFIX);
+	if (strncmp(name, MARK_TF_SNAPSHOT_PREFIX, n) != 0 || !name[n])
+		return false;
+	return strspn(name + n, "0123456789") == strlen(name + n);
+}
+
 /*
  * A `metadata` below the directory dfd, at most `depth` levels down (dot
  * and snapshot directories skipped, links not followed): its path relative

@@ -61,4 +61,8 @@ void trace_native_args_each(const struct trace_native_event *ev, void (*fn)(cons
 			    void *ctx);
 const char **trace_native_class_names(const struct trace_native_event *ev, size_t *count);
 
+/* NAME is a triggered snapshot's directory, `snapshot-N`: the readers skip
+ * those inside a trace directory (copies of events the trace holds). */
+bool trace_is_snapshot_dir(const char *name);
+
 #endif

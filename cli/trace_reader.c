@@ -464,16 +464,8 @@ static int has_metadata(const char *dir)
  * directory that is itself a trace, so each trace gets a source of its own.
  * Dot-directories are skipped, and so are the snapshots a trigger wrote
  * (DIR/snapshot-N/: copies of events the trace holds or held, each read
- * on its own as `mark view DIR/snapshot-N`).
+ * on its own as `mark view DIR/snapshot-N`: trace_is_snapshot_dir).
  */
-bool trace_is_snapshot_dir(const char *name)
-{
-	size_t n = strlen(MARK_TF_SNAPSHOT_PREFIX);
-	if (strncmp(name, MARK_TF_SNAPSHOT_PREFIX, n) != 0 || !name[n])
-		return false;
-	return strspn(name + n, "0123456789") == strlen(name + n);
-}
-
 static void find_traces(struct trace_dirs *t, const char *dir, int depth)
 {
 	if (has_metadata(dir))

@@ -190,10 +190,6 @@ int trace_read(const char *directory, const struct trace_reader_ops *ops, void *
  */
 int trace_check_directory(const char *directory);
 
-/* NAME is a triggered snapshot's directory, `snapshot-N` (the readers skip
- * those inside a trace directory: copies of events the trace holds). */
-bool trace_is_snapshot_dir(const char *name);
-
 /*
  * Whether a command shows its reading progress: when asked (--progress),
  * or when stderr is a terminal unless the command's output goes to that
