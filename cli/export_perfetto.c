@@ -96,28 +96,65 @@ enum { CLOCK_REALTIME = 1, CLOCK_BOOTTIME = 6, CLOCK_MARK = 64 };
 
 /* ---------------- protobuf wire encoding into a strbuf ---------------- */
 
-/* Straight into the buffer when it has room (every field of every event
- * comes through here: a copy through strbuf_add was a quarter of the time). */
+/*
+ * Two layers.  The put_* functions write at a pointer the caller holds in
+ * a local and return the end: every event's fixed fields are written that
+ * way into room reserved once (pb_room), because a write through the
+ * strbuf (check failed and cap, store a byte, store len) may alias the
+ * strbuf itself, so the compiler reloads its members after every byte and
+ * the fields of an event become one long chain of loads and stores (the
+ * top of the profile).  The pb_* functions on the strbuf are for the rest:
+ * strings, descriptors, the rare packets.
+ */
+static inline unsigned char *put_varint(unsigned char *p, uint64_t v)
+{
+	while (v > 0x7f) {
+		*p++ = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (unsigned char)v;
+	return p;
+}
+
+/* At most 2 + 10 bytes (every field number here is below 2^11). */
+static inline unsigned char *put_uint(unsigned char *p, unsigned field, uint64_t v)
+{
+	p = put_varint(p, (uint64_t)field << 3);
+	return put_varint(p, v);
+}
+
+/* 1 + 8 bytes: a fixed64, little-endian whatever the host. */
+static inline unsigned char *put_double(unsigned char *p, unsigned field, double d)
+{
+	uint64_t bits;
+	memcpy(&bits, &d, sizeof(bits));
+	p = put_varint(p, (uint64_t)field << 3 | 1);
+	for (int i = 0; i < 8; i++)
+		*p++ = (unsigned char)(bits >> (8 * i));
+	return p;
+}
+
+/* Room for n bytes (and the NUL) at the end of sb: where they go; NULL
+ * when out of memory (sb->failed: nothing more is written). */
+static inline unsigned char *pb_room(struct strbuf *sb, size_t n)
+{
+	if (strbuf_reserve(sb, n))
+		return NULL;
+	return (unsigned char *)sb->data + sb->len;
+}
+
+/* What was written at pb_room()'s pointer ends at p. */
+static inline void pb_commit(struct strbuf *sb, unsigned char *p)
+{
+	*p = '\0';
+	sb->len = (size_t)((char *)p - sb->data);
+}
+
 static inline void pb_varint(struct strbuf *sb, uint64_t v)
 {
-	if (!sb->failed && sb->cap - sb->len > 11) {
-		unsigned char *p = (unsigned char *)sb->data + sb->len;
-		while (v > 0x7f) {
-			*p++ = (unsigned char)(v | 0x80);
-			v >>= 7;
-		}
-		*p++ = (unsigned char)v;
-		*p = '\0';
-		sb->len = (size_t)((char *)p - sb->data);
-		return;
-	}
-	char b[10];
-	size_t n = 0;
-	do {
-		b[n++] = (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	strbuf_add(sb, b, n);
+	unsigned char *p = pb_room(sb, 10);
+	if (p)
+		pb_commit(sb, put_varint(p, v));
 }
 
 static inline void pb_tag(struct strbuf *sb, unsigned field, unsigned wire)
@@ -127,19 +164,16 @@ static inline void pb_tag(struct strbuf *sb, unsigned field, unsigned wire)
 
 static inline void pb_uint(struct strbuf *sb, unsigned field, uint64_t v)
 {
-	pb_tag(sb, field, 0);
-	pb_varint(sb, v);
+	unsigned char *p = pb_room(sb, 12);
+	if (p)
+		pb_commit(sb, put_uint(p, field, v));
 }
 
 static void pb_double(struct strbuf *sb, unsigned field, double d)
 {
-	uint64_t bits;
-	memcpy(&bits, &d, sizeof(bits));
-	char b[8];
-	for (int i = 0; i < 8; i++)
-		b[i] = (char)(bits >> (8 * i));
-	pb_tag(sb, field, 1);
-	strbuf_add(sb, b, 8);
+	unsigned char *p = pb_room(sb, 9);
+	if (p)
+		pb_commit(sb, put_double(p, field, d));
 }
 
 /*
@@ -149,25 +183,22 @@ static void pb_double(struct strbuf *sb, unsigned field, double d)
  * bytes, whose length is that one byte: reserving more and moving the
  * contents back at the end was a tenth of the export's time.
  */
-static size_t pb_begin(struct strbuf *sb, unsigned field)
+static inline size_t pb_begin(struct strbuf *sb, unsigned field)
 {
-	pb_tag(sb, field, 2);
-	size_t at = sb->len;
-	strbuf_add(sb, "", 1);   /* the NUL: one byte */
+	unsigned char *p = pb_room(sb, 3);   /* field numbers below 2^11: a tag of 2 bytes at most */
+	if (!p)
+		return sb->len;   /* failed: pb_end() does nothing */
+	p = put_varint(p, (uint64_t)field << 3 | 2);
+	size_t at = (size_t)((char *)p - sb->data);
+	*p++ = 0;
+	pb_commit(sb, p);
 	return at;
 }
 
-/* The length's varint at `at`; a length of 128 or more moves the contents
- * forward to make room for its further bytes. */
-static void pb_end(struct strbuf *sb, size_t at)
+/* pb_end() of a length of 128 or more: the contents move forward to make
+ * room for the length's further bytes. */
+static void pb_end_long(struct strbuf *sb, size_t at, size_t len)
 {
-	if (sb->failed)
-		return;
-	size_t len = sb->len - at - 1;
-	if (len < 0x80) {
-		sb->data[at] = (char)len;
-		return;
-	}
 	unsigned char b[10];
 	size_t n = 0;
 	for (uint64_t v = len; v; v >>= 7)
@@ -178,6 +209,18 @@ static void pb_end(struct strbuf *sb, size_t at)
 		return;
 	memmove(sb->data + at + n, sb->data + at + 1, len);
 	memcpy(sb->data + at, b, n);
+}
+
+/* The length's varint at `at`. */
+static inline void pb_end(struct strbuf *sb, size_t at)
+{
+	if (sb->failed)
+		return;
+	size_t len = sb->len - at - 1;
+	if (len < 0x80)
+		sb->data[at] = (char)len;
+	else
+		pb_end_long(sb, at, len);
 }
 
 static void pb_bytes(struct strbuf *sb, unsigned field, const void *data, size_t len)
@@ -231,7 +274,7 @@ struct intern_slot {
  * lookups are one compare instead of a hash and a strcmp.  A slot of
  * another sequence or pointer is a miss.
  */
-#define INTERN_CACHE 256
+#define INTERN_CACHE 256   /* intern() takes 8 bits for the slot */
 struct intern_cached {
 	const char *name;
 	uint32_t seq;
@@ -272,7 +315,7 @@ struct pf {
 	uint64_t next_uuid;
 	struct track *tracks;
 	size_t ntracks, trackcap;    /* trackcap: a power of two, or 0            */
-	struct track last_track;     /* a copy of the last one found (uuid 0: none) */
+	size_t last_track;           /* the slot of the last one found + 1 (0: none) */
 	bool started;
 	int64_t last_ns;             /* the time of the latest event              */
 	bool clock_is_epoch;
@@ -305,14 +348,32 @@ static void intern_clear(struct intern *t)
  */
 static uint64_t intern_lookup(struct pf *pf, struct intern *t, const char *name);
 
-static uint64_t intern(struct pf *pf, struct intern *t, const char *name)
+/*
+ * The cache's slot of a name: the top bits of a multiplication.  Bits 3-10
+ * of the address alone put names a multiple of 2 KiB apart in one slot
+ * (the argument names "i" and "arg2" of the benchmark trace, 6 KiB apart,
+ * took it from each other: a hash and strcmp for 2 events in 5).
+ */
+static inline struct intern_cached *intern_slot_of(struct intern *t, const char *name)
 {
-	struct intern_cached *c = &t->cache[((uintptr_t)name >> 3) % INTERN_CACHE];
-	if (c->name == name && c->seq == pf->seq)
-		return c->iid;
-	uint64_t iid = intern_lookup(pf, t, name);
+	return &t->cache[(uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15u >> 56];
+}
+
+/* intern() when the cache has the name, else 0: no call, for the fast paths. */
+static inline uint64_t intern_cached(const struct pf *pf, struct intern *t, const char *name)
+{
+	const struct intern_cached *c = intern_slot_of(t, name);
+	return c->name == name && c->seq == pf->seq ? c->iid : 0;
+}
+
+static inline uint64_t intern(struct pf *pf, struct intern *t, const char *name)
+{
+	uint64_t iid = intern_cached(pf, t, name);
 	if (iid)
-		*c = (struct intern_cached){ .name = name, .seq = pf->seq, .iid = iid };
+		return iid;
+	iid = intern_lookup(pf, t, name);
+	if (iid)
+		*intern_slot_of(t, name) = (struct intern_cached){ .name = name, .seq = pf->seq, .iid = iid };
 	return iid;
 }
 
@@ -437,9 +498,18 @@ static void write_descriptor(struct pf *pf, const struct track *tr, uint64_t par
 	pb_end(b, pkt);
 }
 
+/*
+ * Threads alternate in a trace of several (events come in time order), so
+ * most events look their track up here: a multiply-xorshift of the two ids
+ * costs a few cycles where text_hash's byte-by-byte FNV of 16 bytes was 16
+ * multiplications in a chain.  Which slot a track takes changes nothing
+ * written (uuids are given in order of first use).
+ */
 static uint64_t track_hash(int64_t pid, int64_t tid)
 {
-	return text_hash(&tid, sizeof(tid), text_hash(&pid, sizeof(pid), TEXT_HASH_INIT));
+	uint64_t h = ((uint64_t)pid * 0x9e3779b97f4a7c15u) ^ (uint64_t)tid;
+	h *= 0xff51afd7ed558ccdu;
+	return h ^ (h >> 32);
 }
 
 /* The track of (pid, tid) (tid INT64_MIN: the process), or NULL if new; *slot where it goes. */
@@ -463,6 +533,7 @@ static int tracks_reserve(struct pf *pf)
 	if (!t)
 		return -1;
 	size_t oldcap = pf->trackcap;
+	pf->last_track = 0;   /* its slot changes */
 	pf->tracks = t;
 	pf->trackcap = cap;
 	for (size_t i = 0; i < oldcap; i++) {
@@ -476,10 +547,24 @@ static int tracks_reserve(struct pf *pf)
 	return 0;
 }
 
-/* Does the track's name differ from thread_name (NULL: keep what it has)? */
-static bool renamed(const struct track *t, const char *thread_name)
+/*
+ * Does the track's name differ from thread_name (NULL: keep what it has)?
+ * strncmp(t->name, thread_name, sizeof(t->name)) != 0, inline: it runs for
+ * most events (on every change of thread) on names of a few bytes (at most
+ * 15 from mark's tracer), where the call into libc was a twentieth of the
+ * export's time.
+ */
+static inline bool renamed(const struct track *t, const char *thread_name)
 {
-	return thread_name && strncmp(t->name, thread_name, sizeof(t->name)) != 0;
+	if (!thread_name)
+		return false;
+	for (size_t i = 0; i < sizeof(t->name); i++) {
+		if (t->name[i] != thread_name[i])
+			return true;
+		if (!thread_name[i])
+			break;
+	}
+	return false;
 }
 
 /*
@@ -488,13 +573,9 @@ static bool renamed(const struct track *t, const char *thread_name)
  * and its own descriptor written on first use, and again when the
  * thread's name (NULL: not known here) changes.  0 when out of memory.
  */
-static uint64_t thread_track(struct pf *pf, int64_t pid, int64_t tid, bool pid_known, bool tid_known,
-			     const char *procname, const char *thread_name)
+static uint64_t thread_track_find(struct pf *pf, int64_t pid, int64_t tid, bool pid_known, bool tid_known,
+				  const char *procname, const char *thread_name)
 {
-	/* consecutive events are mostly of one thread */
-	if (pf->last_track.uuid && pf->last_track.pid == pid && pf->last_track.tid == tid &&
-	    !renamed(&pf->last_track, thread_name))
-		return pf->last_track.uuid;
 	size_t slot;
 	struct track *t = pf->trackcap ? track_find(pf, pid, tid, &slot) : NULL;
 	if (t) {
@@ -503,7 +584,7 @@ static uint64_t thread_track(struct pf *pf, int64_t pid, int64_t tid, bool pid_k
 			struct track *p = pid_known ? track_find(pf, pid, INT64_MIN, &slot) : NULL;
 			write_descriptor(pf, t, p ? p->uuid : 0, procname, tid_known);
 		}
-		pf->last_track = *t;
+		pf->last_track = (size_t)(t - pf->tracks) + 1;
 		return t->uuid;
 	}
 	uint64_t parent = 0;
@@ -533,77 +614,101 @@ static uint64_t thread_track(struct pf *pf, int64_t pid, int64_t tid, bool pid_k
 	return t->uuid;
 }
 
+/* Consecutive events are mostly of one thread: its track without a call. */
+static inline uint64_t thread_track(struct pf *pf, int64_t pid, int64_t tid, bool pid_known, bool tid_known,
+				    const char *procname, const char *thread_name)
+{
+	const struct track *last = pf->last_track ? &pf->tracks[pf->last_track - 1] : NULL;
+	if (last && last->pid == pid && last->tid == tid && !renamed(last, thread_name))
+		return last->uuid;
+	return thread_track_find(pf, pid, tid, pid_known, tid_known, procname, thread_name);
+}
+
 /*
  * Start an event's packet in pf->buf: a new sequence first when the
  * interning tables may not hold this event's names (1 + its arguments + a
- * few of ours), then the packet's fields and the opening of its
- * TrackEvent, which the caller writes next (te_header, annotations).
+ * few of ours), then the packet's fields, the opening of its TrackEvent
+ * and the TrackEvent's type, track, category and name (NULL: none, a
+ * slice end), which the caller follows with the annotations.  The fixed
+ * part, at most 64 bytes, is written in one piece.
  */
-static void begin_event(struct pf *pf, int64_t ns, size_t nnames)
+static void begin_event(struct pf *pf, int64_t ns, size_t nnames, unsigned type, uint64_t track, const char *name)
 {
 	if (!pf->seq || pf->names.count + nnames + 4 > INTERN_MAX || pf->ann_names.count + nnames + 4 > INTERN_MAX)
 		start_sequence(pf, ns);
-	strbuf_reset(&pf->interned);
+	if (pf->interned.len)
+		strbuf_reset(&pf->interned);
+	uint64_t t = time_of(pf, ns);
+	/* interned before writing: a new name goes to pf->interned, not to pf->buf */
+	uint64_t iid = name ? intern(pf, &pf->names, name) : 0;
 	struct strbuf *b = &pf->buf;
-	pf->pkt_at = pb_begin(b, TRACE_PACKET);
-	pb_uint(b, PKT_TIMESTAMP, time_of(pf, ns));
-	pb_uint(b, PKT_SEQ_ID, pf->seq);
-	pb_uint(b, PKT_SEQ_FLAGS, SEQ_NEEDS_STATE);
-	pf->te_tag = b->len;
-	pf->te_at = pb_begin(b, PKT_TRACK_EVENT);
+	unsigned char *p = pb_room(b, 64), *base = (unsigned char *)b->data;
+	if (!p)
+		return;   /* failed: end_event() and the flush see it */
+	*p++ = TRACE_PACKET << 3 | 2;
+	pf->pkt_at = (size_t)(p - base);
+	*p++ = 0;   /* the packet's length, at end_event() */
+	p = put_uint(p, PKT_TIMESTAMP, t);
+	p = put_uint(p, PKT_SEQ_ID, pf->seq);
+	p = put_uint(p, PKT_SEQ_FLAGS, SEQ_NEEDS_STATE);
+	pf->te_tag = (size_t)(p - base);
+	*p++ = PKT_TRACK_EVENT << 3 | 2;
+	pf->te_at = (size_t)(p - base);
+	*p++ = 0;
+	p = put_uint(p, TE_TYPE, type);
+	p = put_uint(p, TE_TRACK, track);
+	if (name) {
+		p = put_uint(p, TE_CATEGORY_IIDS, CATEGORY_IID);
+		if (iid)
+			p = put_uint(p, TE_NAME_IID, iid);
+	}
+	pb_commit(b, p);
+	if (name && !iid)
+		pb_text(b, TE_NAME, name);
 }
 
 /*
- * Close the TrackEvent and its packet.  The names it used for the first
- * time in this sequence (pf->interned) go in an InternedData before the
- * TrackEvent: rare (a name's first event), so the TrackEvent is moved for
- * them rather than built apart for every event.
+ * The names an event used for the first time in this sequence
+ * (pf->interned) go in an InternedData before its TrackEvent: rare (a
+ * name's first event), so the TrackEvent is moved for them rather than
+ * built apart for every event.
  */
-static void end_event(struct pf *pf)
+static void insert_interned(struct pf *pf)
+{
+	struct strbuf *b = &pf->buf;
+	struct strbuf head = { 0 };
+	pb_tag(&head, PKT_INTERNED, 2);
+	pb_varint(&head, pf->interned.len);
+	size_t ins = head.len + pf->interned.len, tail = b->len - pf->te_tag;
+	/* room for ins more bytes (their contents are written below) */
+	strbuf_add(b, pf->interned.data, pf->interned.len);
+	strbuf_add(b, head.data ? head.data : "", head.len);
+	if (!b->failed && !head.failed) {
+		char *at = b->data + pf->te_tag;
+		memmove(at + ins, at, tail);
+		memcpy(at, head.data, head.len);
+		memcpy(at + head.len, pf->interned.data, pf->interned.len);
+	} else {
+		b->failed = 1;
+	}
+	strbuf_release(&head);
+}
+
+/* Close the TrackEvent and its packet. */
+static inline void end_event(struct pf *pf)
 {
 	struct strbuf *b = &pf->buf;
 	pb_end(b, pf->te_at);
-	if (pf->interned.len && !b->failed) {
-		struct strbuf head = { 0 };
-		pb_tag(&head, PKT_INTERNED, 2);
-		pb_varint(&head, pf->interned.len);
-		size_t ins = head.len + pf->interned.len, tail = b->len - pf->te_tag;
-		/* room for ins more bytes (their contents are written below) */
-		strbuf_add(b, pf->interned.data, pf->interned.len);
-		strbuf_add(b, head.data ? head.data : "", head.len);
-		if (!b->failed && !head.failed) {
-			char *at = b->data + pf->te_tag;
-			memmove(at + ins, at, tail);
-			memcpy(at, head.data, head.len);
-			memcpy(at + head.len, pf->interned.data, pf->interned.len);
-		} else {
-			b->failed = 1;
-		}
-		strbuf_release(&head);
-	}
+	if (pf->interned.len && !b->failed)
+		insert_interned(pf);
 	pb_end(b, pf->pkt_at);
 }
 
-static void te_header(struct pf *pf, unsigned type, uint64_t track, const char *name)
-{
-	struct strbuf *e = &pf->buf;
-	pb_uint(e, TE_TYPE, type);
-	pb_uint(e, TE_TRACK, track);
-	if (name) {
-		pb_uint(e, TE_CATEGORY_IIDS, CATEGORY_IID);
-		uint64_t iid = intern(pf, &pf->names, name);
-		if (iid)
-			pb_uint(e, TE_NAME_IID, iid);
-		else
-			pb_text(e, TE_NAME, name);
-	}
-}
-
-/* Opens a debug annotation named `name`; pb_end() it after its value. */
-static size_t ann_begin(struct pf *pf, const char *name)
+/* Opens a debug annotation named `name` of iid `iid` (intern(); 0: the
+ * name written out); pb_end() it after its value. */
+static size_t ann_begin(struct pf *pf, const char *name, uint64_t iid)
 {
 	size_t at = pb_begin(&pf->buf, TE_ANNOTATIONS);
-	uint64_t iid = intern(pf, &pf->ann_names, name);
 	if (iid)
 		pb_uint(&pf->buf, ANN_NAME_IID, iid);
 	else
@@ -611,16 +716,52 @@ static size_t ann_begin(struct pf *pf, const char *name)
 	return at;
 }
 
+/* ann_number() through the strbuf: the same bytes. */
+static __attribute__((noinline)) void ann_number_slow(struct pf *pf, const char *name, unsigned field, uint64_t v,
+						      double d)
+{
+	size_t at = ann_begin(pf, name, intern(pf, &pf->ann_names, name));
+	if (field == ANN_DOUBLE)
+		pb_double(&pf->buf, field, d);
+	else
+		pb_uint(&pf->buf, field, v);
+	pb_end(&pf->buf, at);
+}
+
+/*
+ * A debug annotation of a number: a varint in `field`, or a double when
+ * field is ANN_DOUBLE.  Nearly every annotation is one of these with an
+ * interned name, at most 1 + 1 + 3 + 11 bytes: written in one piece, its
+ * length one byte known at the end.  Every call (a name not in the cache,
+ * a buffer to grow) is in the slow path: with one in this function, the
+ * saving and restoring of the registers it needed across it was a third
+ * of its instructions.
+ */
+static inline void ann_number(struct pf *pf, const char *name, unsigned field, uint64_t v, double d)
+{
+	uint64_t iid = intern_cached(pf, &pf->ann_names, name);
+	struct strbuf *b = &pf->buf;
+	if (iid && !b->failed && b->cap - b->len > 24) {
+		unsigned char *p = (unsigned char *)b->data + b->len;
+		*p++ = TE_ANNOTATIONS << 3 | 2;
+		unsigned char *len = p++;
+		p = put_uint(p, ANN_NAME_IID, iid);   /* iid <= INTERN_MAX: 2 bytes */
+		p = field == ANN_DOUBLE ? put_double(p, field, d) : put_uint(p, field, v);
+		*len = (unsigned char)(p - len - 1);
+		pb_commit(b, p);
+		return;
+	}
+	ann_number_slow(pf, name, field, v, d);
+}
+
 static void ann_uint(struct pf *pf, const char *name, unsigned field, uint64_t v)
 {
-	size_t at = ann_begin(pf, name);
-	pb_uint(&pf->buf, field, v);
-	pb_end(&pf->buf, at);
+	ann_number(pf, name, field, v, 0);
 }
 
 static void ann_text(struct pf *pf, const char *name, const char *text)
 {
-	size_t at = ann_begin(pf, name);
+	size_t at = ann_begin(pf, name, intern(pf, &pf->ann_names, name));
 	pb_text(&pf->buf, ANN_STRING, text);
 	pb_end(&pf->buf, at);
 }
@@ -631,14 +772,17 @@ static void add_arg(const struct trace_arg *a, void *ctx)
 	struct pf *pf = ctx;
 	if (a->name[0] == 'c' && strcmp(a->name, "cpu") == 0)
 		pf->saw_cpu = true;
-	size_t at = ann_begin(pf, a->name);
+	switch (a->type) {
+	case TRACE_ARG_INT: ann_number(pf, a->name, ANN_INT, (uint64_t)a->i, 0); return;   /* int64: two's complement varint */
+	case TRACE_ARG_UINT: ann_number(pf, a->name, ANN_UINT, a->u, 0); return;
+	case TRACE_ARG_HEX: ann_number(pf, a->name, ANN_POINTER, a->u, 0); return;   /* shown in hex, as the marker did */
+	case TRACE_ARG_DOUBLE: ann_number(pf, a->name, ANN_DOUBLE, 0, a->d); return;
+	case TRACE_ARG_BOOL: ann_number(pf, a->name, ANN_BOOL, a->u != 0, 0); return;
+	default: break;
+	}
+	size_t at = ann_begin(pf, a->name, intern(pf, &pf->ann_names, a->name));
 	struct strbuf *e = &pf->buf;
 	switch (a->type) {
-	case TRACE_ARG_INT: pb_uint(e, ANN_INT, (uint64_t)a->i); break;   /* int64: two's complement varint */
-	case TRACE_ARG_UINT: pb_uint(e, ANN_UINT, a->u); break;
-	case TRACE_ARG_HEX: pb_uint(e, ANN_POINTER, a->u); break;   /* shown in hex, as the marker did */
-	case TRACE_ARG_DOUBLE: pb_double(e, ANN_DOUBLE, a->d); break;
-	case TRACE_ARG_BOOL: pb_uint(e, ANN_BOOL, a->u != 0); break;
 	case TRACE_ARG_CHAR: {
 		/* a %c: a string of its one byte (the NUL byte as "\x00") */
 		char one[2] = { (char)a->u, 0 };
@@ -650,11 +794,12 @@ static void add_arg(const struct trace_arg *a, void *ctx)
 	}
 	case TRACE_ARG_STRING: pb_text(e, ANN_STRING, a->s); break;
 	case TRACE_ARG_TEXT: pb_text(e, ANN_JSON, a->s); break;
+	default: break;
 	}
 	pb_end(e, at);
 }
 
-static int finish_event(struct pf *pf)
+static inline int finish_event(struct pf *pf)
 {
 	end_event(pf);
 	if ((pf->buf.failed || pf->interned.failed || pf->buf.len >= FLUSH_AT) && flush(pf))
@@ -672,8 +817,7 @@ static void pf_given_up(const struct pair_span *span, enum pair_given_up why, vo
 		return;
 	/* the begin's thread: made by its event, so its descriptor is out */
 	uint64_t track = thread_track(pf, span->pid, span->tid, true, true, NULL, NULL);
-	begin_event(pf, span->end_ns, 2);
-	te_header(pf, TYPE_SLICE_END, track, NULL);
+	begin_event(pf, span->end_ns, 2, TYPE_SLICE_END, track, NULL);
 	ann_text(pf, "closed_by", "mark export");
 	ann_text(pf, "reason", why == PAIR_GIVEN_UP_INNER     ? "its end event was lost; ended by an outer slice's end"
 			       : why == PAIR_GIVEN_UP_AT_END ? "no end event in the trace; ended at the thread's last event"
@@ -688,8 +832,7 @@ static void write_loss(struct pf *pf, const struct trace_loss *loss, const char 
 	int64_t pid = loss->pid >= 0 ? loss->pid : 0;
 	int64_t tid = loss->tid > 0 ? loss->tid : (int64_t)loss->stream_index;
 	uint64_t track = thread_track(pf, pid, tid, loss->pid >= 0, loss->tid > 0, procname, NULL);
-	begin_event(pf, pf->last_ns, 2);
-	te_header(pf, TYPE_INSTANT, track, "mark_lost_events");
+	begin_event(pf, pf->last_ns, 2, TYPE_INSTANT, track, "mark_lost_events");
 	if (loss->count)
 		ann_uint(pf, "count", ANN_UINT, loss->count);
 	else
@@ -746,9 +889,9 @@ static int pf_event(const struct trace_event *ev, void *arg)
 	/* the slice ends given up by this event are written (pf_given_up) before it */
 	uint32_t pair;
 	enum pair_role role = pairs_event(pf->pairs, ev, &pair);
-	begin_event(pf, ns, trace_event_payload_count(ev) + 2);
-	te_header(pf, role == PAIR_BEGIN ? TYPE_SLICE_BEGIN : role == PAIR_END ? TYPE_SLICE_END : TYPE_INSTANT, track,
-		  role == PAIR_END ? NULL : role == PAIR_BEGIN ? pairs_name(pf->pairs, pair) : ev->name);
+	begin_event(pf, ns, trace_event_payload_count(ev) + 2,
+		    role == PAIR_BEGIN ? TYPE_SLICE_BEGIN : role == PAIR_END ? TYPE_SLICE_END : TYPE_INSTANT, track,
+		    role == PAIR_END ? NULL : role == PAIR_BEGIN ? pairs_name(pf->pairs, pair) : ev->name);
 	pf->saw_cpu = false;
 	trace_event_args_each(ev, add_arg, pf, &pf->scratch);
 	/* The CPU is a property of the event, not an argument: added as the
