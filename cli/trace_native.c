@@ -1068,7 +1068,7 @@ static int cmp_stream(const void *a, const void *b)
 /* A listing of the directory dfd (a descriptor of its own: dfd stays usable), or NULL. */
 static DIR *dir_listing(int dfd)
 {
-	int lfd = dup(dfd);
+	int lfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);   /* close-on-exec, as every descriptor of the reader */
 	DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
 	if (!d && lfd >= 0)
 		close(lfd);
@@ -1885,13 +1885,9 @@ bool trace_is_snapshot_dir(const char *name)
  */
 static bool fl_nested_metadata(int dfd, int depth, char *at, size_t len)
 {
-	int lfd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-	DIR *d = lfd < 0 ? NULL : fdopendir(lfd);
-	if (!d) {
-		if (lfd >= 0)
-			close(lfd);
+	DIR *d = dir_listing(dfd);
+	if (!d)
 		return false;
-	}
 	bool found = false;
 	struct dirent *de;
 	while (!found && (de = readdir(d))) {
