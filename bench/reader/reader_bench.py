@@ -3,7 +3,8 @@
 
     reader_bench.py MARK TRACE_DIR REPS
 
-Each command runs REPS times with stdout to /dev/null; its wall time and
+Each command runs REPS times with stdout to /dev/null, the repetitions
+interleaved across the commands (each command once, then again); its wall time and
 peak RSS come from os.wait4()'s rusage (ru_maxrss, KiB on Linux), so no
 /usr/bin/time is needed.  Prints bench/report.py lines:
     R reader ROW events_per_s  Mev/s  v...
@@ -77,21 +78,31 @@ def main():
         ("export_otlp", [mark, "export", "--format", "otlp", "-o", "-", trace], env_native),
     ]
     med, cpu_med = {}, {}
-    for name, args, env in rows:
-        if name == "bt2_counter" and subprocess.run(["which", "babeltrace2"], capture_output=True).returncode:
-            print("S reader bt2_counter not measured: babeltrace2 is not installed")
-            continue
-        secs, rss, cpus = [], [], []
-        for _ in range(reps):
+    if subprocess.run(["which", "babeltrace2"], capture_output=True).returncode:
+        print("S reader bt2_counter not measured: babeltrace2 is not installed")
+        rows = [r for r in rows if r[0] != "bt2_counter"]
+    # Repetitions interleaved (every row once, then again): this shared
+    # machine's slow spells last tens of seconds, and a row measured in one
+    # block could fall in one whole; interleaved, every row's median samples
+    # the same spells, so the ratios between rows hold.
+    samples = {name: [] for name, _, _ in rows}
+    failed = set()
+    for _ in range(reps):
+        for name, args, env in rows:
+            if name in failed:
+                continue
             dt, peak, rc, cpu = timed(args, env)
             if rc != 0:
-                break
-            secs.append(dt)
-            rss.append(peak)
-            cpus.append(max(cpu, 1e-6))
-        if len(secs) < reps:
+                failed.add(name)
+                continue
+            samples[name].append((dt, peak, max(cpu, 1e-6)))
+    for name, args, _ in rows:
+        if name in failed:
             print("S reader %s not measured: %s failed" % (name, args[0]))
             continue
+        secs = [x[0] for x in samples[name]]
+        rss = [x[1] for x in samples[name]]
+        cpus = [x[2] for x in samples[name]]
         ev = " ".join("%.3f" % (events / s / 1e6) for s in secs)
         if name != "cat":
             print("R reader %s events_per_s Mev/s %s" % (name, ev))
