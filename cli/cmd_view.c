@@ -468,7 +468,7 @@ static int view_run(int argc, char **argv)
 		return st;
 	}
 	struct trace_reader_ops ops = { .native_ok = true, .progress = trace_progress_wanted(progress, true),
-					.payload_text = true, .payload_style = TRACE_VALUE_TEXT,
+					.payload_text = true, .payload_style = TRACE_VALUE_TEXT, .filter = filter,
 					.event = view_event, .discarded = view_discarded };
 	int r = trace_read(argv[optind], &ops, &v);
 	flush_lines(&v);

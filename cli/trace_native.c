@@ -166,6 +166,10 @@ struct trace_native_event {
 	const char *text;
 	uint32_t text_len;
 	enum trace_value_style text_style;
+	/* The --filter the reading thread evaluated ahead (NULL: none) and
+	 * whether the event passed it (write_payload_texts). */
+	const struct mark_filter *filtered;
+	bool passed;
 };
 
 /*
@@ -186,10 +190,12 @@ struct tn_rec {
 	 * whose fields the callback does not read touches no byte of it. */
 	uint32_t off, end, cpu;
 	/* Where its arguments' text starts in its batch's `text` (a 4-byte
-	 * length, then the bytes), or TN_NO_TEXT. */
+	 * length, then the bytes; then it passed ops->filter, if any), or
+	 * TN_NO_TEXT, or TN_FILTERED_OUT. */
 	uint32_t text;
 };
 #define TN_NO_TEXT UINT32_MAX
+#define TN_FILTERED_OUT (UINT32_MAX - 1)   /* no text: it fails ops->filter (evaluated ahead) */
 
 #define TN_BATCH 4096               /* messages per batch                              */
 #define TN_BATCH_BYTES (512u << 10) /* a batch is handed over once the packets loaded
@@ -1298,11 +1304,16 @@ static inline int deliver_rec(struct tn_reader *r, const struct tn_rec *m, const
 	}
 	const uint8_t *p = b->data + m->off;
 	struct trace_native_event nev = { .trace = t, .cls = m->cls, .payload = p + 16, .end = b->data + m->end };
-	if (m->text != TN_NO_TEXT) {
+	if (m->text == TN_FILTERED_OUT) {
+		nev.filtered = ops->filter;
+		nev.passed = false;
+	} else if (m->text != TN_NO_TEXT) {
 		const char *text = text_ahead->data + m->text;
 		memcpy(&nev.text_len, text, sizeof(nev.text_len));
 		nev.text = text + sizeof(nev.text_len);
 		nev.text_style = ops->payload_style;
+		nev.filtered = ops->filter;   /* written ahead only for an event that passes it */
+		nev.passed = true;
 	}
 	/* Every member assigned, none zeroed: an initialiser would clear
 	 * the whole struct first (a `rep stos`, a seventh of `mark stats`). */
@@ -1360,6 +1371,12 @@ static int emit_message(struct tn_reader *r, struct tn_stream *s)
  * the batch's events' arguments (ops->payload_text) now, so that the
  * callbacks copy it instead of writing it.  Up to TN_TEXT_BYTES; an event
  * without text (none written, no memory) is written by the callback.
+ * With a --filter (ops->filter), it is evaluated here first: an event that
+ * fails it gets no text (the callback drops it), and the callback takes
+ * the result instead of evaluating it again.  Measured on the 31 M-event
+ * bench trace, `view --filter "i & 1 == 0"` (5 of 8 events dropped):
+ * writing text for every event cost 1.7 CPU-seconds more than writing
+ * none, for 11 % less time.
  */
 static void write_payload_texts(struct tn_reader *r, struct tn_batch *batch)
 {
@@ -1367,13 +1384,20 @@ static void write_payload_texts(struct tn_reader *r, struct tn_batch *batch)
 	if (t->failed)
 		strbuf_release(t);   /* out of memory last time: try afresh */
 	strbuf_reset(t);
+	const struct mark_filter *filter = r->ops->filter;
 	for (size_t i = 0; i < batch->n && t->len < TN_TEXT_BYTES; i++) {
 		struct tn_rec *m = &batch->recs[i];
-		if (!m->cls || m->cls->nfields == 0)
+		if (!m->cls)
 			continue;
 		const uint8_t *p = m->buf->data + m->off;
 		const struct trace_native_event nev = { .trace = m->buf->trace, .cls = m->cls, .payload = p + 16,
 							.end = m->buf->data + m->end };
+		if (filter && !trace_native_filter_pass(&nev, filter)) {
+			m->text = TN_FILTERED_OUT;
+			continue;
+		}
+		if (m->cls->nfields == 0)
+			continue;   /* no text; the callback evaluates the filter again (no field: cheap) */
 		const size_t at = t->len;
 		const uint32_t unknown = 0;
 		strbuf_add(t, (const char *)&unknown, sizeof(unknown));
@@ -2268,6 +2292,17 @@ bool trace_native_field_key(struct strbuf *sb, const struct trace_native_event *
 	else
 		strbuf_add(sb, (const char *)at, f->bytes);
 	return true;
+}
+
+bool trace_native_filter_pass(const struct trace_native_event *ev, const struct mark_filter *f)
+{
+	if (ev->filtered == f)
+		return ev->passed;
+	struct mark_filter_value vals[MARK_FILTER_MAX_FIELDS];
+	for (unsigned k = 0; k < mark_filter_nfields(f); k++)
+		if (!trace_native_field_value(ev, mark_filter_field(f, k), &vals[k]))
+			return false;   /* as in the probe: no such field, not shown */
+	return mark_filter_eval(f, vals);
 }
 
 bool trace_native_field_value(const struct trace_native_event *ev, const char *name,

@@ -57,6 +57,10 @@ bool trace_native_field_append(struct strbuf *sb, const struct trace_native_even
 struct mark_filter_value;
 bool trace_native_field_value(const struct trace_native_event *ev, const char *name,
 			      struct mark_filter_value *out);
+/* Does the event pass the --filter f (as trace_event_filter_pass)?  Taken
+ * from the reading thread when it evaluated f ahead (trace_reader_ops.filter). */
+struct mark_filter;
+bool trace_native_filter_pass(const struct trace_native_event *ev, const struct mark_filter *f);
 void trace_native_args_each(const struct trace_native_event *ev, void (*fn)(const struct trace_arg *a, void *ctx),
 			    void *ctx);
 const char **trace_native_class_names(const struct trace_native_event *ev, size_t *count);

@@ -853,14 +853,11 @@ static bool bt_filter_value(const bt_field *f, struct mark_filter_value *out)
 
 bool trace_event_filter_pass(const struct trace_event *ev, const struct mark_filter *f)
 {
+	if (ev->native)
+		return trace_native_filter_pass(ev->native, f);
 	struct mark_filter_value vals[MARK_FILTER_MAX_FIELDS];
 	for (unsigned k = 0; k < mark_filter_nfields(f); k++) {
 		const char *name = mark_filter_field(f, k);
-		if (ev->native) {
-			if (!trace_native_field_value(ev->native, name, &vals[k]))
-				return false;
-			continue;
-		}
 		if (!ev->payload || bt_field_get_class_type(ev->payload) != BT_FIELD_CLASS_TYPE_STRUCTURE)
 			return false;
 		const bt_field *m = bt_field_structure_borrow_member_field_by_name_const(ev->payload, name);

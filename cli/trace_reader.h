@@ -151,6 +151,15 @@ struct trace_reader_ops {
 	 */
 	bool payload_text;
 	enum trace_value_style payload_style;
+	/*
+	 * The event callback drops the events that fail this --filter (with
+	 * trace_event_filter_pass(); NULL: no filter).  The native reader on
+	 * two threads then evaluates it on its reading thread for the events
+	 * whose arguments' text it writes ahead (payload_text), and writes no
+	 * text for those that fail it; trace_event_filter_pass() takes that
+	 * result instead of evaluating it again.  Same output either way.
+	 */
+	const struct mark_filter *filter;
 	/* Each event in time order.  Return non-zero to stop reading (trace_read returns it). */
 	int (*event)(const struct trace_event *event, void *arg);
 	/* Events the tracer lost (CTF packet events_discarded), as babeltrace2 reports them. */

@@ -31,7 +31,7 @@ threads  The native reader on two threads (one reads and merges, the caller
          before the damage, then the error) and written to a full disk (the
          callbacks stop the reading), also with the reading thread writing
          the arguments' text of every batch ahead (MARK_READER_TEXT_AHEAD=
-         always), for view, Chrome JSON and OTLP.  The reading thread exists with two and
+         always, and with it the --filter), for view, Chrome JSON and OTLP.  The reading thread exists with two and
          not with one, nor by default when the process may use one CPU only.
 """
 import itertools
@@ -378,6 +378,8 @@ def case_threads(mark, target, prog, workdir):
         check(out.returncode == 0 and out.stdout.count(b"\n") > 100 if label == "many" else True,
               "%s: view failed or short: %r" % (label, out.stderr[-300:]))
         threads_same(mark, ["view", "-r", "-e", "t_*", d], label + " view -r -e")
+        # the reading thread evaluates --filter ahead, with the text
+        threads_same(mark, ["view", "--filter", "i & 1 == 0", d], label + " view --filter")
         threads_same(mark, ["stats", d], label + " stats")
         threads_same(mark, ["export", "-o", "-", d], label + " export")
         threads_same(mark, ["export", "--format", "perfetto", "-o", "-", d], label + " export perfetto")

@@ -31,10 +31,10 @@ done
 afl_require
 
 # The reader and what it calls: the escaping (text.c, src/util/printable.c), the UUID text
-# (src/util/uuid_text.c) and the value text
-# (trace_value.c, which also holds the babeltrace2 path: linked, not run).
+# (src/util/uuid_text.c), the value text (trace_value.c, which also holds the
+# babeltrace2 path: linked, not run) and the --filter evaluator (src/filter/filter.c).
 reader=("$repo/cli/trace_native.c" "$repo/cli/text.c" "$repo/cli/trace_value.c" "$repo/src/util/printable.c"
-	"$repo/src/util/uuid_text.c")
+	"$repo/src/util/uuid_text.c" "$repo/src/filter/filter.c")
 flags=(-g -O1 -I"$repo/include" -I"$repo/src" -I"$repo/cli" $(pkg-config --cflags babeltrace2))
 libs=($(pkg-config --libs babeltrace2) -lm)
 
