@@ -79,7 +79,10 @@ struct otlp_http {
 struct otlp_open {
 	uint64_t span_id;
 	uint64_t trace_hi, trace_lo;
-	char *attrs;                           /* the begin's arguments: OTLP attributes "[...]" */
+	/* the begin's arguments: OTLP attributes "[...]" (len 0: none); the
+	 * memory stays with the stack slot for the next span opened there,
+	 * not a malloc and free per span */
+	struct strbuf attrs;
 	/* `"traceId": "<32 hex>", "spanId": "<16 hex>"`, made when the span
 	 * opens: every log record inside it repeats it (add_span_ids()). */
 	char ids[80];
@@ -100,6 +103,7 @@ struct otlp_thread {
 	struct otlp_proc *proc;
 	struct otlp_open *stack;
 	size_t depth, cap;
+	size_t used;                           /* stack slots initialised (attrs): the deepest reached */
 	uint64_t begins;                       /* begins seen: a span id's position */
 	int64_t last_ns;
 	char name[16];                         /* the thread's name ("": unknown) */
@@ -112,6 +116,27 @@ struct otlp_thread {
 struct otlp_name {
 	const void *trace, *name;              /* compared by address; name NULL: empty */
 	char *json;
+	size_t len;                            /* strlen(json) */
+};
+
+/* A pair's name as a JSON string, for every span of the pair. */
+#define OTLP_PAIR_SLOTS 64
+struct otlp_pair_name {
+	uint32_t pair;
+	char *json;                            /* NULL: the slot is empty */
+	size_t len;
+};
+
+/*
+ * The decimal text of a time's milliseconds (ns / 10^6): the times of
+ * consecutive events mostly share them, so a time is this copied and 6
+ * digits, where the whole 19-digit number through strbuf_add_uint was a
+ * seventh of the export's instructions.
+ */
+struct otlp_time_text {
+	uint64_t ms;                           /* 0: none made (a time below 1 ms is written whole) */
+	uint8_t len;
+	char text[20];
 };
 
 struct otlp_export {
@@ -126,6 +151,8 @@ struct otlp_export {
 	size_t nthreads, table_size;
 	struct otlp_thread *last_thread;
 	struct otlp_name names[OTLP_NAME_SLOTS];
+	struct otlp_pair_name pair_names[OTLP_PAIR_SLOTS];
+	struct otlp_time_text time_text;
 	struct strbuf tmp;
 	uint64_t spans, logs, lost, ended_by_export, orphans;
 	bool warned_clock;
@@ -143,18 +170,23 @@ static uint64_t mix(uint64_t h, uint64_t v)
 	return z ^ (z >> 31);
 }
 
+/* The two hex digits of each byte value: an id is 8 copies of 2 bytes, not
+ * 16 table lookups in a chain of shifts (3 ids made per span). */
+static const char hex_pairs[513] =
+	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+
 static char *put_hex_id(char *out, uint64_t v)
 {
-	for (int i = 15; i >= 0; i--, v >>= 4)
-		out[i] = "0123456789abcdef"[v & 15];
+	for (int i = 14; i >= 0; i -= 2, v >>= 8)
+		memcpy(out + i, hex_pairs + 2 * (v & 0xff), 2);
 	return out + 16;
-}
-
-static void add_hex_id(struct strbuf *sb, uint64_t v)
-{
-	char hex[16];
-	put_hex_id(hex, v);
-	strbuf_add(sb, hex, 16);
 }
 
 /* Make o->ids from its three ids. */
@@ -175,6 +207,59 @@ static void span_ids_text(struct otlp_open *o)
 static void add_span_ids(struct strbuf *sb, const struct otlp_open *o)
 {
 	strbuf_add(sb, o->ids, o->ids_len);
+}
+
+/*
+ * Each span's and log record's fixed fields are written at a local
+ * pointer into room reserved once (out_room, out_commit): appended piece
+ * by piece, every write through the strbuf may alias the strbuf itself,
+ * so the compiler reloads its members after each byte stored.
+ */
+#define PUT_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
+
+static inline char *put_mem(char *p, const void *src, size_t n)
+{
+	memcpy(p, src, n);
+	return p + n;
+}
+
+/* Room for n bytes (and the NUL) at the end of sb: where they go; NULL
+ * when out of memory (sb->failed). */
+static inline char *out_room(struct strbuf *sb, size_t n)
+{
+	if (strbuf_reserve(sb, n))
+		return NULL;
+	return sb->data + sb->len;
+}
+
+/* What was written at out_room()'s pointer ends at p. */
+static inline void out_commit(struct strbuf *sb, char *p)
+{
+	*p = '\0';
+	sb->len = (size_t)(p - sb->data);
+}
+
+#define TIME_TEXT_MAX 20   /* the digits of a uint64_t */
+
+/* A time's digits, as strbuf_add_uint(sb, ns, 1) writes them (a time
+ * before the epoch is 0: fixed64); at most TIME_TEXT_MAX bytes. */
+static inline char *put_time(struct otlp_time_text *c, char *p, int64_t ns)
+{
+	uint64_t v = ns > 0 ? (uint64_t)ns : 0, ms = v / 1000000;
+	if (ms == 0) {
+		unsigned n = text_count_digits(v);
+		text_put_digits(p + n, v, n);
+		return p + n;
+	}
+	if (ms != c->ms) {
+		unsigned n = text_count_digits(ms);
+		text_put_digits(c->text + n, ms, n);
+		c->ms = ms;
+		c->len = (uint8_t)n;
+	}
+	p = put_mem(p, c->text, c->len);
+	text_put_digits(p + 6, v - ms * 1000000, 6);
+	return p + 6;
 }
 
 /* ---------------- output ---------------- */
@@ -330,9 +415,10 @@ static struct otlp_thread *thread_of(struct otlp_export *x, int64_t pid, int64_t
 
 /* The marker name as a JSON string, remembered per (trace, name pointer)
  * as the Chrome export does (one reader hands one pointer per class). */
-static const char *name_json(struct otlp_export *x, const struct trace_event *ev)
+static const char *name_json(struct otlp_export *x, const struct trace_event *ev, size_t *len)
 {
 	struct otlp_name *n = &x->names[(((uintptr_t)ev->name >> 4) ^ ((uintptr_t)ev->trace >> 6)) % OTLP_NAME_SLOTS];
+	*len = n->len;
 	if (n->name == ev->name && n->trace == ev->trace)
 		return n->json;
 	free(n->json);
@@ -343,18 +429,30 @@ static const char *name_json(struct otlp_export *x, const struct trace_event *ev
 		strbuf_release(&sb);
 		return NULL;
 	}
-	*n = (struct otlp_name){ .trace = ev->trace, .name = ev->name, .json = sb.data };
+	*n = (struct otlp_name){ .trace = ev->trace, .name = ev->name, .json = sb.data, .len = sb.len };
+	*len = n->len;
 	return n->json;
 }
 
-static void add_time(struct strbuf *sb, const char *key, int64_t ns)
+/* pairs_name() of a pair as a JSON string, remembered by the pair's
+ * number (its name does not change); NULL when out of memory. */
+static const char *pair_name_json(struct otlp_export *x, uint32_t pair, size_t *len)
 {
-	/* fixed64: a time before the epoch (a clock without one) is 0 */
-	strbuf_add(sb, key, strlen(key));
-	strbuf_add_lit(sb, ": \"");
-	strbuf_add_uint(sb, ns > 0 ? (uint64_t)ns : 0, 1);
-	strbuf_add_lit(sb, "\"");
+	struct otlp_pair_name *n = &x->pair_names[pair % OTLP_PAIR_SLOTS];
+	if (!n->json || n->pair != pair) {
+		struct strbuf sb = { 0 };
+		strbuf_add_json_string(&sb, pairs_name(x->pairs, pair));
+		if (sb.failed) {
+			strbuf_release(&sb);
+			return NULL;
+		}
+		free(n->json);
+		*n = (struct otlp_pair_name){ .pair = pair, .json = sb.data, .len = sb.len };
+	}
+	*len = n->len;
+	return n->json;
 }
+
 
 /* Make t->attr_text for the thread's id and current name; -1 when out of memory. */
 static int thread_attributes(struct otlp_thread *t)
@@ -414,26 +512,38 @@ static void span_done(struct otlp_export *x, const struct pair_span *span, int w
 	struct otlp_open *o = &t->stack[--t->depth];
 	struct otlp_proc *p = t->proc;
 	struct strbuf *sb = item_begin(p, OTLP_TRACES);
-	strbuf_add_lit(sb, "{");
-	add_span_ids(sb, o);
-	if (t->depth) {
-		strbuf_add_lit(sb, ", \"parentSpanId\": \"");
-		add_hex_id(sb, t->stack[t->depth - 1].span_id);
-		strbuf_add_lit(sb, "\"");
+	size_t name_len;
+	const char *name = pair_name_json(x, span->pair, &name_len);
+	if (!name) {
+		name = "\"\"";
+		name_len = 2;
+		sb->failed = 1;   /* reported by the batch's flush */
 	}
-	strbuf_add_lit(sb, ", \"name\": ");
-	strbuf_add_json_string(sb, pairs_name(x->pairs, span->pair));
-	strbuf_add_lit(sb, ", \"kind\": 1, ");   /* SPAN_KIND_INTERNAL */
-	add_time(sb, "\"startTimeUnixNano\"", span->begin_ns);
-	strbuf_add_lit(sb, ", ");
-	add_time(sb, "\"endTimeUnixNano\"", span->end_ns);
-	strbuf_add_lit(sb, ", ");
-	size_t alen = o->attrs ? strlen(o->attrs) : 0;
+	char *w = out_room(sb, sizeof(o->ids) + name_len + 2 * TIME_TEXT_MAX + 160);
+	if (w) {
+		w = PUT_LIT(w, "{");
+		w = put_mem(w, o->ids, o->ids_len);
+		if (t->depth) {
+			w = PUT_LIT(w, ", \"parentSpanId\": \"");
+			w = put_hex_id(w, t->stack[t->depth - 1].span_id);
+			w = PUT_LIT(w, "\"");
+		}
+		w = PUT_LIT(w, ", \"name\": ");
+		w = put_mem(w, name, name_len);
+		w = PUT_LIT(w, ", \"kind\": 1, \"startTimeUnixNano\": \"");   /* kind: SPAN_KIND_INTERNAL */
+		w = put_time(&x->time_text, w, span->begin_ns);
+		w = PUT_LIT(w, "\", \"endTimeUnixNano\": \"");
+		w = put_time(&x->time_text, w, span->end_ns);
+		w = PUT_LIT(w, "\", ");
+		out_commit(sb, w);
+	}
+	const char *attrs = o->attrs.len ? o->attrs.data : NULL;
+	size_t alen = o->attrs.len;
 	if (why >= 0 || span->spans_loss) {
 		/* the export's own attributes after the begin's arguments: "[a, b" + ", c]" */
 		strbuf_reset(&x->tmp);
-		if (o->attrs)
-			strbuf_add(&x->tmp, o->attrs, alen - 1);
+		if (attrs)
+			strbuf_add(&x->tmp, attrs, alen - 1);
 		else
 			strbuf_add_lit(&x->tmp, "[");
 		if (why >= 0) {
@@ -454,24 +564,31 @@ static void span_done(struct otlp_export *x, const struct pair_span *span, int w
 			sb->failed = 1;   /* reported by the batch's flush */
 		add_attributes(sb, t, x->tmp.data ? x->tmp.data : "[]", x->tmp.data ? x->tmp.len : 2);
 	} else {
-		add_attributes(sb, t, o->attrs ? o->attrs : "[]", o->attrs ? alen : 2);
+		add_attributes(sb, t, attrs ? attrs : "[]", attrs ? alen : 2);
 	}
 	if (why < 0 && x->ev && trace_event_payload_count(x->ev) > 0) {
 		/* the end's arguments: one span event at the end */
-		const char *name = name_json(x, x->ev);
-		strbuf_add_lit(sb, ", \"events\": [{");
-		add_time(sb, "\"timeUnixNano\"", span->end_ns);
-		strbuf_add_lit(sb, ", \"name\": ");
-		strbuf_add(sb, name ? name : "\"\"", name ? strlen(name) : 2);
-		strbuf_add_lit(sb, ", \"attributes\": ");
+		size_t ename_len;
+		const char *ename = name_json(x, x->ev, &ename_len);
+		if (!ename) {
+			ename = "\"\"";
+			ename_len = 2;
+			sb->failed = 1;
+		}
+		w = out_room(sb, ename_len + TIME_TEXT_MAX + 64);
+		if (w) {
+			w = PUT_LIT(w, ", \"events\": [{\"timeUnixNano\": \"");
+			w = put_time(&x->time_text, w, span->end_ns);
+			w = PUT_LIT(w, "\", \"name\": ");
+			w = put_mem(w, ename, ename_len);
+			w = PUT_LIT(w, ", \"attributes\": ");
+			out_commit(sb, w);
+		}
 		trace_event_payload_append(sb, x->ev, TRACE_VALUE_OTLP);
 		strbuf_add_lit(sb, "}]");
-		if (!name)
-			sb->failed = 1;
 	}
 	strbuf_add_lit(sb, "}");
-	free(o->attrs);
-	o->attrs = NULL;
+	strbuf_reset(&o->attrs);
 	x->spans++;
 	item_end(x, p, OTLP_TRACES);
 }
@@ -493,6 +610,25 @@ static int oom(struct otlp_export *x)
 	return 1;
 }
 
+/*
+ * Does the thread's name differ from thread_name (NULL: keep what it has)?
+ * strncmp(t->name, thread_name, sizeof(t->name)) != 0, inline: it runs for
+ * every event, on names of a few bytes, where the call into libc cost
+ * more than the comparison.
+ */
+static inline bool renamed(const struct otlp_thread *t, const char *thread_name)
+{
+	if (!thread_name)
+		return false;
+	for (size_t i = 0; i < sizeof(t->name); i++) {
+		if (t->name[i] != thread_name[i])
+			return true;
+		if (!thread_name[i])
+			break;
+	}
+	return false;
+}
+
 static int otlp_event(const struct trace_event *ev, void *arg)
 {
 	struct otlp_export *x = arg;
@@ -510,7 +646,7 @@ static int otlp_event(const struct trace_event *ev, void *arg)
 	struct otlp_thread *t = p ? thread_of(x, pid, tid, p) : NULL;
 	if (!t)
 		return oom(x);
-	if ((ev->thread_name && strncmp(t->name, ev->thread_name, sizeof(t->name)) != 0) || !t->attr_text) {
+	if (renamed(t, ev->thread_name) || !t->attr_text) {
 		if (ev->thread_name)
 			snprintf(t->name, sizeof(t->name), "%s", ev->thread_name);
 		if (thread_attributes(t) != 0)
@@ -530,7 +666,12 @@ static int otlp_event(const struct trace_event *ev, void *arg)
 		if (t->depth == t->cap && cli_array_grow(&t->stack, &t->cap, sizeof(*t->stack), 8) != 0)
 			return oom(x);
 		struct otlp_open *o = &t->stack[t->depth];
-		*o = (struct otlp_open){ 0 };
+		if (t->depth == t->used) {
+			o->attrs = (struct strbuf){ 0 };   /* a slot not used before (cli_array_grow leaves it as it is) */
+			t->used++;
+		}
+		strbuf_reset(&o->attrs);
+		o->trace_hi = o->trace_lo = 0;
 		o->span_id = mix(mix(mix(p->seed, (uint64_t)tid), (uint64_t)ns), t->begins++);
 		if (o->span_id == 0)
 			o->span_id = 1;   /* an all-zero id is invalid */
@@ -542,29 +683,30 @@ static int otlp_event(const struct trace_event *ev, void *arg)
 			o->trace_lo = mix(o->span_id, 2) | 1;
 		}
 		span_ids_text(o);
-		struct strbuf a = { 0 };
-		trace_event_payload_append(&a, ev, TRACE_VALUE_OTLP);
-		if (a.failed) {
-			strbuf_release(&a);
+		trace_event_payload_append(&o->attrs, ev, TRACE_VALUE_OTLP);
+		if (o->attrs.failed)
 			return oom(x);
-		}
-		o->attrs = a.data;
 		t->depth++;
 		return 0;
 	}
-	const char *name = name_json(x, ev);
+	size_t name_len;
+	const char *name = name_json(x, ev, &name_len);
 	if (!name)
 		return oom(x);
 	struct strbuf *sb = item_begin(p, OTLP_LOGS);
-	strbuf_add_lit(sb, "{");
-	add_time(sb, "\"timeUnixNano\"", ns);
-	strbuf_add_lit(sb, ", \"body\": {\"stringValue\": ");
-	strbuf_add(sb, name, strlen(name));
-	strbuf_add_lit(sb, "}, ");
 	/* add_attributes() without the copy: the payload "[a, b]" goes in
 	 * straight after ", ", its '[' made a space: ", {..}, {..} a, b]". */
-	strbuf_add(sb, t->attr_text, t->attr_len);
-	strbuf_add_lit(sb, ",");
+	char *w = out_room(sb, TIME_TEXT_MAX + name_len + t->attr_len + 64);
+	if (!w)
+		return oom(x);
+	w = PUT_LIT(w, "{\"timeUnixNano\": \"");
+	w = put_time(&x->time_text, w, ns);
+	w = PUT_LIT(w, "\", \"body\": {\"stringValue\": ");
+	w = put_mem(w, name, name_len);
+	w = PUT_LIT(w, "}, ");
+	w = put_mem(w, t->attr_text, t->attr_len);
+	w = PUT_LIT(w, ",");
+	out_commit(sb, w);
 	const size_t open = sb->len;
 	trace_event_payload_append(sb, ev, TRACE_VALUE_OTLP);
 	if (sb->failed)
@@ -941,8 +1083,8 @@ int export_otlp(const struct export_otlp_options *o, int nargs, char **args)
 		struct otlp_thread *t = x.threads[i];
 		if (!t)
 			continue;
-		for (size_t d = 0; d < t->depth; d++)
-			free(t->stack[d].attrs);
+		for (size_t d = 0; d < t->used; d++)
+			strbuf_release(&t->stack[d].attrs);
 		free(t->stack);
 		free(t->attr_text);
 		free(t);
@@ -957,6 +1099,8 @@ int export_otlp(const struct export_otlp_options *o, int nargs, char **args)
 	free(x.procs);
 	for (size_t i = 0; i < OTLP_NAME_SLOTS; i++)
 		free(x.names[i].json);
+	for (size_t i = 0; i < OTLP_PAIR_SLOTS; i++)
+		free(x.pair_names[i].json);
 	strbuf_release(&x.tmp);
 	pairs_free(x.pairs);
 	return status;
