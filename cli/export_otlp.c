@@ -610,25 +610,6 @@ static int oom(struct otlp_export *x)
 	return 1;
 }
 
-/*
- * Does the thread's name differ from thread_name (NULL: keep what it has)?
- * strncmp(t->name, thread_name, sizeof(t->name)) != 0, inline: it runs for
- * every event, on names of a few bytes, where the call into libc cost
- * more than the comparison.
- */
-static inline bool renamed(const struct otlp_thread *t, const char *thread_name)
-{
-	if (!thread_name)
-		return false;
-	for (size_t i = 0; i < sizeof(t->name); i++) {
-		if (t->name[i] != thread_name[i])
-			return true;
-		if (!thread_name[i])
-			break;
-	}
-	return false;
-}
-
 static int otlp_event(const struct trace_event *ev, void *arg)
 {
 	struct otlp_export *x = arg;
@@ -646,7 +627,7 @@ static int otlp_event(const struct trace_event *ev, void *arg)
 	struct otlp_thread *t = p ? thread_of(x, pid, tid, p) : NULL;
 	if (!t)
 		return oom(x);
-	if (renamed(t, ev->thread_name) || !t->attr_text) {
+	if (text_name_changed(t->name, sizeof(t->name), ev->thread_name) || !t->attr_text) {
 		if (ev->thread_name)
 			snprintf(t->name, sizeof(t->name), "%s", ev->thread_name);
 		if (thread_attributes(t) != 0)

@@ -547,24 +547,10 @@ static int tracks_reserve(struct pf *pf)
 	return 0;
 }
 
-/*
- * Does the track's name differ from thread_name (NULL: keep what it has)?
- * strncmp(t->name, thread_name, sizeof(t->name)) != 0, inline: it runs for
- * most events (on every change of thread) on names of a few bytes (at most
- * 15 from mark's tracer), where the call into libc was a twentieth of the
- * export's time.
- */
+/* Does the track's name differ from thread_name (NULL: keep what it has)? */
 static inline bool renamed(const struct track *t, const char *thread_name)
 {
-	if (!thread_name)
-		return false;
-	for (size_t i = 0; i < sizeof(t->name); i++) {
-		if (t->name[i] != thread_name[i])
-			return true;
-		if (!thread_name[i])
-			break;
-	}
-	return false;
+	return text_name_changed(t->name, sizeof(t->name), thread_name);
 }
 
 /*

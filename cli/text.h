@@ -12,6 +12,7 @@
 #ifndef MARK_CLI_TEXT_H
 #define MARK_CLI_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -105,6 +106,26 @@ void strbuf_release(struct strbuf *sb);      /* free the memory */
 int cli_array_grow(void *array_ptr, size_t *cap, size_t elem_size, size_t initial);
 
 /* Valid UTF-8 sequences: mark_utf8_len() in src/util/printable.h. */
+
+/*
+ * Does `name` differ from the name kept in stored[cap] (NULL: keep what it
+ * has)?  strncmp(stored, name, cap) != 0, inline: the exports compare each
+ * event's thread name with the one they wrote last, names of a few bytes
+ * (at most 15: trace_event.thread_name), where the call into libc cost
+ * more than the comparison.
+ */
+static inline bool text_name_changed(const char *stored, size_t cap, const char *name)
+{
+	if (!name)
+		return false;
+	for (size_t i = 0; i < cap; i++) {
+		if (stored[i] != name[i])
+			return true;
+		if (!name[i])
+			break;
+	}
+	return false;
+}
 
 /* FNV-1a of n bytes, continuing from h (start with TEXT_HASH_INIT). */
 #define TEXT_HASH_INIT 1469598103934665603ull
