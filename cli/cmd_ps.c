@@ -85,7 +85,8 @@ static int remove_stale(int dfd, const char *name, uid_t owner)
 	return unlinkat(dfd, name, 0) == 0;
 }
 
-/* Ask one agent for its row; a process that cannot answer quickly is listed anyway. */
+/* Ask one agent for its row.  One that cannot answer quickly is named on
+ * stderr (ctl_connect, ctl_simple_request) and left out of the table. */
 static void ask_agent(struct proc_row *row)
 {
 	struct ctl_conn c;
