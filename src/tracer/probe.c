@@ -6,8 +6,9 @@
  * (struct hot_ring, initial-exec TLS, one per nesting depth); the head;
  * one comparison for room; the counter (rdtsc; aarch64: isb and CNTVCT_EL0,
  * tracer_counter()); the CPU number (one load from the rseq area; on
- * x86-64 without rseq one rdtscp gives both timestamp and CPU; aarch64
- * without rseq has no such instruction and takes the slow path); 2 + nargs
+ * x86-64 without rseq rdpid, or on CPUs without it one rdtscp for both
+ * timestamp and CPU; aarch64 without rseq has no such instruction and
+ * takes the slow path); 2 + nargs
  * relaxed 64-bit stores of contiguous words; a release store of head (a
  * plain store on x86-64) and a store of the event counter.  No lock, no
  * atomic read-modify-write, no system call, no call.  Everything else
@@ -189,6 +190,8 @@ static inline uint32_t current_cpu(void)
 	}
 #endif
 #if defined(__x86_64__)
+	if (tracer_cpu_source == CPU_RDPID)
+		return tracer_rdpid() & 0xfff;
 	if (tracer_cpu_source == CPU_RDTSCP) {
 		unsigned aux;
 		__rdtscp(&aux);
@@ -840,7 +843,7 @@ static uint64_t __attribute__((noinline)) compute_shape(const struct mark_marker
  * this thread (the fast path neither reads CLOCK_MONOTONIC nor calls
  * sched_getcpu(): calls would make it save registers).  Without rseq
  * (glibc.pthread.rseq=0, an old glibc or kernel) the fast path reads the
- * timestamp and the CPU number with one rdtscp instead.
+ * CPU number with rdpid, or timestamp and CPU with one rdtscp.
  */
 static void hot_fill(struct tracer_session *s, unsigned depth)
 {
@@ -848,9 +851,9 @@ static void hot_fill(struct tracer_session *s, unsigned depth)
 	struct tracer_ring *r = tls.rings[depth];
 	/* The fast path reads tracer_counter(), never CLOCK_MONOTONIC. */
 	const bool fast_clock = TRACER_HAVE_COUNTER && tracer_clock_is_tsc;
-	/* The CPU number: rseq's cpu_id, or, without rseq, rdtscp's TSC_AUX
-	 * (the fast path takes its timestamp from the same instruction). */
-	const bool fast_cpu = tls.rseq_cpu || tracer_cpu_source == CPU_RDTSCP;
+	/* The CPU number: rseq's cpu_id, or, without rseq, TSC_AUX by rdpid
+	 * or by rdtscp (which then also gives the timestamp). */
+	const bool fast_cpu = tls.rseq_cpu || tracer_cpu_source == CPU_RDPID || tracer_cpu_source == CPU_RDTSCP;
 	if (!r || tls.generation != s->generation || !fast_cpu || !fast_clock) {
 		h->generation = 0;
 		return;
@@ -1121,10 +1124,17 @@ void tracer_probe(const struct mark_marker *m, void *priv, const uint64_t *args)
 	const uint32_t *const rseq_cpu = tls.rseq_cpu;
 #if defined(__x86_64__)
 	/* hot_fill() checked the clock is the TSC, and that without rseq the
-	 * CPU source is rdtscp: Linux keeps TSC_AUX = node << 12 | cpu. */
+	 * CPU source is rdpid or rdtscp: Linux keeps TSC_AUX = node << 12 |
+	 * cpu.  With rseq or rdpid, the CPU is read apart from the timestamp:
+	 * a migration between the two reads records the CPU the thread ran on
+	 * an instant later, as rdtscp's own result may be by the time it is
+	 * stored; sched_getcpu() gives no more than that. */
 	if (likely(rseq_cpu != NULL)) {
 		ts = __rdtsc();
 		cpu = __atomic_load_n(rseq_cpu, __ATOMIC_RELAXED);
+	} else if (tracer_cpu_source == CPU_RDPID) {
+		ts = __rdtsc();
+		cpu = tracer_rdpid() & 0xfff;
 	} else {
 		unsigned aux;
 		ts = __rdtscp(&aux);

@@ -967,6 +967,30 @@ def s_fastpath():
         skip("no cheap CPU-number source (rseq or rdtscp) on this machine")
 
 
+def s_cpusource():
+    """Issue 14: without rseq, the CPU number comes from TSC_AUX by rdpid,
+    or by rdtscp on CPUs without rdpid.  tracer_api forces each source in
+    turn and records, pinned to each allowed CPU, events whose argument is
+    that CPU: every recorded CPU must equal it, from either source."""
+    d = fresh_dir("cpusource")
+    os.makedirs(d)
+    r = run([API, "cpusource", os.path.join(d, "source")], {"GLIBC_TUNABLES": "glibc.pthread.rseq=0"})
+    print(r.stdout.strip())
+    if r.returncode == 77:
+        skip(r.stdout.strip().splitlines()[-1])
+    check(r.returncode == 0, "tracer_api cpusource failed:\n%s%s" % (r.stdout, r.stderr))
+    sources = [int(line.split()[1].rstrip(":")) for line in r.stdout.splitlines() if line.startswith("source ")]
+    check(len(sources) == (1 if "no rdpid" in r.stdout else 2), "sources run: %s" % sources)
+    allowed = sorted(os.sched_getaffinity(0))
+    for k in sources:
+        tr = TextTrace(os.path.join(d, "source-%d" % k))
+        ev = tr.named("api_cpusrc")
+        check(len(ev) == 100 * len(allowed), "source %d: %d events, expected %d" % (k, len(ev), 100 * len(allowed)))
+        wrong = [(e["cpu"], e["fields"]["cpu"]) for e in ev if e["cpu"] != e["fields"]["cpu"]]
+        check(not wrong, "source %d: recorded CPU differs from the pinned one: %s" % (k, wrong[:5]))
+        check(sorted({e["cpu"] for e in ev}) == allowed, "source %d: CPUs %s" % (k, sorted({e["cpu"] for e in ev})))
+
+
 def s_pastkick():
     """Issue 14: a discard ring past half full with its consumer stalled
     leaves the fast path once (the kick), and counts exactly what it loses."""
@@ -1227,7 +1251,7 @@ SCENARIOS = {
     "threads_overwrite": lambda: threads("overwrite"),
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork,
     "fork_exec": s_fork_exec,
-    "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "tickgap": s_tickgap, "snapshot": s_snapshot, "dlopen": s_dlopen,
+    "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "cpusource": s_cpusource, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "tickgap": s_tickgap, "snapshot": s_snapshot, "dlopen": s_dlopen,
     "dlopen_killed": s_dlopen_killed, "noring": s_noring, "noring_killed": s_noring_killed, "nostream": s_nostream, "longjmp": s_longjmp, "exec_at_once": s_exec_at_once, "cancel": s_cancel, "fork_exec_full": s_fork_exec_full,
 }
 

@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <time.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -362,6 +363,81 @@ static int test_tickgap(const char *dir)
 	TEST_DONE();
 }
 
+/*
+ * Issue 14: without rseq, x86-64 reads the CPU number from TSC_AUX, with
+ * rdpid where the CPU has it and rdtscp otherwise.  Both sources on the
+ * fast path, forced in turn (run with glibc.pthread.rseq=0 so that the
+ * thread has no rseq area to prefer): on each CPU of the affinity mask,
+ * pinned, 100 events whose argument is that CPU.  The caller reads DIR-K
+ * (K the source's number) and checks every event's recorded CPU against
+ * its argument.  Prints "source K" for each source it ran; a source the
+ * CPU lacks is left out ("no rdpid").
+ */
+static void cpusource_site(int cpu)
+{
+	MARK(api_cpusrc, "%d", cpu);
+}
+
+static int test_cpusource(const char *dir)
+{
+#if defined(__x86_64__)
+	cpu_set_t allowed;
+	CHECK_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+	tracer_cpu_init();
+	if (tracer_cpu_source == CPU_RSEQ) {
+		printf("SKIP: glibc registered rseq (run with GLIBC_TUNABLES=glibc.pthread.rseq=0)\n");
+		return 77;
+	}
+	const bool have_rdpid = tracer_cpu_source == CPU_RDPID;
+	if (!have_rdpid && tracer_cpu_source != CPU_RDTSCP) {
+		printf("SKIP: this CPU has neither rdpid nor rdtscp\n");
+		return 77;
+	}
+	if (!have_rdpid)
+		printf("no rdpid\n");
+	const enum tracer_cpu_source sources[] = { CPU_RDPID, CPU_RDTSCP };
+	for (size_t k = have_rdpid ? 0 : 1; k < 2; k++) {
+		char sub[4096];
+		snprintf(sub, sizeof(sub), "%s-%d", dir, (int)sources[k]);
+		CHECK_EQ(mkdir(sub, 0700), 0);
+		const char *globs[] = { "api_cpusrc", NULL };
+		struct mark_trace_config cfg = { .directory = sub, .mode = MARK_TRACE_DISCARD,
+						 .buffer_size = 1u << 20, .globs = globs };
+		CHECK_EQ(mark_tracer_start(&cfg), 0);
+		/* After the start, whose tracer_cpu_init() chose the best. */
+		tracer_cpu_source = sources[k];
+		const uint64_t before = tracer_thread_slow_events();
+		unsigned events = 0;
+		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+			if (!CPU_ISSET(cpu, &allowed))
+				continue;
+			cpu_set_t one;
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			CHECK_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+			for (int i = 0; i < 100; i++)
+				cpusource_site(cpu);
+			events += 100;
+		}
+		const uint64_t slow = tracer_thread_slow_events() - before;
+		CHECK_EQ(sched_setaffinity(0, sizeof(allowed), &allowed), 0);
+		struct mark_trace_stats st;
+		mark_tracer_get_stats(&st);
+		CHECK_EQ(mark_tracer_stop(), 0);
+		CHECK_EQ(st.events, events);
+		/* The fast path served them: the first event claims the ring. */
+		CHECK(slow <= 2);
+		printf("source %d: %u events, %llu through the slow path\n", (int)sources[k], events,
+		       (unsigned long long)slow);
+	}
+	TEST_DONE();
+#else
+	(void)dir;
+	printf("SKIP: rdpid and rdtscp are x86-64 instructions\n");
+	return 77;
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -375,6 +451,8 @@ int main(int argc, char **argv)
 		return test_fastpath(argv[2]);
 	if (strcmp(what, "pastkick") == 0 && argc > 2)
 		return test_pastkick(argv[2]);
+	if (strcmp(what, "cpusource") == 0 && argc > 2)
+		return test_cpusource(argv[2]);
 	if (strcmp(what, "stats") == 0 && argc > 2)
 		return print_stats(argv[2]);
 	if (strcmp(what, "tickgap") == 0 && argc > 2)
@@ -388,7 +466,7 @@ int main(int argc, char **argv)
 		printf("recovered %d\n", r);
 		return 0;
 	}
-	fprintf(stderr, "usage: tracer_api parse|api DIR|snapshot DIR SNAP N|fastpath DIR|pastkick DIR|stats DIR|recover DIR|"
+	fprintf(stderr, "usage: tracer_api parse|api DIR|snapshot DIR SNAP N|fastpath DIR|pastkick DIR|cpusource DIR|stats DIR|recover DIR|"
 			"tickgap DIR\n");
 	return 2;
 }
