@@ -678,7 +678,7 @@ static int parse_metadata(const struct tn_reader *r, struct tn_trace *t, const c
 /* 0, TRACE_NATIVE_NOT_MINE or -1 (printed). */
 static int load_metadata(struct tn_reader *r, struct tn_trace *t)
 {
-	int fd = open(t->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = trace_dir_open(r->directory, t->path);
 	int mfd = fd < 0 ? -1 : openat(fd, MARK_TF_METADATA, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd >= 0)
 		close(fd);
@@ -1084,7 +1084,7 @@ static DIR *dir_listing(int dfd)
 /* Open the stream files of t.  0, TRACE_NATIVE_NOT_MINE or -1 (printed). */
 static int open_streams(struct tn_reader *r, struct tn_trace *t)
 {
-	int dfd = open(t->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = trace_dir_open(r->directory, t->path);
 	if (dfd < 0)
 		return TRACE_NATIVE_NOT_MINE;
 	DIR *d = dir_listing(dfd);
@@ -1783,9 +1783,9 @@ static int64_t realtime_ns(void)
 }
 
 /* Is there an entry `metadata` in the trace directory at path (not through a link)? */
-static bool fl_metadata_present(const char *path)
+static bool fl_metadata_present(const char *directory, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = trace_dir_open(directory, path);
 	if (fd < 0)
 		return false;   /* the directory is gone (a deleted chunk) */
 	struct stat st;
@@ -1810,7 +1810,7 @@ static void fl_add_trace(struct tn_reader *r, struct fl_state *f, const char *di
 	int lr = load_metadata(r, t);
 	if (lr != 0) {
 		/* No `metadata` any more (a chunk --max-size deletes): not an error; see fl_state's comment. */
-		if (lr == TRACE_NATIVE_NOT_MINE && fl_metadata_present(t->path)) {
+		if (lr == TRACE_NATIVE_NOT_MINE && fl_metadata_present(directory, t->path)) {
 			fprintf(stderr,
 				"mark: view --follow: %s/%s: not a trace mark wrote, or its metadata is damaged; "
 				"--follow reads only mark's own traces: use `mark view %s`\n",
@@ -1841,7 +1841,7 @@ static void fl_add_trace(struct tn_reader *r, struct fl_state *f, const char *di
 /* New stream files of trace t (opened relative to its directory, never through a link). */
 static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_trace *t)
 {
-	int dfd = open(t->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int dfd = trace_dir_open(r->directory, t->path);
 	DIR *d = dfd < 0 ? NULL : dir_listing(dfd);
 	if (!d) {
 		if (dfd >= 0)
@@ -1900,41 +1900,102 @@ bool trace_is_snapshot_dir(const char *name)
 	return strspn(name + n, "0123456789") == strlen(name + n);
 }
 
-/*
- * A `metadata` below the directory dfd, at most `depth` levels down (dot
- * and snapshot directories skipped, links not followed): its path relative
- * to dfd goes to `at`.  Follow reads DIR and DIR/<name>/ only, where mark
- * records; a trace nested deeper (babeltrace2 and `mark view` read those)
- * would otherwise make it wait for ever, showing nothing of it.
- */
-static bool fl_nested_metadata(int dfd, int depth, char *at, size_t len)
+bool trace_walk(int dfd, bool self, int levels, char *rel, size_t cap, size_t used,
+		bool (*found)(void *ctx, const char *rel), void *ctx)
 {
+	struct stat st;
+	if (self && fstatat(dfd, MARK_TF_METADATA, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+		rel[used] = '\0';
+		if (found(ctx, rel))
+			return true;
+	}
+	if (levels <= 0)
+		return false;
 	DIR *d = dir_listing(dfd);
 	if (!d)
 		return false;
-	bool found = false;
+	bool stopped = false;
 	struct dirent *de;
-	while (!found && (de = readdir(d))) {
-		struct stat st;
-		if (de->d_name[0] == '.' || trace_is_snapshot_dir(de->d_name) ||
-		    fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+	while (!stopped && (de = readdir(d))) {
+		if (de->d_name[0] == '.' || trace_is_snapshot_dir(de->d_name))
 			continue;
+		/* Whatever the entry is now: a directory opened without following
+		 * a link, or nothing (ENOTDIR, ELOOP). */
 		int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0)
 			continue;
 		size_t n = strlen(de->d_name);
-		if (n + 1 < len) {
-			memcpy(at, de->d_name, n);
-			at[n] = '/';
-			if (faccessat(sub, MARK_TF_METADATA, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-				found = snprintf(at + n + 1, len - n - 1, "%s", MARK_TF_METADATA) >= 0;
-			else if (depth > 1)
-				found = fl_nested_metadata(sub, depth - 1, at + n + 1, len - n - 1);
+		size_t at = used ? used + 1 : 0;
+		if (at + n < cap) {   /* room for the name and the terminator */
+			if (used)
+				rel[used] = '/';
+			memcpy(rel + at, de->d_name, n);
+			stopped = trace_walk(sub, true, levels - 1, rel, cap, at + n, found, ctx);
 		}
 		close(sub);
 	}
 	closedir(d);
-	return found;
+	rel[used] = '\0';
+	return stopped;
+}
+
+int trace_dir_open(const char *directory, const char *path)
+{
+	size_t n = strlen(directory);
+	if (strncmp(path, directory, n) != 0 || (path[n] != '\0' && path[n] != '/' && (n == 0 || path[n - 1] != '/'))) {
+		errno = EINVAL;
+		return -1;
+	}
+	int fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (const char *p = path + n; fd >= 0 && *p;) {
+		if (*p == '/') {
+			p++;
+			continue;
+		}
+		size_t len = strcspn(p, "/");
+		char name[NAME_MAX + 1];
+		if (len > NAME_MAX || (len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.')) {
+			close(fd);
+			errno = EINVAL;
+			return -1;
+		}
+		memcpy(name, p, len);
+		name[len] = '\0';
+		int sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int err = errno;
+		close(fd);
+		errno = err;
+		fd = sub;
+		p += len;
+	}
+	return fd;
+}
+
+/* Follow's trace_walk(): the first nested trace's `metadata`, into ctx. */
+struct fl_nested {
+	char *at;
+	size_t len;
+};
+
+static bool fl_nested_found(void *ctx, const char *rel)
+{
+	struct fl_nested *n = ctx;
+	snprintf(n->at, n->len, "%s/%s", rel, MARK_TF_METADATA);
+	return true;
+}
+
+/*
+ * A trace below the directory dfd other than dfd itself, at most `depth`
+ * levels down: the path of its `metadata` relative to dfd goes to `at`.
+ * Follow reads DIR and DIR/<name>/ only, where mark records; a trace
+ * nested deeper (babeltrace2 and `mark view` read those) must not make it
+ * wait for ever in silence.
+ */
+static bool fl_nested_metadata(int dfd, int depth, char *at, size_t len)
+{
+	char rel[PATH_MAX];
+	struct fl_nested n = { at, len };
+	return trace_walk(dfd, false, depth, rel, sizeof(rel), 0, fl_nested_found, &n);
 }
 
 static void fl_discover(struct tn_reader *r, struct fl_state *f, const char *directory)

@@ -69,4 +69,28 @@ const char **trace_native_class_names(const struct trace_native_event *ev, size_
  * those inside a trace directory (copies of events the trace holds). */
 bool trace_is_snapshot_dir(const char *name);
 
+/*
+ * The traces below the directory dfd, depth first, as every reader looks
+ * for them: a directory holding a regular file `metadata` (not through a
+ * link) is a trace; sub-directories are opened relative to their parent
+ * with O_NOFOLLOW, at most `levels` levels below dfd; dot-directories and
+ * snapshot-N are skipped.  dfd itself counts when `self` is true.
+ * rel[0..used) is dfd's path relative to where the walk began (no
+ * trailing '/'), in a buffer of `cap` bytes: found(ctx, rel) gets each
+ * trace's relative path ("" for the beginning) and returns true to stop.
+ * Returns true if found() stopped the walk.  dfd stays open.
+ */
+bool trace_walk(int dfd, bool self, int levels, char *rel, size_t cap, size_t used,
+		bool (*found)(void *ctx, const char *rel), void *ctx);
+
+/*
+ * A descriptor (O_RDONLY | O_DIRECTORY | O_CLOEXEC) of the trace directory
+ * `path` that trace_walk() found under `directory`: `directory` is opened
+ * as the user named it, and every component below it relative to its
+ * parent with O_NOFOLLOW, so that a directory swapped for a symbolic link
+ * since the walk is refused, not followed (root reading a user's trace).
+ * -1 with errno (EINVAL: `path` is not below `directory`).
+ */
+int trace_dir_open(const char *directory, const char *path);
+
 #endif

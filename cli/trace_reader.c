@@ -21,6 +21,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,14 +449,6 @@ static void add_dir(struct trace_dirs *t, const char *path)
 		t->n++;
 }
 
-static int has_metadata(const char *dir)
-{
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/metadata", dir);
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
 /*
  * Every trace under `dir`: the directory itself if it holds `metadata`, and
  * every sub-directory that does, at any depth up to 8.  The mark tracer
@@ -464,29 +457,35 @@ static int has_metadata(const char *dir)
  * directory that is itself a trace, so each trace gets a source of its own.
  * Dot-directories are skipped, and so are the snapshots a trigger wrote
  * (DIR/snapshot-N/: copies of events the trace holds or held, each read
- * on its own as `mark view DIR/snapshot-N`: trace_is_snapshot_dir).
+ * on its own as `mark view DIR/snapshot-N`: trace_is_snapshot_dir).  The
+ * walk goes by descriptors without following links (trace_walk), and the
+ * native reader opens what it found the same way (trace_dir_open).
  */
-static void find_traces(struct trace_dirs *t, const char *dir, int depth)
+struct find_ctx {
+	struct trace_dirs *t;
+	const char *dir;
+};
+
+static bool find_found(void *ctx, const char *rel)
 {
-	if (has_metadata(dir))
-		add_dir(t, dir);
-	if (depth >= 8)
+	const struct find_ctx *c = ctx;
+	char path[4096];
+	if (!*rel)
+		add_dir(c->t, c->dir);
+	else if ((size_t)snprintf(path, sizeof(path), "%s/%s", c->dir, rel) < sizeof(path))
+		add_dir(c->t, path);
+	return false;
+}
+
+static void find_traces(struct trace_dirs *t, const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
 		return;
-	DIR *d = opendir(dir);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || trace_is_snapshot_dir(de->d_name))
-			continue;
-		char sub[4096];
-		if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name) >= sizeof(sub))
-			continue;
-		struct stat st;
-		if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
-			find_traces(t, sub, depth + 1);
-	}
-	closedir(d);
+	char rel[4096];
+	struct find_ctx c = { t, dir };
+	trace_walk(fd, true, 8, rel, sizeof(rel), 0, find_found, &c);
+	close(fd);
 }
 
 static void free_traces(struct trace_dirs *t)
@@ -509,7 +508,7 @@ int trace_check_directory(const char *directory)
 		return -1;
 	}
 	struct trace_dirs t = { 0 };
-	find_traces(&t, directory, 0);
+	find_traces(&t, directory);
 	size_t n = t.n;
 	free_traces(&t);
 	if (n > 0)
@@ -744,7 +743,7 @@ int trace_read(const char *directory, const struct trace_reader_ops *ops, void *
 	/* Class and trace addresses of a previous graph may be reused by this one. */
 	memset(member_cache, 0, sizeof(member_cache));
 	member_cache_next = 0;
-	find_traces(&traces, directory, 0);
+	find_traces(&traces, directory);
 	if (traces.oom) {
 		fprintf(stderr, "mark: out of memory listing the traces in %s\n", cli_text(directory));
 		goto out;
