@@ -777,6 +777,8 @@ int tracer_stats_open(struct tracer_session *s)
 	if (fd >= 0) {
 		if (fallocate(fd, 0, 0, (off_t)size) == 0)
 			map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (map != MAP_FAILED)
+			tracer_map_no_readahead(map, size);
 		close(fd);
 	}
 	if (map == MAP_FAILED) {

@@ -371,6 +371,7 @@ static struct tracer_ring *ring_create(struct tracer_session *s, unsigned nestin
 		ring_create_failed(s, index, "map a thread's buffer file", path, map_err);
 		return NULL;
 	}
+	tracer_map_no_readahead(map, total);
 	struct mark_tf_ring *hdr = map;
 	/* The file is fresh (zero-filled): only non-zero fields need storing. */
 	hdr->version = MARK_TF_RING_VERSION;

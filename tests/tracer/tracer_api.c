@@ -438,6 +438,32 @@ static int test_cpusource(const char *dir)
 #endif
 }
 
+/* resident FILE: how many of FILE's pages are in the page cache (mincore). */
+static int print_resident(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat sb;
+	if (fd < 0 || fstat(fd, &sb) != 0 || sb.st_size <= 0) {
+		perror(path);
+		return 1;
+	}
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = ((size_t)sb.st_size + page - 1) / page;
+	void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	unsigned char *vec = malloc(pages);
+	if (map == MAP_FAILED || !vec || mincore(map, (size_t)sb.st_size, vec) != 0) {
+		perror("mincore");
+		return 1;
+	}
+	size_t resident = 0;
+	for (size_t i = 0; i < pages; i++)
+		resident += vec[i] & 1;
+	printf("resident %zu of %zu pages\n", resident, pages);
+	free(vec);
+	munmap(map, (size_t)sb.st_size);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -455,6 +481,8 @@ int main(int argc, char **argv)
 		return test_cpusource(argv[2]);
 	if (strcmp(what, "stats") == 0 && argc > 2)
 		return print_stats(argv[2]);
+	if (strcmp(what, "resident") == 0 && argc > 2)
+		return print_resident(argv[2]);
 	if (strcmp(what, "tickgap") == 0 && argc > 2)
 		return test_tickgap(argv[2]);
 	if (strcmp(what, "recover") == 0 && argc > 2) {
@@ -466,7 +494,7 @@ int main(int argc, char **argv)
 		printf("recovered %d\n", r);
 		return 0;
 	}
-	fprintf(stderr, "usage: tracer_api parse|api DIR|snapshot DIR SNAP N|fastpath DIR|pastkick DIR|cpusource DIR|stats DIR|recover DIR|"
+	fprintf(stderr, "usage: tracer_api parse|api DIR|snapshot DIR SNAP N|fastpath DIR|pastkick DIR|cpusource DIR|stats DIR|resident FILE|recover DIR|"
 			"tickgap DIR\n");
 	return 2;
 }

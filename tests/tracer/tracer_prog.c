@@ -688,6 +688,37 @@ static void *pairs_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * forkfaults N: N rounds of fork, one t_forked event in the child, _exit;
+ * prints the children's mean minor page faults (wait4's rusage), which a
+ * traced child pays for setting up its trace: the scenario compares it
+ * with the same run untraced.
+ */
+static int run_forkfaults(long n)
+{
+	long faults = 0;
+	for (long i = 0; i < n; i++) {
+		pid_t pid = fork();
+		if (pid < 0) {
+			perror("fork");
+			return 1;
+		}
+		if (pid == 0) {
+			MARK(t_forked, "%ld", i);
+			_exit(0);
+		}
+		int status;
+		struct rusage ru;
+		if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "child %d failed\n", (int)pid);
+			return 1;
+		}
+		faults += ru.ru_minflt;
+	}
+	printf("child_faults %.1f\n", (double)faults / (double)n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "types";
@@ -720,6 +751,8 @@ int main(int argc, char **argv)
 		return run_signals(n);
 	else if (strcmp(what, "fork") == 0)
 		return run_fork(n, NULL, false);
+	else if (strcmp(what, "forkfaults") == 0)
+		return run_forkfaults(n);
 	else if (strcmp(what, "fork_exec") == 0 || strcmp(what, "fork_exec_full") == 0)
 		return run_fork(n, argv[0], what[9] == '_');
 	else if (strcmp(what, "kill") == 0)
