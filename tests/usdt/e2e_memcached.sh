@@ -56,7 +56,9 @@ EOF
 fi
 src=${src%/}
 step "source: $src"
-if ! dpkg -s libevent-dev >/dev/null 2>&1; then
+# libevent-dev alone is not enough: `make bench` installs it without
+# memcached's other build dependencies (autoconf, automake).
+if ! dpkg -s libevent-dev >/dev/null 2>&1 || ! command -v autoreconf >/dev/null; then
 	step "installing build dependencies"
 	DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -qq memcached >>"$log" 2>&1 ||
 		skip "apt-get build-dep memcached failed; see $log"
