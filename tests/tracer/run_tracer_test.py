@@ -526,8 +526,14 @@ def s_fork_faults():
     print("page faults per child: untraced %.1f, traced %.1f" % (f0, f1))
     # A 2 MB ring is mapped but only its first pages are touched; the
     # statistics file, metadata and the child's session add a few dozen.
-    check(f1 - f0 < 200, "a traced child takes %.1f page faults more than an untraced one "
-          "(the whole session object written?)" % (f1 - f0))
+    if os.environ.get("MARK_TEST_SANITIZER"):
+        # ASan's allocator writes the shadow of the 2 MB session object
+        # (and TSan its own), 300 faults more: the count means nothing there.
+        print("page-fault count not checked under the %s sanitizer (its allocator touches the session's "
+              "shadow memory); the page-cache check below still runs" % os.environ["MARK_TEST_SANITIZER"])
+    else:
+        check(f1 - f0 < 200, "a traced child takes %.1f page faults more than an untraced one "
+              "(the whole session object written?)" % (f1 - f0))
     # Nor may its first store into the ring read ahead: the kernel zeroed a
     # large window of the fresh file (the whole 2 MB ring, and the 512 KB
     # statistics file), 81 % of a traced fork's cost (perf).  Only the
