@@ -429,8 +429,13 @@ int main(int argc, char **argv)
 	/* bench_init pinned us to one CPU; the 2-thread row pins its own. */
 	if (strstr(only, "norseq")) {
 #if __has_include(<sys/rseq.h>)
-		bench_info("rseq", "glibc rseq registration: %s (__rseq_size %u)",
-			   __rseq_size ? "on" : "off", (unsigned)__rseq_size);
+		tracer_cpu_init();   /* what a session here chooses */
+		static const char *const source[] = {
+			[CPU_RSEQ] = "the rseq area", [CPU_RDTSCP] = "rdtscp (timestamp and CPU in one)",
+			[CPU_GETCPU] = "sched_getcpu() (slow path)", [CPU_RDPID] = "rdpid beside rdtsc",
+		};
+		bench_info("rseq", "glibc rseq registration: %s (__rseq_size %u); the CPU number from %s",
+			   __rseq_size ? "on" : "off", (unsigned)__rseq_size, source[tracer_cpu_source]);
 #endif
 		cost_rows("_norseq");
 	}
