@@ -511,7 +511,7 @@ def table3b(p):
         if st:
             calls = sum(d.get("calls", 0) for d in st)
             lo = sum(d.get("lost", 0) for d in st)
-            flt = statistics.median(d.get("minflt", 0) for d in st)
+            flt = statistics.median(d.get("minflt", 0) + d.get("majflt", 0) for d in st)
             if mode == "discard" and calls:
                 lost = f"{100.0 * lo / calls:.0f} % discarded; "
             lost += f"{flt:.0f} page faults/session"

@@ -19,7 +19,6 @@
 #include "text.h"
 #include "trace_native.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>

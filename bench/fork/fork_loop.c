@@ -18,7 +18,7 @@
  *
  * CPU_US is the user + system time of the parent and its children per
  * round, which a loaded machine disturbs less than the wall-clock time.
- * FAULTS is the number of minor page faults of the parent and its children
+ * FAULTS is the number of page faults (minor and major) of the parent and its children
  * per round: nearly independent of the machine's load, it counts what a
  * fork makes the kernel do afterwards (a copy-on-write fault for each
  * private page written by the parent or a child, a fault for each page of

@@ -22,13 +22,16 @@ static inline double fork_tv_us(struct timeval tv)
 }
 
 /* User + system µs of this process and its waited-for children; *faults
- * gets their minor page faults. */
+ * gets their page faults, minor and major (a traced child's first store
+ * into a page of its fresh buffer file, mapped without read-ahead, is a
+ * major fault: the kernel zero-fills the page as if reading it). */
 static inline double fork_cpu_us(double *faults)
 {
 	struct rusage self, children;
 	getrusage(RUSAGE_SELF, &self);
 	getrusage(RUSAGE_CHILDREN, &children);
-	*faults = (double)self.ru_minflt + (double)children.ru_minflt;
+	*faults = (double)self.ru_minflt + (double)self.ru_majflt + (double)children.ru_minflt +
+		  (double)children.ru_majflt;
 	return fork_tv_us(self.ru_utime) + fork_tv_us(self.ru_stime) + fork_tv_us(children.ru_utime) +
 	       fork_tv_us(children.ru_stime);
 }

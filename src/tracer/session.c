@@ -291,8 +291,8 @@ static int keep_unfinished_trace(struct tracer_session *s)
  * stream_fd to -1 before it publishes the ring (ready), and nothing reads
  * the fields of a ring that is not ready.  The array is 2 MB, which
  * calloc takes fresh from mmap: setting the 4096 stream_fd fields here
- * wrote every page of it, 512 page faults and about 0.7 ms in every
- * forked child of a traced process (table 9, row `traced`).
+ * wrote every page of it: 512 page faults in every forked child of a
+ * traced process (table 9, row `traced`; test tracer_fork_faults).
  */
 static struct tracer_session *session_alloc(void)
 {

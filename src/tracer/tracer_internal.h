@@ -169,13 +169,15 @@ static inline uint32_t tracer_rdpid(void)
 
 /*
  * A ring or statistics file is fallocate()d and then mapped shared.  Its
- * first page fault used to read ahead: the kernel zero-filled a large
- * folio window of the fresh file's unwritten blocks (up to the whole
- * 2 MB ring and the 512 KB statistics file), 81 % of the cost of a
- * forked child that records one event (2.5 ms per fork; `perf record`).
- * MADV_RANDOM turns read-ahead off for the mapping, so each page is
- * zeroed when it is first touched.  A system call only: ring_create() may
- * run in a signal handler.  Failure is harmless (only slower).
+ * first page fault used to read around: the kernel zero-filled a window
+ * of the fresh file's unwritten blocks as large as the disk's read-ahead
+ * (read_ahead_kb: 8 MB on the Xeon VM's disk, so the whole 2 MB ring and
+ * the 512 KB statistics file), 81 % of what a forked child that records
+ * one event cost (`perf record`, about 3 ms per fork).  MADV_RANDOM turns
+ * read-ahead off for the mapping, so each page is zeroed when it is first
+ * touched; a ring's first pass pays one fault per page instead (no
+ * difference in table 3b's rows, 64 MB ring included).  A system call
+ * only: ring_create() may run in a signal handler.  Failure is harmless.
  */
 static inline void tracer_map_no_readahead(void *map, size_t len)
 {

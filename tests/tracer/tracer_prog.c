@@ -690,7 +690,7 @@ static void *pairs_thread(void *arg)
 
 /*
  * forkfaults N: N rounds of fork, one t_forked event in the child, _exit;
- * prints the children's mean minor page faults (wait4's rusage), which a
+ * prints the children's mean page faults, minor and major (wait4's rusage), which a
  * traced child pays for setting up its trace: the scenario compares it
  * with the same run untraced.
  */
@@ -713,7 +713,7 @@ static int run_forkfaults(long n)
 			fprintf(stderr, "child %d failed\n", (int)pid);
 			return 1;
 		}
-		faults += ru.ru_minflt;
+		faults += ru.ru_minflt + ru.ru_majflt;
 	}
 	printf("child_faults %.1f\n", (double)faults / (double)n);
 	return 0;
