@@ -380,7 +380,7 @@ static struct thread *thread_of(struct pairs *p, const void *trace, int64_t key,
 static uint32_t row_for_key(struct pairs *p, uint32_t pair, const char *key, size_t len, const struct trace_event *ev)
 {
 	struct pair_def *d = &p->defs[pair];
-	uint64_t h = text_hash(key, len, TEXT_HASH_INIT);
+	uint64_t h = text_hash_words(key, len);
 	if (d->keycap) {
 		for (size_t j = h & (d->keycap - 1); d->keys[j].row != NO_ROW; j = (j + 1) & (d->keycap - 1))
 			if (d->keys[j].hash == h && d->keys[j].len == len && memcmp(d->keys[j].raw, key, len) == 0)
