@@ -41,7 +41,7 @@ if(TARGET mark_cli)
   add_executable(cli_trace_walk cli/trace_walk.c ${CMAKE_SOURCE_DIR}/cli/trace_native.c ${CMAKE_SOURCE_DIR}/cli/text.c
                  ${CMAKE_SOURCE_DIR}/cli/trace_value.c ${CMAKE_SOURCE_DIR}/src/util/printable.c
                  ${CMAKE_SOURCE_DIR}/src/util/uuid_text.c ${CMAKE_SOURCE_DIR}/src/filter/filter.c)
-  target_include_directories(cli_trace_walk PRIVATE ${CMAKE_SOURCE_DIR}/cli ${CMAKE_SOURCE_DIR}/src)
+  target_include_directories(cli_trace_walk PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_SOURCE_DIR}/cli ${CMAKE_SOURCE_DIR}/src)
   target_link_libraries(cli_trace_walk PRIVATE PkgConfig::BABELTRACE2 Threads::Threads m)
   add_test(NAME cli_trace_walk COMMAND cli_trace_walk ${CMAKE_CURRENT_BINARY_DIR}/trace-walk)
   # The native reader of mark's own traces against libbabeltrace2 (cli/trace_native.c).

@@ -16,23 +16,12 @@
  */
 #define _GNU_SOURCE
 #include "trace_native.h"
+#include "testutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int failures;
-#define CHECK(c)                                                                  \
-	do {                                                                      \
-		if (!(c)) {                                                       \
-			fprintf(stderr, "CHECK failed at line %d: %s\n", __LINE__, #c); \
-			failures++;                                               \
-		}                                                                 \
-	} while (0)
 
 static char root[4096];
 
@@ -205,10 +194,5 @@ int main(int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", root);
-	if (failures) {
-		fprintf(stderr, "FAILED: %d check(s)\n", failures);
-		return 1;
-	}
-	printf("PASS\n");
-	return 0;
+	TEST_DONE();
 }
