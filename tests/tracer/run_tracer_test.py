@@ -526,7 +526,13 @@ def s_fork_faults():
     print("page faults per child: untraced %.1f, traced %.1f" % (f0, f1))
     # A 2 MB ring is mapped but only its first pages are touched; the
     # statistics file, metadata and the child's session add a few dozen.
-    if os.environ.get("MARK_TEST_SANITIZER"):
+    emulator = os.environ.get("MARK_TEST_EMULATOR")
+    if emulator:
+        # qemu-user takes faults of its own (its translation cache) and
+        # drops madvise() hints: neither count says anything about libmark.
+        print("page faults and page-cache pages not checked under %s: qemu-user faults for itself and "
+              "ignores madvise(MADV_RANDOM); the children's events are still checked" % emulator)
+    elif os.environ.get("MARK_TEST_SANITIZER"):
         # ASan's allocator writes the shadow of the 2 MB session object
         # (and TSan its own), 300 faults more: the count means nothing there.
         print("page-fault count not checked under the %s sanitizer (its allocator touches the session's "
@@ -539,7 +545,7 @@ def s_fork_faults():
     # statistics file), 81 % of a traced fork's cost (perf).  Only the
     # pages touched may be in the page cache.
     kid = sorted(p for p in os.listdir(d) if p.startswith("pid-"))[-1]
-    for name, most in ((".mark-ring-0", 8), (".mark-stats", 8)):
+    for name, most in ((".mark-ring-0", 8), (".mark-stats", 8)) if not emulator else ():
         res = run([API, "resident", os.path.join(d, kid, name)])
         check(res.returncode == 0, "resident %s: %s" % (name, res.stderr))
         m = re.search(r"resident (\d+) of (\d+) pages", res.stdout)
@@ -1024,7 +1030,7 @@ def s_cpusource():
     r = run([API, "cpusource", os.path.join(d, "source")], {"GLIBC_TUNABLES": "glibc.pthread.rseq=0"})
     print(r.stdout.strip())
     if r.returncode == 77:
-        skip(r.stdout.strip().splitlines()[-1])
+        skip(re.sub(r"^SKIP: ", "", r.stdout.strip().splitlines()[-1]))
     check(r.returncode == 0, "tracer_api cpusource failed:\n%s%s" % (r.stdout, r.stderr))
     sources = [int(line.split()[1].rstrip(":")) for line in r.stdout.splitlines() if line.startswith("source ")]
     check(len(sources) == (1 if "no rdpid" in r.stdout else 2), "sources run: %s" % sources)

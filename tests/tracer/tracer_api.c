@@ -373,10 +373,12 @@ static int test_tickgap(const char *dir)
  * its argument.  Prints "source K" for each source it ran; a source the
  * CPU lacks is left out ("no rdpid").
  */
+#if defined(__x86_64__)
 static void cpusource_site(int cpu)
 {
 	MARK(api_cpusrc, "%d", cpu);
 }
+#endif
 
 static int test_cpusource(const char *dir)
 {
