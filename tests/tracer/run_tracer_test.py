@@ -511,7 +511,7 @@ def s_fork_faults():
     """A forked child of a traced process sets up its own trace: directory,
     metadata, statistics, one ring.  That must not write the whole 2 MB
     session object: it did (session_alloc() set each of 4096 rings'
-    stream_fd), 512 page faults and about 0.7 ms per child.  Compared with
+    stream_fd), 512 page faults per child.  Compared with
     the same program untraced, in the same run; the children's events must
     all be in the trace."""
     n = 50
