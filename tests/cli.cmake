@@ -8,7 +8,7 @@ if(TARGET mark_cli)
   # Threads that name themselves (the exports' thread names).
   add_executable(names_target cli/names_target.c)
   target_link_libraries(names_target PRIVATE mark Threads::Threads)
-  foreach(case view stats export output errors glob help hostile record_exit record_filter record_fork record_fork_kill record_kill record_signal record_interrupt record_liveline
+  foreach(case view stats export output errors glob help hostile record_exit record_filter record_fork record_fork_kill record_kill record_kill_busy record_signal record_interrupt record_liveline
                recover record_quiet record_duration list_pid)
     add_test(NAME cli_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.py ${case}
@@ -123,6 +123,14 @@ if(TARGET mark_cli)
             $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
             ${CMAKE_CURRENT_BINARY_DIR}/cli-work/follow_foreign)
   set_tests_properties(cli_follow_foreign PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  # SIGKILL right after the consumer's N-th packet write.
+  add_library(cli_kill_preload MODULE cli/kill_preload.c)
+  target_link_libraries(cli_kill_preload PRIVATE ${CMAKE_DL_LIBS})
+  add_test(NAME cli_record_kill_writing
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.py record_kill_writing
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>
+            ${CMAKE_CURRENT_BINARY_DIR}/cli-work/record_kill_writing $<TARGET_FILE:cli_kill_preload>)
+  set_tests_properties(cli_record_kill_writing PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
   add_library(cli_crash_preload MODULE cli/crash_preload.c)
   target_link_libraries(cli_crash_preload PRIVATE ${CMAKE_DL_LIBS})
   add_test(NAME cli_bt2_crash

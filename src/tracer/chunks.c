@@ -202,6 +202,15 @@ static int cut_chunk(struct tracer_session *s)
 	struct stat ms;
 	if (fstatat(cfd, MARK_TF_METADATA, &ms, AT_SYMLINK_NOFOLLOW) == 0)
 		bytes += (uint64_t)ms.st_size;   /* the chunk's size on disk includes its metadata */
+	/*
+	 * Recovery counts the events of each live stream file after the
+	 * length the committed counts include (mark_tf_counted): commit them
+	 * with every file whole before the files move, and again once their
+	 * lengths are 0.  In between nothing is written (this thread is the
+	 * writer), and a live file shorter than its counted length holds
+	 * nothing uncounted.
+	 */
+	tracer_counted_commit(s);
 	struct tracer_ring *r;
 	tracer_for_each_ring(s, r) {
 		if (!r->stream_ino)
@@ -226,6 +235,7 @@ static int cut_chunk(struct tracer_session *s)
 		 * recovery reads it only once this process is dead. */
 		__atomic_store_n(&r->hdr->stream_bytes, 0, __ATOMIC_RELAXED);
 	}
+	tracer_counted_commit(s);
 	close(cfd);
 	if (s->max_size) {
 		if (s->nchunks == TRACER_MAX_CHUNKS)

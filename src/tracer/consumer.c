@@ -51,6 +51,8 @@ _Static_assert(__builtin_offsetof(struct mark_tf_ring, head) == 64, "producer li
 _Static_assert(__builtin_offsetof(struct mark_tf_ring, tail) == 128, "consumer line");
 
 #define STATS_MAX_ENTRIES 4096
+_Static_assert(STATS_MAX_ENTRIES == MARK_TF_COUNTED_IDS, "a counted set holds every entry");
+_Static_assert(TRACER_MAX_RINGS <= MARK_TF_COUNTED_STREAMS, "a counted set holds every ring's stream");
 
 int tracer_write_full(int fd, const void *buf, size_t len)
 {
@@ -764,7 +766,8 @@ static bool urgent_work(struct tracer_session *s)
 
 int tracer_stats_open(struct tracer_session *s)
 {
-	size_t size = sizeof(struct mark_tf_stats) + STATS_MAX_ENTRIES * sizeof(struct mark_tf_stats_entry);
+	const size_t counted_offset = sizeof(struct mark_tf_stats) + STATS_MAX_ENTRIES * sizeof(struct mark_tf_stats_entry);
+	const size_t size = counted_offset + 2 * sizeof(struct mark_tf_counted);
 	char path[PATH_MAX];
 	tracer_path(path, sizeof(path), s->dir, MARK_TF_STATS, -1);
 	void *map = MAP_FAILED;
@@ -797,6 +800,7 @@ int tracer_stats_open(struct tracer_session *s)
 	st->mode = (uint32_t)s->mode;
 	st->start_realtime_ns = tracer_realtime_ns();
 	st->buffer_size = s->buffer_size;
+	st->counted_offset = counted_offset;   /* set 0, all zero, is committed: nothing written yet */
 	st->state = MARK_TF_STATE_STARTING;
 	TRACER_FENCE(__ATOMIC_RELEASE);
 	memcpy(st->magic, MARK_TF_STATS_MAGIC, 8);
@@ -829,6 +833,34 @@ void tracer_sum_rings(struct tracer_session *s, uint64_t *events, uint64_t *lost
 	*events = e;
 	*lost = l;
 	*buffers = b;
+}
+
+void tracer_counted_commit(struct tracer_session *s)
+{
+	struct mark_tf_stats *st = s->stats;
+	if (!st)
+		return;
+	/* Consumer thread only (or the stopping thread once it is joined):
+	 * the only writer of the sets, of counted_set and of the counts. */
+	struct mark_tf_counted *sets = (struct mark_tf_counted *)((char *)st + st->counted_offset);
+	const uint64_t next = st->counted_set ^ 1;
+	struct mark_tf_counted *c = &sets[next];
+	c->events_written = s->events_written;
+	c->bytes_written = s->bytes_written;
+	struct tracer_ring *r;
+	tracer_for_each_ring(s, r)
+		c->stream_bytes[r->index] = r->hdr->stream_bytes;   /* consumer-owned: plain read */
+	const unsigned described = __atomic_load_n(&s->described, __ATOMIC_RELAXED);
+	const unsigned ne = described < STATS_MAX_ENTRIES ? described : STATS_MAX_ENTRIES;
+	memcpy(c->events, s->marker_counts, ne * sizeof(uint64_t));
+	/*
+	 * The commit.  What matters is the state a SIGKILL leaves, which a
+	 * recovery reads after this thread is gone: every store before this
+	 * one is in the shared page cache by then, whatever the order other
+	 * CPUs would have seen them in.  Release for a reader in another
+	 * process that loads counted_set with acquire (none does today).
+	 */
+	__atomic_store_n(&st->counted_set, next, __ATOMIC_RELEASE);
 }
 
 void tracer_stats_update(struct tracer_session *s, uint32_t state)
@@ -874,6 +906,7 @@ void tracer_stats_update(struct tracer_session *s, uint32_t state)
 		__atomic_store_n(&e[i].events, s->marker_counts[i], __ATOMIC_RELAXED);
 	__atomic_store_n(&st->nentries, ne, __ATOMIC_RELAXED);
 	__atomic_store_n(&st->seq, seq + 2, __ATOMIC_RELEASE);
+	tracer_counted_commit(s);
 }
 
 /*

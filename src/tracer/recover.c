@@ -301,15 +301,75 @@ static uint64_t metadata_clock_freq(int dfd)
 }
 
 /*
+ * Count the events of the packets of stream file sfd (d/sname) in
+ * [from, to) into counts (by id; ids >= ncounts only in *events): the
+ * packets the consumer wrote after the counts it last committed
+ * (mark_tf_counted).  The file is untrusted: a packet that is not one the
+ * tracer writes ends the count, with a warning (the trace is left as it
+ * is; the summary then counts fewer events than it holds).
+ */
+static void count_stream_events(const struct rdir *d, const char *sname, int sfd, uint64_t from, uint64_t to,
+				uint64_t *counts, unsigned ncounts, uint64_t *events)
+{
+	/* The largest packet the consumer writes: TRACER_PACKET_MAX of
+	 * records and the one record that crosses it. */
+	const uint64_t max_packet = sizeof(struct mark_tf_packet) + TRACER_PACKET_MAX + (1u << 16);
+	uint64_t *buf = NULL;
+	uint64_t off = from;
+	const char *bad = NULL;
+	while (off < to && !bad) {
+		struct mark_tf_packet pk;
+		bad = "is not a whole packet header";
+		if (to - off < sizeof(pk) || read_full(sfd, &pk, sizeof(pk), (off_t)off) != 0)
+			break;
+		const uint64_t len = pk.packet_size / 8;
+		bad = "is not a packet the tracer writes (magic, or sizes out of bounds)";
+		if (pk.magic != MARK_TF_CTF_MAGIC || pk.packet_size % 64 || len < sizeof(pk) || len > to - off ||
+		    len > max_packet || pk.content_size > pk.packet_size)
+			break;
+		bad = "cannot be read";
+		if (!buf && !(buf = malloc(max_packet)))
+			break;
+		const uint64_t body = len - sizeof(pk);
+		if (body && read_full(sfd, buf, body, (off_t)(off + sizeof(pk))) != 0)
+			break;
+		bad = "holds a record that is not one the tracer writes";
+		uint64_t pos = 0;
+		while (pos + 16 <= body) {
+			const uint64_t w = buf[pos / 8 + 1];
+			const unsigned id = (unsigned)(w & 0xffff), rlen = (unsigned)((w >> 16) & 0xffff);
+			if (rlen < 16 || MARK_TF_RECORD_SPAN(rlen) > body - pos)
+				break;
+			if (id < ncounts)
+				counts[id]++;
+			++*events;
+			pos += MARK_TF_RECORD_SPAN(rlen);
+		}
+		if (pos != body)
+			break;
+		bad = NULL;
+		off += len;
+	}
+	free(buf);
+	if (bad)
+		mark_warn("mark: recover: %s/%s: the packet at byte %" PRIu64 " %s; the summary does not count "
+			"the events from there on (the file is left as it is)\n", d->path, sname, off, bad);
+}
+
+/*
  * Recover one ring, d/name (= .mark-ring-index).  Returns 0 or -errno
  * (reported).  The ring is read into our memory (see the top of the
  * file); its consumer fields are updated there by the commit protocol and
  * written back only if the ring file stays (an error after some packets),
  * so that a second recovery resumes where this one stopped.
+ * counted: the stream lengths the statistics' counts include, by index
+ * (mark_tf_counted), or NULL (a file of an older mark): the events after
+ * that length are counted too, and counted[index] becomes the length that
+ * counts and events_out now include.
  */
 static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const char *name, uint32_t index,
-			uint64_t *counts, unsigned described, uint64_t freq, uint64_t *events_out,
-			uint64_t *bytes_out, uint64_t *lost_out)
+			uint64_t *counts, unsigned described, uint64_t freq, uint64_t *counted,
+			uint64_t *events_out, uint64_t *bytes_out, uint64_t *lost_out)
 {
 	struct stat sb;
 	int fd = open_owned(ctx, d, name, &sb);
@@ -390,6 +450,16 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 		rc = recover_fail(ctx, errno, "mark: recover: %s/%s: %s", d->path, sname, strerror(errno));
 		goto out;
 	}
+	/* Packets the consumer wrote after it last committed its counts. */
+	if (counted && index < MARK_TF_COUNTED_STREAMS) {
+		uint64_t uncounted = 0;
+		if (counted[index] < committed) {
+			count_stream_events(d, sname, sfd, counted[index], committed, counts, described, &uncounted);
+			*bytes_out += committed - counted[index];
+		}
+		*events_out += uncounted;
+		counted[index] = committed;
+	}
 	hdr.stream_bytes = committed;
 	hdr.tail = tail;
 	hdr.packet_seq = seq;
@@ -437,7 +507,7 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 	if (start < head) {
 		if ((rc = tracer_write_records(&sink, data, cap, start, head, &consumed)) < 0) {
 			recover_fail(ctx, -rc, "mark: recover: cannot write %s/%s: %s", d->path, sname, strerror(-rc));
-			goto out;
+			goto partial;
 		}
 		if (consumed < head) {
 			/* Undescribed marker ids or a damaged record: count the rest lost. */
@@ -463,11 +533,17 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 		}
 		if ((rc = tracer_write_empty_packet(&sink, consumed)) < 0) {
 			recover_fail(ctx, -rc, "mark: recover: cannot write %s/%s: %s", d->path, sname, strerror(-rc));
-			goto out;
+			goto partial;
 		}
 	}
 	hdr.tail = consumed;
 	*lost_out += sink.lost;
+partial:
+	/* The packets written, also before a failed write: counts has their
+	 * events (tracer_write_records() takes back only the failed packet's),
+	 * and the header that stays for a second recovery their length. */
+	if (counted && index < MARK_TF_COUNTED_STREAMS)
+		counted[index] = hdr.stream_bytes;   /* emit_packet() keeps it */
 	*events_out += sink.events;
 	*bytes_out += sink.bytes;
 out:
@@ -690,6 +766,25 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 		rc = recover_fail(ctx, ENOMEM, "mark: recover: out of memory");
 		goto out;
 	}
+	/*
+	 * The counts committed with the stream lengths they include
+	 * (mark_tf_counted); a file without them (an older mark) or with a
+	 * set out of bounds: the entries' counts, as before, which miss the
+	 * packets written after the consumer's last update.
+	 */
+	struct mark_tf_counted *sets = NULL, *set = NULL;
+	uint64_t *counted = NULL;
+	const uint64_t entries_end = st->header_size + (uint64_t)st->max_entries * st->entry_size;
+	if (st->counted_offset && st->counted_offset % 8 == 0 && st->counted_offset >= entries_end &&
+	    st->counted_offset <= size && (size - st->counted_offset) / sizeof(*sets) >= 2 && st->counted_set <= 1) {
+		sets = (struct mark_tf_counted *)((char *)buf + st->counted_offset);
+		set = &sets[st->counted_set];
+		counted = set->stream_bytes;
+	} else if (st->counted_offset) {
+		mark_warn("mark: recover: %s/%s: field counted_offset or counted_set is out of bounds; the "
+			"summary counts what the last update said, without the packets written after it\n",
+			d->path, MARK_TF_STATS);
+	}
 	uint64_t events = 0, bytes = 0, ring_lost = 0;
 	int ring_rc = 0;
 	int lfd = openat(d->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -705,8 +800,8 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 		int64_t index = name_number(e->d_name, MARK_TF_RING_PREFIX);
 		if (index < 0)
 			continue;
-		int r = recover_ring(ctx, d, e->d_name, (uint32_t)index, counts, described, freq, &events, &bytes,
-				     &ring_lost);
+		int r = recover_ring(ctx, d, e->d_name, (uint32_t)index, counts, described, freq, counted, &events,
+				     &bytes, &ring_lost);
 		if (r < 0 && ring_rc == 0)
 			ring_rc = r;
 	}
@@ -726,16 +821,31 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 	st->seq = seq + 1;
 	int wrc = write_full_at(fd, &st->seq, sizeof(st->seq), offsetof(struct mark_tf_stats, seq));
 	unsigned ne = described < st->max_entries ? described : st->max_entries;
+	/* The set to commit next: the one not committed, from the committed
+	 * one, whose stream lengths recover_ring() has already moved on. */
+	struct mark_tf_counted *next = sets ? &sets[st->counted_set ^ 1] : NULL;
+	if (next)
+		memcpy(next, set, sizeof(*next));
 	for (unsigned i = 0; i < ne; i++) {
 		/* Within the file: max_entries was checked against its size. */
 		struct mark_tf_stats_entry *ent =
 			(struct mark_tf_stats_entry *)((char *)buf + st->header_size + (size_t)i * st->entry_size);
-		ent->events += counts[i];
+		const bool in_set = set && i < MARK_TF_COUNTED_IDS;
+		ent->events = (in_set ? set->events[i] : ent->events) + counts[i];
+		if (in_set)
+			next->events[i] = ent->events;
 	}
 	if (ne > st->nentries)
 		st->nentries = ne;
-	st->events_written += events;
-	st->bytes_written += bytes;
+	st->events_written = (set ? set->events_written : st->events_written) + events;
+	st->bytes_written = (set ? set->bytes_written : st->bytes_written) + bytes;
+	if (next) {
+		next->events_written = st->events_written;
+		next->bytes_written = st->bytes_written;
+		/* Whole before the header that commits it (below). */
+		if (write_full_at(fd, next, sizeof(*next), (off_t)((char *)next - (char *)buf)) == 0)
+			st->counted_set ^= 1;
+	}
 	if (st->events < st->events_written)
 		st->events = st->events_written;
 	/* The losses as the rings and the recording threads counted them at

@@ -123,7 +123,13 @@ struct mark_tf_stats {
 	 * a reader may see one before the other. */
 	uint64_t lost_no_ring;
 	uint64_t lost_no_ring_ts;
-	uint64_t reserved[9];         /* zero; pads the header to 256 bytes           */
+	/* The counts as of what the stream files held, for recovery after
+	 * SIGKILL (struct mark_tf_counted below): two sets at counted_offset
+	 * (0: none, a file of an older mark), counted_set (0 or 1) the one
+	 * last committed.  Not under the seqlock. */
+	uint64_t counted_offset;
+	uint64_t counted_set;
+	uint64_t reserved[7];         /* zero; pads the header to 256 bytes           */
 };
 
 /*
@@ -142,6 +148,30 @@ struct mark_tf_stats_entry {
 };
 
 /* Offset of entry i: header_size + i * entry_size (use the file's values). */
+
+/*
+ * The counts the entries give lag the stream files: the consumer writes
+ * packets continuously and publishes its counts every few milliseconds.
+ * After a SIGKILL, recovery needs the counts that go with an exact point
+ * of each stream file, and it cannot tell how far a torn seqlock update
+ * got.  So at each update the consumer also writes a counted set: the
+ * counts, and for each stream N the length of stream-N (in the live
+ * chunk) that they include -- into the set not committed, then commits
+ * it with one aligned 8-byte store of counted_set.  SIGKILL stops the
+ * consumer between two stores, after which the committed set is whole.
+ * Recovery adds the events of stream-N from stream_bytes[N] to the end
+ * of its last complete packet, then those it writes from the buffers.
+ * Recovery writes a set the same way when it updates the file, so a
+ * second one (after a first that failed on a buffer) counts nothing twice.
+ */
+#define MARK_TF_COUNTED_STREAMS 4096          /* stream indexes of rings      */
+#define MARK_TF_COUNTED_IDS 4096              /* marker ids (max_entries)     */
+struct mark_tf_counted {
+	uint64_t events_written;
+	uint64_t bytes_written;
+	uint64_t stream_bytes[MARK_TF_COUNTED_STREAMS];
+	uint64_t events[MARK_TF_COUNTED_IDS];
+};
 
 /* ------------------------------------------------------------------ */
 /* .mark-ring-N: one buffer in file-backed shared memory               */

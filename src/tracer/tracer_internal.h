@@ -453,6 +453,9 @@ MARK_HIDDEN int tracer_stats_open(struct tracer_session *s);
 MARK_HIDDEN void tracer_sum_rings(struct tracer_session *s, uint64_t *events, uint64_t *lost,
 				  uint64_t *buffers);
 MARK_HIDDEN void tracer_stats_update(struct tracer_session *s, uint32_t state);
+/* Commit the counts with the stream lengths they include, for recovery
+ * (mark_tf_counted, trace_format.h).  Consumer thread (or after it). */
+MARK_HIDDEN void tracer_counted_commit(struct tracer_session *s);
 /*
  * Rewrite the metadata if markers registered since it was written, and
  * raise .mark-stats' markers_described at once.  The consumer, and the

@@ -9,6 +9,8 @@
  *            (its own sub-trace) and exits 0; the parent waits, exits 0
  *   fork_kill  as fork, but the child (pid printed as "child PID") kills
  *            itself with SIGKILL after its events; the parent exits 0
+ *   kill_busy  two more threads fire cli_tick without end; after 300 ms
+ *            raise(SIGKILL) while they record (the consumer is writing)
  *   wait     fire cli_tick until SIGTERM arrives, then exit 42; on SIGINT,
  *            wait 300 ms more (to count any duplicate SIGINT), then exit
  *            50 + the number of SIGINTs received
@@ -63,6 +65,17 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void *busy_worker(void *arg)
+{
+	(void)arg;
+	for (unsigned tick = 0;; tick++) {
+		MARK(cli_tick, "%u", tick);
+		if (tick % 64 == 0)
+			usleep(10);   /* about 10^6 events/s: not a full buffer in block mode */
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -110,6 +123,16 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "kill") == 0) {
 		for (unsigned tick = 10000; tick < 11000; tick++)
 			MARK(cli_tick, "%u", tick);
+		raise(SIGKILL);
+		return 99;   /* not reached */
+	}
+	if (strcmp(argv[1], "kill_busy") == 0) {
+		/* Killed while two threads still record: the consumer is
+		 * writing packets at that moment. */
+		pthread_t busy[2];
+		for (long i = 0; i < 2; i++)
+			pthread_create(&busy[i], NULL, busy_worker, NULL);
+		usleep(300 * 1000);
 		raise(SIGKILL);
 		return 99;   /* not reached */
 	}
