@@ -806,6 +806,9 @@ int tracer_stats_open(struct tracer_session *s)
 	memcpy(st->magic, MARK_TF_STATS_MAGIC, 8);
 	s->stats = st;
 	s->stats_map_size = size;
+	s->stats_entries = STATS_MAX_ENTRIES;
+	s->counted = (struct mark_tf_counted *)((char *)map + counted_offset);
+	s->counted_set = 0;
 	s->marker_counts_cap = MARK_TF_MAX_ID + 1;
 	s->marker_counts = calloc(s->marker_counts_cap, sizeof(uint64_t));
 	if (!s->marker_counts)
@@ -838,13 +841,15 @@ void tracer_sum_rings(struct tracer_session *s, uint64_t *events, uint64_t *lost
 void tracer_counted_commit(struct tracer_session *s)
 {
 	struct mark_tf_stats *st = s->stats;
-	if (!st)
+	if (!st || !s->counted)
 		return;
 	/* Consumer thread only (or the stopping thread once it is joined):
-	 * the only writer of the sets, of counted_set and of the counts. */
-	struct mark_tf_counted *sets = (struct mark_tf_counted *)((char *)st + st->counted_offset);
-	const uint64_t next = st->counted_set ^ 1;
-	struct mark_tf_counted *c = &sets[next];
+	 * the only writer of the sets, of counted_set and of the counts.
+	 * Where the sets are and which one is committed come from the
+	 * session, never from the file, which its owner's other processes
+	 * can write: a planted counted_offset must not move our stores. */
+	const unsigned next = s->counted_set ^ 1;
+	struct mark_tf_counted *c = &s->counted[next];
 	c->events_written = s->events_written;
 	c->bytes_written = s->bytes_written;
 	struct tracer_ring *r;
@@ -861,6 +866,7 @@ void tracer_counted_commit(struct tracer_session *s)
 	 * process that loads counted_set with acquire (none does today).
 	 */
 	__atomic_store_n(&st->counted_set, next, __ATOMIC_RELEASE);
+	s->counted_set = next;
 }
 
 void tracer_stats_update(struct tracer_session *s, uint32_t state)

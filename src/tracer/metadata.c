@@ -278,7 +278,7 @@ int tracer_metadata_write(int dirfd, const char *dir, const struct tracer_sessio
 	struct mark_tf_stats *st = s->stats;
 	/* Entries we mapped, not the file's max_entries: anyone who can write
 	 * the file could make that larger than the mapping. */
-	const size_t entries = st ? (s->stats_map_size - sizeof(*st)) / sizeof(struct mark_tf_stats_entry) : 0;
+	const size_t entries = st ? s->stats_entries : 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct mark_marker *m = ms[i];
 		fprintf(f, "event {\n\tname = ");

@@ -346,6 +346,7 @@ static void session_unmap(struct tracer_session *s, bool unlink_rings)
 	if (s->stats)
 		munmap(s->stats, s->stats_map_size);
 	s->stats = NULL;
+	s->counted = NULL;
 }
 
 void tracer_new_uuid(uint8_t *u)

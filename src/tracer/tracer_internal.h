@@ -320,6 +320,11 @@ struct tracer_session {
 	/* Consumer-private bookkeeping */
 	struct mark_tf_stats *stats;
 	size_t stats_map_size;
+	unsigned stats_entries;     /* entries mapped (not the file's max_entries) */
+	/* The two counted sets in the stats mapping, and the one committed
+	 * (tracer_counted_commit()); never read back from the file. */
+	struct mark_tf_counted *counted;
+	unsigned counted_set;
 	uint64_t *marker_counts;    /* by id, events written                        */
 	unsigned marker_counts_cap;
 	unsigned described;         /* ids 0..described-1 are in metadata           */

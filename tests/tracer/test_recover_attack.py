@@ -70,7 +70,7 @@ def skip(msg):
 
 # Offsets in struct mark_tf_stats / struct mark_tf_ring (src/tracer/trace_format.h).
 STATS = {"header_size": (12, "I"), "entry_size": (16, "I"), "max_entries": (20, "I"), "pid": (24, "i"),
-         "markers_described": (112, "I")}
+         "markers_described": (112, "I"), "counted_offset": (184, "Q"), "counted_set": (192, "Q")}
 RING = {"capacity": (16, "Q"), "head": (64, "Q"), "oldest": (72, "Q"), "tail": (128, "Q"),
         "stream_bytes": (144, "Q"), "pending_tail": (160, "Q"), "pending_bytes": (168, "Q"),
         "stream_index": (28, "I"), "header_size": (12, "I")}
@@ -254,6 +254,10 @@ def main():
         check(p.stdout.readline().strip() == "ready", "tracer_many_markers did not get ready")
         time.sleep(0.2)
         poke(os.path.join(proc_dir(d), ".mark-stats"), STATS, "max_entries", 0xffffffff)
+        # ... and where the counted sets are, and which one is committed:
+        # its consumer must keep its own idea of both.
+        poke(os.path.join(proc_dir(d), ".mark-stats"), STATS, "counted_offset", 1 << 40)
+        poke(os.path.join(proc_dir(d), ".mark-stats"), STATS, "counted_set", 0x10000001)
         p.stdin.write("go\n")
         p.stdin.flush()
         rc = p.wait(timeout=30)
