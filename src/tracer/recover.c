@@ -450,15 +450,11 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 		rc = recover_fail(ctx, errno, "mark: recover: %s/%s: %s", d->path, sname, strerror(errno));
 		goto out;
 	}
-	/* Packets the consumer wrote after it last committed its counts. */
-	if (counted && index < MARK_TF_COUNTED_STREAMS) {
-		uint64_t uncounted = 0;
-		if (counted[index] < committed) {
-			count_stream_events(d, sname, sfd, counted[index], committed, counts, described, &uncounted);
-			*bytes_out += committed - counted[index];
-		}
-		*events_out += uncounted;
-		counted[index] = committed;
+	/* Packets the consumer wrote after it last committed its counts
+	 * (counted[index] moves on below, at `partial`). */
+	if (counted && index < MARK_TF_COUNTED_STREAMS && counted[index] < committed) {
+		count_stream_events(d, sname, sfd, counted[index], committed, counts, described, events_out);
+		*bytes_out += committed - counted[index];
 	}
 	hdr.stream_bytes = committed;
 	hdr.tail = tail;
