@@ -1770,6 +1770,7 @@ struct fl_state {
 	bool *dead;                  /* per stream: bad input, not read any more */
 	size_t dead_cap;
 	bool failed;
+	bool link_warned;            /* a stream file that is a link: said once  */
 };
 
 /* Larger than any packet the tracer writes (at most a buffer, <= 4 GiB). */
@@ -1853,7 +1854,16 @@ static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_tr
 		if (de->d_name[0] == '.' || strcmp(de->d_name, MARK_TF_METADATA) == 0)
 			continue;
 		struct stat st;
-		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (S_ISLNK(st.st_mode) && !f->link_warned) {
+			/* Not read through (it could point at any file), and not in silence. */
+			f->link_warned = true;
+			fprintf(stderr, "mark: view --follow: %s/%s is a symbolic link: not read (mark reads no link "
+					"inside a trace); its events are not shown\n",
+				cli_text(t->path), cli_text(de->d_name));
+		}
+		if (!S_ISREG(st.st_mode))
 			continue;
 		bool known = false;
 		for (size_t i = 0; i < r->nstreams && !known; i++)

@@ -19,6 +19,7 @@
 #include "text.h"
 #include "trace_native.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -494,6 +495,13 @@ static void free_traces(struct trace_dirs *t)
 	free(t->paths);
 }
 
+static void print_link_refusal(const char *directory, const char *dir, const char *name)
+{
+	fprintf(stderr, "mark: cannot read trace %s: %s/%s is a symbolic link; mark reads no link inside a trace "
+			"(it could point at any file); replace it with the file it names if you trust it (cp -L)\n",
+		cli_text(directory), cli_text(dir), cli_text(name));
+}
+
 int trace_check_directory(const char *directory)
 {
 	struct stat st;
@@ -512,9 +520,58 @@ int trace_check_directory(const char *directory)
 	free_traces(&t);
 	if (n > 0)
 		return 0;
+	int dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	bool linked = dfd >= 0 && fstatat(dfd, MARK_TF_METADATA, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+	if (dfd >= 0)
+		close(dfd);
+	if (linked) {
+		print_link_refusal(directory, directory, MARK_TF_METADATA);
+		return -1;
+	}
 	fprintf(stderr, "mark: %s is not a CTF trace: it has no `metadata` file "
 			"(give the directory `mark record -o` wrote)\n", cli_text(directory));
 	return -1;
+}
+
+/*
+ * libbabeltrace2 opens a trace's files by name and follows symbolic links.
+ * The readers run as root on directories that other users can write, and a
+ * stream or metadata file linked to another file (someone else's trace, a
+ * secret) must not be read through the link: mark's native reader opens
+ * with O_NOFOLLOW and hands a trace holding a link to this path, which
+ * refuses it here before libbabeltrace2 sees it.  Checked: every entry of
+ * each trace directory that src.ctf.fs reads (all but dot files), the
+ * directory reached by descriptor without following links
+ * (trace_dir_open).  What this cannot see: a file replaced by a link
+ * between this check and libbabeltrace2's open, by a user who can write the
+ * trace directory; mark's own traces are read by the native reader, which
+ * has no such window.
+ */
+static int refuse_links(const char *directory, const struct trace_dirs *traces)
+{
+	for (size_t i = 0; i < traces->n; i++) {
+		int dfd = trace_dir_open(directory, traces->paths[i]);
+		DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+		if (!d) {
+			fprintf(stderr, "mark: cannot read trace %s: cannot open %s: %s\n", cli_text(directory),
+				cli_text(traces->paths[i]), strerror(errno));
+			if (dfd >= 0)
+				close(dfd);
+			return -1;
+		}
+		struct dirent *de;
+		struct stat st;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] == '.' || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+			    !S_ISLNK(st.st_mode))
+				continue;
+			print_link_refusal(directory, traces->paths[i], de->d_name);
+			closedir(d);
+			return -1;
+		}
+		closedir(d);
+	}
+	return 0;
 }
 
 /* Add one src.ctf.fs for `path` and connect each of its streams to the muxer. */
@@ -760,7 +817,8 @@ int trace_read(const char *directory, const struct trace_reader_ops *ops, void *
 			goto out;
 		}
 	}
-	ret = bt2_read_isolated(directory, &traces, ops, arg);
+	if (refuse_links(directory, &traces) == 0)
+		ret = bt2_read_isolated(directory, &traces, ops, arg);
 out:
 	free_traces(&traces);
 	return ret;

@@ -383,6 +383,62 @@ def case_hostile(mark, target, workdir):
     check(rc == 0 and name + b" " in out, "stats shows the escaped name: %r" % out[:400])
 
 
+def case_trace_links(mark, target, workdir):
+    """A symbolic link inside a trace is refused, never followed: the
+    readers are run by root on directories other users can write, and a
+    stream or metadata file linked to another file (a trace of someone
+    else, /etc/shadow) must not be read through the link.  The native
+    reader opens with O_NOFOLLOW; it used to hand a trace with a link to
+    libbabeltrace2, which follows it (and MARK_READER=bt2 always did).
+    Checked on a foreign trace (read by libbabeltrace2), on mark's own
+    (native) and on mark's own with MARK_READER=bt2: view, stats and export
+    exit 1, name the link, and print no event."""
+    need_babeltrace2()
+    secret = fresh(workdir, "secret")
+    os.makedirs(secret)
+    foreign = fixture(workdir)
+    r = run([mark, "record", "-q", "-o", fresh(workdir, "own"), "--", target, "exit", "0"], timeout=60)
+    check(r.returncode == 0, "mark record: exit %d: %s" % (r.returncode, r.stderr))
+    own = os.path.join(workdir, "own")
+    own_streams = sorted(os.path.join(d, f) for d in os.listdir(own) if d.startswith("pid-")
+                         for f in os.listdir(os.path.join(own, d)) if f.startswith("stream"))
+    check(own_streams, "mark record wrote no stream file: %r" % os.listdir(own))
+    cases = []
+    for name, trace, entry in (("foreign", foreign, "stream_0"), ("own", own, own_streams[0] if own_streams else "x"),
+                               ("foreign-metadata", foreign, "metadata")):
+        copy = fresh(workdir, "linked-" + name)
+        shutil.copytree(trace, copy)
+        target_file = os.path.join(secret, name + "-" + os.path.basename(entry))
+        shutil.move(os.path.join(copy, entry), target_file)
+        os.symlink(target_file, os.path.join(copy, entry))
+        cases.append((name, copy, entry, {}))
+        if name == "own":
+            cases.append(("own with MARK_READER=bt2", copy, entry, {"MARK_READER": "bt2"}))
+    for name, trace, entry, env in cases:
+        for args in (["view", trace], ["stats", trace], ["export", "-o", "-", trace]):
+            r = run([mark] + args, env=dict(os.environ, **env), timeout=60)
+            what = "%s (%s)" % (" ".join(args[:-1]), name)
+            check(r.returncode == 1, "%s through a linked %s: exit %d, want 1: %r" %
+                  (what, entry, r.returncode, r.stderr[-400:]))
+            check("symbolic link" in r.stderr and os.path.join(trace, entry) in r.stderr,
+                  "%s: the error does not name the link %s: %r" % (what, entry, r.stderr[-400:]))
+            check(not r.stdout.strip() or args[0] == "export" and '"tick"' not in r.stdout
+                  and "req_begin" not in r.stdout,
+                  "%s printed what it read through the link: %r" % (what, r.stdout[:300]))
+    # view --follow reads on as files appear: the linked stream is not read
+    # and it says so (the trace is finished, so follow ends by itself).
+    own_linked = cases[1][1]
+    r = run([mark, "view", "--follow", own_linked], timeout=60)
+    entry = cases[1][2]
+    check("%s is a symbolic link: not read" % os.path.join(own_linked, entry) in r.stderr,
+          "view --follow: no word of the linked %s: %r" % (entry, r.stderr[-400:]))
+    shown = [re.sub(r' pid [0-9]+ "[^"]*"', "", l) for l in r.stdout.splitlines() if not l.startswith("#")]
+    plain = run([mark, "view", own], timeout=60).stdout.splitlines()
+    check(0 < len(shown) < len(plain) and set(shown) <= set(plain),
+          "view --follow showed %d of the %d events; want only those of the streams that are files" %
+          (len(shown), len(plain)))
+
+
 def case_glob(mark, target, workdir):
     """Globs (issue 16, Commands): the systemtap/bpftrace spelling of a probe
     (request__start, prov:request__start) matches the marker the trace shows
