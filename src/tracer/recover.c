@@ -306,10 +306,11 @@ static uint64_t metadata_clock_freq(int dfd)
  * packets the consumer wrote after the counts it last committed
  * (mark_tf_counted).  The file is untrusted: a packet that is not one the
  * tracer writes ends the count, with a warning (the trace is left as it
- * is; the summary then counts fewer events than it holds).
+ * is; the summary then counts fewer events than it holds).  Returns the
+ * offset the count reached: the end of the last packet counted.
  */
-static void count_stream_events(const struct rdir *d, const char *sname, int sfd, uint64_t from, uint64_t to,
-				uint64_t *counts, unsigned ncounts, uint64_t *events)
+static uint64_t count_stream_events(const struct rdir *d, const char *sname, int sfd, uint64_t from, uint64_t to,
+				    uint64_t *counts, unsigned ncounts, uint64_t *events)
 {
 	/* The largest packet the consumer writes: TRACER_PACKET_MAX of
 	 * records and the one record that crosses it. */
@@ -327,9 +328,10 @@ static void count_stream_events(const struct rdir *d, const char *sname, int sfd
 		if (pk.magic != MARK_TF_CTF_MAGIC || pk.packet_size % 64 || len < sizeof(pk) || len > to - off ||
 		    len > max_packet || pk.content_size > pk.packet_size)
 			break;
-		bad = "cannot be read";
+		bad = "could not be counted: out of memory";
 		if (!buf && !(buf = malloc(max_packet)))
 			break;
+		bad = "cannot be read";
 		const uint64_t body = len - sizeof(pk);
 		if (body && read_full(sfd, buf, body, (off_t)(off + sizeof(pk))) != 0)
 			break;
@@ -354,6 +356,7 @@ static void count_stream_events(const struct rdir *d, const char *sname, int sfd
 	if (bad)
 		mark_warn("mark: recover: %s/%s: the packet at byte %" PRIu64 " %s; the summary does not count "
 			"the events from there on (the file is left as it is)\n", d->path, sname, off, bad);
+	return off;
 }
 
 /*
@@ -791,15 +794,50 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 		ring_rc = recover_fail(ctx, errno, "mark: recover: cannot list %s: %s", d->path, strerror(errno));
 	}
 	struct dirent *e;
+	/* The streams whose ring was there (recovered or left for another try). */
+	uint64_t ring_seen[MARK_TF_COUNTED_STREAMS / 64] = { 0 };
 	while (dir && (e = readdir(dir))) {
 		/* Only names the tracer writes; nothing else is a buffer. */
 		int64_t index = name_number(e->d_name, MARK_TF_RING_PREFIX);
 		if (index < 0)
 			continue;
+		if (index < MARK_TF_COUNTED_STREAMS)
+			ring_seen[index / 64] |= UINT64_C(1) << (index % 64);
 		int r = recover_ring(ctx, d, e->d_name, (uint32_t)index, counts, described, freq, counted, &events,
 				     &bytes, &ring_lost);
 		if (r < 0 && ring_rc == 0)
 			ring_rc = r;
+	}
+	/*
+	 * A stream without a ring: a recovery that was stopped (killed, a
+	 * failed write) after it wrote a ring's packets out and deleted it,
+	 * before it committed the counts below.  (The tracer deletes no ring
+	 * while its session runs.)  The stream's last packets are then after
+	 * the committed counted length, and no ring will bring recover_ring()
+	 * to them: count them here.  (A stream with
+	 * a ring is counted by recover_ring(), which first cuts a packet the
+	 * commit protocol does not keep.)
+	 */
+	if (dir && counted) {
+		rewinddir(dir);
+		while ((e = readdir(dir))) {
+			int64_t index = name_number(e->d_name, MARK_TF_STREAM_PREFIX);
+			if (index < 0 || index >= MARK_TF_COUNTED_STREAMS ||
+			    (ring_seen[index / 64] & (UINT64_C(1) << (index % 64))))
+				continue;
+			struct stat ss;
+			int sfd = open_owned(ctx, d, e->d_name, &ss);
+			if (sfd < 0)
+				continue;   /* reported */
+			if ((uint64_t)ss.st_size > counted[index]) {
+				const uint64_t reached = count_stream_events(d, e->d_name, sfd, counted[index],
+									     (uint64_t)ss.st_size, counts, described,
+									     &events);
+				bytes += reached - counted[index];
+				counted[index] = reached;
+			}
+			close(sfd);
+		}
 	}
 	if (dir)
 		closedir(dir);

@@ -172,7 +172,7 @@ static inline uint32_t tracer_rdpid(void)
  * first page fault used to read around: the kernel zero-filled a window
  * of the fresh file's unwritten blocks as large as the disk's read-ahead
  * (read_ahead_kb: 8 MB on the Xeon VM's disk, so the whole 2 MB ring and
- * the 512 KB statistics file), 81 % of what a forked child that records
+ * the statistics file, then 512 KB), 81 % of what a forked child that records
  * one event cost (`perf record`, about 3 ms per fork).  MADV_RANDOM turns
  * read-ahead off for the mapping, so each page is zeroed when it is first
  * touched; a ring's first pass pays one fault per page instead (no

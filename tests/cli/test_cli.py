@@ -973,6 +973,55 @@ def case_recover(mark, target, workdir):
     again = run([mark, "recover", trace])
     check(again.returncode == 0 and "already complete" in again.stdout + again.stderr,
           "second recover: %r" % (again,))
+
+    # A recovery stopped (killed, a failed write) after it deleted the ring
+    # files it had written out and before it updated the statistics file:
+    # here the file is put back as it was before the first recovery.  The
+    # second recovery finds no ring for those streams, and must still count
+    # the packets the first one wrote (and those the dead consumer wrote
+    # after its last update) into the statistics that mark record's
+    # summary, mark ps and the live line read.
+    trace = fresh(workdir, "dead-twice")
+    r = subprocess.run([target, "kill"], env=dict(env, MARK_TRACE=trace))
+    check(r.returncode == -signal.SIGKILL, "target did not die of SIGKILL: %d" % r.returncode)
+    pdir = os.path.join(trace, process_dirs(trace)[0])
+    with open(os.path.join(pdir, ".mark-stats"), "rb") as f:
+        before = f.read()
+    rc = run([mark, "recover", trace])
+    check(rc.returncode == 0, "first mark recover: exit %d: %s" % (rc.returncode, rc.stderr))
+    check(not [f for f in os.listdir(pdir) if f.startswith(".mark-ring-")], "the first recovery left ring files")
+    with open(os.path.join(pdir, ".mark-stats"), "r+b") as f:
+        f.write(before)
+    rc = run([mark, "recover", trace])
+    check(rc.returncode == 0, "second mark recover: exit %d: %s" % (rc.returncode, rc.stderr))
+    want = dict(EXPECTED, cli_tick=3000)
+    rows = check_trace(mark, trace, want, "recovered twice")
+    written, counts = stats_file_counts(os.path.join(pdir, ".mark-stats"))
+    check(written == sum(want.values()), "recovered twice: .mark-stats says %d events written, the trace holds %d"
+          % (written, sum(want.values())))
+    for short, n in want.items():
+        k = marker_key(counts, short)
+        check(k is not None and counts[k] == n, "recovered twice: .mark-stats %s = %r, want %d" %
+              (short, counts.get(k), n))
+
+
+def stats_file_counts(path):
+    """(events_written, {marker: events}) of a statistics file (struct
+    mark_tf_stats: events_written at byte 80, header_size at 12, entry_size
+    at 16, nentries at 36; struct mark_tf_stats_entry: events, id,
+    name_len, name)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    header_size, entry_size = struct.unpack_from("<II", data, 12)
+    nentries, = struct.unpack_from("<I", data, 36)
+    written, = struct.unpack_from("<Q", data, 80)
+    counts = {}
+    for i in range(nentries):
+        at = header_size + i * entry_size
+        events, _, name_len = struct.unpack_from("<QIH", data, at)
+        if name_len:
+            counts[data[at + 16:at + 16 + name_len].decode()] = events
+    return written, counts
     check_trace(mark, trace, dict(EXPECTED, cli_tick=3000))
     bad = run([mark, "recover", os.path.join(workdir, "no-such-trace")])
     check(bad.returncode == 1 and "no-such-trace" in bad.stderr, "recover of a missing dir: %r" % (bad,))
