@@ -300,6 +300,28 @@ static uint64_t metadata_clock_freq(int dfd)
 	return errno == 0 && *end == ';' ? (uint64_t)f : 0;
 }
 
+/* The largest packet the consumer writes: TRACER_PACKET_MAX of records and
+ * the one record that crosses it. */
+#define RECOVER_MAX_PACKET (sizeof(struct mark_tf_packet) + TRACER_PACKET_MAX + (1u << 16))
+
+/*
+ * The header of the packet at byte off of stream file sfd, into *pk, if it
+ * is one the tracer writes and ends at or before `to`: its length in
+ * bytes.  Else 0, and *why says what is wrong.  The file is untrusted.
+ */
+static uint64_t packet_at(int sfd, uint64_t off, uint64_t to, struct mark_tf_packet *pk, const char **why)
+{
+	*why = "is not a whole packet header";
+	if (off > to || to - off < sizeof(*pk) || read_full(sfd, pk, sizeof(*pk), (off_t)off) != 0)
+		return 0;
+	const uint64_t len = pk->packet_size / 8;
+	*why = "is not a packet the tracer writes (magic, or sizes out of bounds)";
+	if (pk->magic != MARK_TF_CTF_MAGIC || pk->packet_size % 64 || len < sizeof(*pk) || len > to - off ||
+	    len > RECOVER_MAX_PACKET || pk->content_size > pk->packet_size)
+		return 0;
+	return len;
+}
+
 /*
  * Count the events of the packets of stream file sfd (d/sname) in
  * [from, to) into counts (by id; ids >= ncounts only in *events): the
@@ -312,24 +334,16 @@ static uint64_t metadata_clock_freq(int dfd)
 static uint64_t count_stream_events(const struct rdir *d, const char *sname, int sfd, uint64_t from, uint64_t to,
 				    uint64_t *counts, unsigned ncounts, uint64_t *events)
 {
-	/* The largest packet the consumer writes: TRACER_PACKET_MAX of
-	 * records and the one record that crosses it. */
-	const uint64_t max_packet = sizeof(struct mark_tf_packet) + TRACER_PACKET_MAX + (1u << 16);
 	uint64_t *buf = NULL;
 	uint64_t off = from;
 	const char *bad = NULL;
 	while (off < to && !bad) {
 		struct mark_tf_packet pk;
-		bad = "is not a whole packet header";
-		if (to - off < sizeof(pk) || read_full(sfd, &pk, sizeof(pk), (off_t)off) != 0)
-			break;
-		const uint64_t len = pk.packet_size / 8;
-		bad = "is not a packet the tracer writes (magic, or sizes out of bounds)";
-		if (pk.magic != MARK_TF_CTF_MAGIC || pk.packet_size % 64 || len < sizeof(pk) || len > to - off ||
-		    len > max_packet || pk.content_size > pk.packet_size)
+		const uint64_t len = packet_at(sfd, off, to, &pk, &bad);
+		if (!len)
 			break;
 		bad = "could not be counted: out of memory";
-		if (!buf && !(buf = malloc(max_packet)))
+		if (!buf && !(buf = malloc(RECOVER_MAX_PACKET)))
 			break;
 		bad = "cannot be read";
 		const uint64_t body = len - sizeof(pk);
@@ -434,8 +448,8 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 	if (hdr.pending_bytes > committed && fsize >= hdr.pending_bytes && hdr.pending_tail >= hdr.tail &&
 	    hdr.pending_tail <= hdr.head) {
 		struct mark_tf_packet pk;
-		if (committed <= fsize && read_full(sfd, &pk, sizeof(pk), (off_t)committed) == 0 &&
-		    pk.magic == MARK_TF_CTF_MAGIC && pk.packet_size / 8 == hdr.pending_bytes - committed) {
+		const char *why;
+		if (packet_at(sfd, committed, fsize, &pk, &why) == hdr.pending_bytes - committed) {
 			committed = hdr.pending_bytes;
 			tail = hdr.pending_tail;
 			seq = pk.packet_seq_num + 1;
@@ -521,12 +535,11 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 			/* Timestamp of the stream's last event, from its last packet
 			 * (each step moves at least one packet header forward). */
 			struct mark_tf_packet pk;
-			uint64_t off = 0, last_end = 0;
-			while (off + sizeof(pk) <= sink.stream_bytes &&
-			       read_full(sfd, &pk, sizeof(pk), (off_t)off) == 0 && pk.packet_size >= sizeof(pk) * 8 &&
-			       pk.packet_size / 8 <= sink.stream_bytes - off) {
+			const char *why;
+			uint64_t off = 0, last_end = 0, len;
+			while ((len = packet_at(sfd, off, sink.stream_bytes, &pk, &why))) {
 				last_end = pk.timestamp_end;
-				off += pk.packet_size / 8;
+				off += len;
 			}
 			sink.last_ts = last_end;
 		}
