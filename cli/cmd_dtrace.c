@@ -129,7 +129,7 @@ static void shell_quote(char **buf, size_t *len, size_t *cap, const char *s)
 /* Run $CC -E over the file with the -I/-D/-U options; returns the output or NULL. */
 static char *preprocess(const char *path, char **cpp_opts, int ncpp_opts, size_t *text_len)
 {
-	const char *cc = getenv("CC");
+	const char *cc = secure_getenv("CC");   /* a build tool: CC as make passes it */
 	if (!cc || !*cc)
 		cc = "cc";
 	size_t cap = 256, len = 0;

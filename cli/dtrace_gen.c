@@ -318,7 +318,7 @@ int dt_write_object(const char *output, const struct dt_file *f, const char *sou
 		unlink(tmpl);
 		return -1;
 	}
-	const char *cc = getenv("CC");
+	const char *cc = secure_getenv("CC");   /* a build tool: CC as make passes it */
 	if (!cc || !*cc)
 		cc = "cc";
 	rc = run_compiler(cc, tmpl, output);
