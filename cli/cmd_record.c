@@ -457,33 +457,40 @@ static pid_t spawn(char **argv, char **env, int *exec_errno)
  * first saves the work for a clean run.  Returns the events recovered, or
  * -1 after printing why it failed.
  */
-static int64_t complete_one(const char *dir, const char *name, const char *cmd, pid_t cmd_pid, bool quiet_run)
+/*
+ * Complete the trace in `name` inside the directory dfd ("." for DIR
+ * itself), `shown` in messages: reached by descriptor, never through a
+ * link (the tracer makes none; recovery must not be sent elsewhere).
+ */
+static int64_t complete_one(int dfd, const char *name, const char *shown, const char *cmd, pid_t cmd_pid,
+			    bool quiet_run)
 {
 	struct live_stats s;
 	/* A statistics file that cannot be read is no proof of a complete
 	 * trace: recovery then says what is wrong with it.  Only a directory
 	 * with no statistics file at all holds no trace of its own (DIR,
 	 * whose traces are in DIR/pid-P). */
-	if (live_stats_read_one(dir, &s) == 0) {
+	if (live_stats_read_one_at(dfd, name, &s) == 0) {
 		if (s.unfinished == 0)
 			return 0;
 	} else {
-		char stats[PATH_MAX];
-		snprintf(stats, sizeof(stats), "%s/%s", dir, MARK_TF_STATS);
-		if (lstat(stats, &(struct stat){ 0 }) != 0 && errno == ENOENT)
+		char stats[NAME_MAX + 32];
+		snprintf(stats, sizeof(stats), "%s/%s", name, MARK_TF_STATS);
+		if (fstatat(dfd, stats, &(struct stat){ 0 }, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
 			return 0;
 	}
-	int r = mark_trace_recover(dir);
+	int r = mark_trace_recover_at(dfd, name, shown);
 	if (r < 0) {
 		fprintf(stderr, "%s\nmark: the trace in %s may lack the events that were still in its buffers\n",
-			cli_text(mark_last_error()), cli_text(dir));
+			cli_text(mark_last_error()), cli_text(shown));
 		return -1;
 	}
 	if (quiet_run || r == 0)
 		return r;
-	/* name: NULL for DIR itself, else "pid-P" or "pid-P.K". */
-	long pid = name ? strtol(name + strlen(MARK_TF_CHILD_PREFIX), NULL, 10) : (long)cmd_pid;
-	bool before_exec = name && strchr(name, '.') != NULL;
+	/* name: "." for DIR itself, else "pid-P" or "pid-P.K". */
+	const bool top = strcmp(name, ".") == 0;
+	long pid = top ? (long)cmd_pid : strtol(name + strlen(MARK_TF_CHILD_PREFIX), NULL, 10);
+	bool before_exec = !top && strchr(name, '.') != NULL;
 	if (before_exec)
 		fprintf(stderr, "mark: process %ld (run by %s) exec'd another program without stopping its "
 			"tracer: recovered %d events from its buffers\n", pid, cli_text(cmd), r);
@@ -502,30 +509,37 @@ static int64_t complete_trace(const char *dir, const char *cmd, pid_t cmd_pid, b
 	/* As in complete_one: unreadable statistics are no proof of a complete trace. */
 	if (live_stats_read(dir, &s) == 0 && s.unfinished == 0)
 		return 0;
-	int64_t total = 0, r = complete_one(dir, NULL, cmd, cmd_pid, quiet_run);
+	/* DIR is the caller's choice (a link to it is followed); nothing in it is. */
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		fprintf(stderr, "mark: cannot open the trace directory %s to complete its trace: %s\n",
+			cli_text(dir), strerror(errno));
+		return -1;
+	}
+	int64_t total = 0, r = complete_one(dfd, ".", dir, cmd, cmd_pid, quiet_run);
 	bool failed = r < 0;
 	total += r > 0 ? r : 0;
-	DIR *d = opendir(dir);
+	DIR *d = mark_dir_list_at(dfd);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
-		/* pid-P or pid-P.K, a directory (never a link: recovery follows
-		 * a link it is given by name, and the tracer makes none). */
+		/* pid-P or pid-P.K, a directory (never a link). */
 		if (strncmp(de->d_name, MARK_TF_CHILD_PREFIX, strlen(MARK_TF_CHILD_PREFIX)) != 0)
 			continue;
 		const char *p = de->d_name + strlen(MARK_TF_CHILD_PREFIX);
 		if (!(*p >= '0' && *p <= '9') || strspn(p, "0123456789.") != strlen(p))
 			continue;
 		struct stat st;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
 			continue;
 		char sub[PATH_MAX];
 		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
-		r = complete_one(sub, de->d_name, cmd, cmd_pid, quiet_run);
+		r = complete_one(dfd, de->d_name, sub, cmd, cmd_pid, quiet_run);
 		failed |= r < 0;
 		total += r > 0 ? r : 0;
 	}
 	if (d)
 		closedir(d);
+	close(dfd);
 	return failed ? -1 : total;
 }
 

@@ -138,10 +138,13 @@ static int parse_size(const char *text, uint64_t *bytes)
  * descriptor of what mkdirat made), never an existing one, and the path is
  * walked without following links that anyone but root (or us) owns, so a
  * planted ~/traces -> /etc is refused, not given away.  *parent_fd and leaf
- * let the caller remove what it created, by descriptor.
+ * let the caller remove what it created, by descriptor.  *dir_fd is DIR,
+ * held open: once given away, its owner may rename what is in it (and DIR
+ * itself, in a sticky /tmp), so after the recording starts DIR and its
+ * pid-P/ are reached through this descriptor, never by name.
  */
 static bool prepare_dir(const char *output, pid_t pid, uid_t owner, gid_t group, char *abs, size_t len,
-			bool *created, int *parent_fd, char *leaf)
+			bool *created, int *parent_fd, char *leaf, int *dir_fd)
 {
 	char name[PATH_MAX];
 	if (!output) {
@@ -185,7 +188,10 @@ static bool prepare_dir(const char *output, pid_t pid, uid_t owner, gid_t group,
 			  output);
 		ok = false;
 	}
-	close(fd);
+	if (ok)
+		*dir_fd = fd;
+	else
+		close(fd);
 	if (!ok) {
 		if (*created)
 			unlinkat(*parent_fd, leaf, AT_REMOVEDIR);
@@ -232,20 +238,21 @@ struct rec_target {
 	bool connected;              /* c is open                                      */
 	bool started;                /* its recording runs (TRACE_START answered OK)   */
 	bool exited;                 /* it exited (or closed our connection) meanwhile */
-	char sub[PATH_MAX + 32];     /* DIR/pid-P: its own sub-trace                    */
+	char sub[PATH_MAX + 32];     /* DIR/pid-P: its own sub-trace, for messages      */
+	char sub_name[32];           /* pid-P: the same inside DIR                      */
 };
 
-static void print_totals(const char *dir, const struct rec_target *t, size_t n, bool multi)
+static void print_totals(int dir_fd, const char *dir, const struct rec_target *t, size_t n, bool multi)
 {
 	struct live_stats s;
-	if (live_stats_read(dir, &s) != 0) {
+	if (live_stats_read_at(dir_fd, ".", &s) != 0) {
 		fprintf(stderr, "mark: no statistics in %s: the tracer of %s did not start\n", cli_text(dir),
 			multi ? "the processes" : "the process");
 		return;
 	}
 	struct live_marker_count *markers = NULL;
 	size_t nm = 0;
-	live_stats_markers(dir, &markers, &nm);
+	live_stats_markers_at(dir_fd, &markers, &nm);
 	live_print_marker_counts(stderr, markers, nm);
 	free(markers);
 	live_print_snapshots(stderr, "mark: ", dir, &s);
@@ -258,7 +265,7 @@ static void print_totals(const char *dir, const struct rec_target *t, size_t n, 
 			struct live_stats one;
 			if (!t[i].started)
 				continue;
-			if (live_stats_read_one(t[i].sub, &one) != 0) {
+			if (live_stats_read_one_at(dir_fd, t[i].sub_name, &one) != 0) {
 				fprintf(stderr, "mark: process %d (%s): no statistics in %s\n", (int)t[i].pid,
 					t[i].c.comm, cli_text(t[i].sub));
 				continue;
@@ -276,26 +283,35 @@ static void print_totals(const char *dir, const struct rec_target *t, size_t n, 
 }
 
 /*
- * The process ended while we recorded: make sure its trace (`dir`: the
- * whole directory for one process, its DIR/pid-P/ when there are several,
- * so that the others, still running, are not waited for) is complete.
+ * The process ended while we recorded: make sure its trace is complete:
+ * `name` in DIR (dir_fd), the whole directory (".") for one process, its
+ * pid-P/ when there are several, so that the others, still running, are
+ * not waited for; `shown` is that path for messages.  Reached by
+ * descriptor, without following a link: DIR is the traced user's, who
+ * may have replaced pid-P/ with a link to a directory of root's.
  */
-static int finish_after_exit(const char *dir, pid_t pid)
+static int finish_after_exit(int dir_fd, const char *name, const char *shown, pid_t pid)
 {
 	struct live_stats s;
 	/* Its exit path finishes the trace; give it a moment if it is still going. */
 	for (int i = 0; i < 50; i++) {
-		if (live_stats_read(dir, &s) != 0 || s.unfinished == 0)
-			return 0;
+		if (live_stats_read_at(dir_fd, name, &s) != 0 || s.unfinished == 0)
+			break;
 		if (ctl_process_gone(pid))
 			break;
 		usleep(100000);
 	}
-	/* The process writes into DIR/pid-P/: live_stats_read covers those. */
-	if (live_stats_read(dir, &s) != 0 || s.unfinished == 0)
+	/* The process writes into DIR/pid-P/: live_stats_read_at covers those. */
+	struct stat st;
+	const bool there = fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	if (!there || !S_ISDIR(st.st_mode))
+		return cli_error("record: could not complete the trace of process %d: %s is %s (its owner "
+				 "replaced it during the recording?); a link is not followed", (int)pid, shown,
+				 !there ? "gone" : S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory");
+	if (live_stats_read_at(dir_fd, name, &s) != 0 || s.unfinished == 0)
 		return 0;
-	if (mark_trace_recover(dir) < 0)   /* otherwise: the number of events recovered */
-		return cli_error("record: could not complete the trace in %s: %s", dir, mark_last_error());
+	if (mark_trace_recover_at(dir_fd, name, shown) < 0)   /* otherwise: the number of events recovered */
+		return cli_error("record: could not complete the trace in %s: %s", shown, mark_last_error());
 	fprintf(stderr, "mark: completed the trace of process %d, which ended without stopping the tracer\n",
 		(int)pid);
 	return 0;
@@ -340,7 +356,7 @@ int cli_record_pid(int argc, char **argv)
 	uint64_t mode = MARK_TRACE_DISCARD, bufsize = 0;
 	double duration = 0;
 	bool quiet = false, detach = false;
-	int ch;
+	int ch, dir_fd = -1;
 	optind = 1;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "p:e:o:m:b:d:f:qh", opts, &opt_index)) != -1) {
@@ -560,7 +576,7 @@ int cli_record_pid(int argc, char **argv)
 	char dir[PATH_MAX], leaf[NAME_MAX + 1];
 	bool created = false;
 	int parent_fd = -1;
-	if (!prepare_dir(output, first, owner, group, dir, sizeof(dir), &created, &parent_fd, leaf))
+	if (!prepare_dir(output, first, owner, group, dir, sizeof(dir), &created, &parent_fd, leaf, &dir_fd))
 		goto out;
 	if (strlen(dir) >= MARK_PROTO_MAX_STRING) {
 		if (created)
@@ -607,7 +623,8 @@ int cli_record_pid(int argc, char **argv)
 		struct rec_target *x = &t[i];
 		if (!x->connected)
 			continue;
-		snprintf(x->sub, sizeof(x->sub), "%s/%s%d", dir, MARK_TF_CHILD_PREFIX, (int)x->pid);
+		snprintf(x->sub_name, sizeof(x->sub_name), "%s%d", MARK_TF_CHILD_PREFIX, (int)x->pid);
+		snprintf(x->sub, sizeof(x->sub), "%s/%s", dir, x->sub_name);
 		int r = ctl_request(&x->c, &req, CTL_TIMEOUT_MS);
 		if (r == 0 && ctl_reply_error(&x->c, "record"))
 			r = 1;
@@ -681,7 +698,7 @@ int cli_record_pid(int argc, char **argv)
 			fprintf(stderr, " for %g s", duration);
 		fprintf(stderr, "; Ctrl-C stops\n");
 	}
-	struct liveline *line = quiet ? NULL : liveline_start(dir);
+	struct liveline *line = quiet ? NULL : liveline_start_at(dir_fd);
 	double end = duration > 0 ? now_s() + duration : 0;
 	struct pollfd *pfd = calloc(n, sizeof(*pfd));
 	size_t *which = calloc(n, sizeof(*which));
@@ -721,7 +738,7 @@ int cli_record_pid(int argc, char **argv)
 				fprintf(stderr, "%smark: process %d (%s) exited during the recording%s\n",
 					line ? "\r\033[K" : "", (int)x->pid, x->c.comm,
 					running ? "; the other processes record on" : "");
-			if (finish_after_exit(multi ? x->sub : dir, x->pid))
+			if (finish_after_exit(dir_fd, multi ? x->sub_name : ".", multi ? x->sub : dir, x->pid))
 				status = 1;
 		}
 	}
@@ -746,17 +763,19 @@ int cli_record_pid(int argc, char **argv)
 				if (!quiet)
 					fprintf(stderr, "mark: process %d (%s) exited during the recording\n", (int)x->pid,
 						x->c.comm);
-				if (finish_after_exit(multi ? x->sub : dir, x->pid))
+				if (finish_after_exit(dir_fd, multi ? x->sub_name : ".", multi ? x->sub : dir, x->pid))
 					status = 1;
 			}
 		}
 	}
 	if (!quiet)
-		print_totals(dir, t, n, multi);
+		print_totals(dir_fd, dir, t, n, multi);
 out:
 	for (size_t i = 0; t && i < n; i++)
 		if (t[i].connected)
 			ctl_close(&t[i].c);
+	if (dir_fd >= 0)
+		close(dir_fd);
 	free(t);
 	free(pids);
 	return status;
@@ -789,11 +808,11 @@ int cli_record_stop_dir(const char *dir)
 		long pid = strtol(num, &end, 10);
 		if (end == num || *end || pid <= 0 || pid > INT_MAX)
 			continue;
-		char sub[PATH_MAX];
 		struct live_stats st;
-		snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
-		/* Final already (it exited, or stopped its tracer): nothing to do. */
-		if (live_stats_read_one(sub, &st) != 0 || st.unfinished == 0 || ctl_process_gone((pid_t)pid))
+		/* Final already (it exited, or stopped its tracer): nothing to do.
+		 * (pid-P/ inside the directory listed, never through a link.) */
+		if (live_stats_read_one_at(dirfd(d), de->d_name, &st) != 0 || st.unfinished == 0 ||
+		    ctl_process_gone((pid_t)pid))
 			continue;
 		struct ctl_conn c;
 		if (ctl_connect(&c, (pid_t)pid)) {

@@ -169,13 +169,19 @@ out:
 	return ret;
 }
 
-/* Call fn for DIR/.mark-stats and each DIR/pid-P/.mark-stats (one level, as the tracer writes). */
-static int for_each_stats(const char *dir, int want_entries, int descend,
-			  void (*fn)(const struct stats_copy *, void *), void *arg)
+/* DIRFD/NAME ("." for DIRFD itself), never through a link, or -1. */
+static int open_dir_at(int dirfd, const char *name)
+{
+	return openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Call fn for DIR/.mark-stats and each DIR/pid-P/.mark-stats (one level, as
+ * the tracer writes), DIR being the directory dfd, which this closes. */
+static int for_each_stats_fd(int dfd, int want_entries, int descend,
+			     void (*fn)(const struct stats_copy *, void *), void *arg)
 {
 	struct stats_copy c;
 	int found = 0;
-	int dfd = open_dir(dir);
 	if (dfd < 0)
 		return -1;
 	if (copy_stats_file(dfd, MARK_TF_STATS, &c, want_entries) == 0) {
@@ -203,6 +209,12 @@ static int for_each_stats(const char *dir, int want_entries, int descend,
 		closedir(d);
 	close(dfd);
 	return found ? 0 : -1;
+}
+
+static int for_each_stats(const char *dir, int want_entries, int descend,
+			  void (*fn)(const struct stats_copy *, void *), void *arg)
+{
+	return for_each_stats_fd(open_dir(dir), want_entries, descend, fn, arg);
 }
 
 static void add_totals(const struct stats_copy *c, void *arg)
@@ -233,6 +245,18 @@ int live_stats_read_one(const char *dir, struct live_stats *out)
 {
 	*out = (struct live_stats){ 0 };
 	return for_each_stats(dir, 0, 0, add_totals, out);
+}
+
+int live_stats_read_at(int dirfd, const char *name, struct live_stats *out)
+{
+	*out = (struct live_stats){ 0 };
+	return for_each_stats_fd(open_dir_at(dirfd, name), 0, 1, add_totals, out);
+}
+
+int live_stats_read_one_at(int dirfd, const char *name, struct live_stats *out)
+{
+	*out = (struct live_stats){ 0 };
+	return for_each_stats_fd(open_dir_at(dirfd, name), 0, 0, add_totals, out);
 }
 
 void live_print_snapshots(FILE *out, const char *prefix, const char *dir, const struct live_stats *s)
@@ -365,12 +389,12 @@ static int cmp_count(const void *x, const void *y)
 	return strcmp(a->name, b->name);
 }
 
-int live_stats_markers(const char *dir, struct live_marker_count **out, size_t *n)
+static int live_stats_markers_fd(int dfd, struct live_marker_count **out, size_t *n)
 {
 	struct marker_acc a = { 0 };
 	*out = NULL;
 	*n = 0;
-	if (for_each_stats(dir, 1, 1, add_markers, &a) != 0 || a.oom) {
+	if (for_each_stats_fd(dfd, 1, 1, add_markers, &a) != 0 || a.oom) {
 		free(a.v);
 		return -1;
 	}
@@ -381,10 +405,21 @@ int live_stats_markers(const char *dir, struct live_marker_count **out, size_t *
 	return 0;
 }
 
+int live_stats_markers(const char *dir, struct live_marker_count **out, size_t *n)
+{
+	return live_stats_markers_fd(open_dir(dir), out, n);
+}
+
+int live_stats_markers_at(int dirfd, struct live_marker_count **out, size_t *n)
+{
+	return live_stats_markers_fd(open_dir_at(dirfd, "."), out, n);
+}
+
 /* ---------------- the status line ---------------- */
 
 struct liveline {
-	char *dir;
+	int dir_fd;               /* DIR, held open: the line reads the directory
+				     it started on, whatever its name becomes */
 	pthread_t thread;
 	int stop;                 /* release-set by liveline_stop, acquire-read by the thread */
 };
@@ -417,7 +452,7 @@ static void *liveline_thread(void *arg)
 	int have_prev = 0;
 	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
 		struct live_stats s;
-		if (live_stats_read(l->dir, &s) == 0) {
+		if (live_stats_read_at(l->dir_fd, ".", &s) == 0) {
 			double t = now_seconds();
 			double rate = have_prev && t > prev_t ? (double)(s.events - prev_events) / (t - prev_t) : 0;
 			draw(&s, rate);
@@ -434,21 +469,31 @@ static void *liveline_thread(void *arg)
 	return NULL;
 }
 
-struct liveline *liveline_start(const char *dir)
+static struct liveline *liveline_start_fd(int dfd)
 {
-	if (!isatty(STDERR_FILENO))
-		return NULL;
-	struct liveline *l = calloc(1, sizeof(*l));
-	if (!l || !(l->dir = strdup(dir))) {
-		free(l);
+	struct liveline *l = dfd < 0 ? NULL : calloc(1, sizeof(*l));
+	if (!l) {
+		if (dfd >= 0)
+			close(dfd);
 		return NULL;
 	}
+	l->dir_fd = dfd;
 	if (pthread_create(&l->thread, NULL, liveline_thread, l) != 0) {
-		free(l->dir);
+		close(dfd);
 		free(l);
 		return NULL;
 	}
 	return l;
+}
+
+struct liveline *liveline_start(const char *dir)
+{
+	return isatty(STDERR_FILENO) ? liveline_start_fd(open_dir(dir)) : NULL;
+}
+
+struct liveline *liveline_start_at(int dirfd)
+{
+	return isatty(STDERR_FILENO) ? liveline_start_fd(open_dir_at(dirfd, ".")) : NULL;
 }
 
 void liveline_stop(struct liveline *l)
@@ -458,7 +503,7 @@ void liveline_stop(struct liveline *l)
 	__atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
 	pthread_join(l->thread, NULL);
 	(void)!write(STDERR_FILENO, "\r\033[K", 4);
-	free(l->dir);
+	close(l->dir_fd);
 	free(l);
 }
 

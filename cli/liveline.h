@@ -52,6 +52,14 @@ int live_stats_read(const char *dir, struct live_stats *out);
 /* The same for DIR/.mark-stats alone (one process, no pid-P/ children). */
 int live_stats_read_one(const char *dir, struct live_stats *out);
 /*
+ * The same two with DIR given as directory NAME inside the directory
+ * dirfd, opened without following a symbolic link ("." for dirfd itself):
+ * for a caller that holds DIR open because someone else may rename what
+ * is in it (root recording another user's processes).
+ */
+int live_stats_read_at(int dirfd, const char *name, struct live_stats *out);
+int live_stats_read_one_at(int dirfd, const char *name, struct live_stats *out);
+/*
  * "<prefix>N snapshots written ...": the snapshot triggers' line (with
  * the triggers that wrote none and why), if a trigger fired; else nothing.
  */
@@ -67,6 +75,8 @@ struct live_marker_count {
  * its length in *n.  Returns 0, or -1 as live_stats_read (or out of memory).
  */
 int live_stats_markers(const char *dir, struct live_marker_count **out, size_t *n);
+/* The same for the directory dirfd (see live_stats_read_at). */
+int live_stats_markers_at(int dirfd, struct live_marker_count **out, size_t *n);
 /*
  * Print the "marker  events" table of a summary to `out`: the markers that
  * fired (count > 0) of an array sorted as live_stats_markers() returns it.
@@ -104,6 +114,8 @@ bool live_warn_incomplete(FILE *out, const char *dir, bool bare);
  * not a terminal or the thread cannot start (the line is a convenience).
  */
 struct liveline *liveline_start(const char *dir);
+/* The same for the directory dirfd (see live_stats_read_at). */
+struct liveline *liveline_start_at(int dirfd);
 /* Stop the thread and erase the line.  NULL is accepted. */
 void liveline_stop(struct liveline *line);
 

@@ -108,6 +108,16 @@ int mark_tracer_set_filter(const char *expr);
  */
 int mark_trace_recover(const char *directory);
 /*
+ * The same for the directory `name` inside the directory dirfd, opened
+ * without following a symbolic link ("." for dirfd itself); messages name
+ * it `shown_as` (NULL: `name`).  For a caller that holds the trace's parent
+ * open because someone else may rename what is in it: root completing the
+ * trace of another user's process, which could otherwise swap DIR/pid-P
+ * for a link to a directory of root's.  -ENOTDIR if `name` is a link or
+ * not a directory.
+ */
+int mark_trace_recover_at(int dirfd, const char *name, const char *shown_as);
+/*
  * Whether process `pid` can still write its trace: it exists and is not a
  * zombie (a process killed by SIGKILL stays a zombie until its parent reaps
  * it, but runs no more code).  When in doubt it says running: pid <= 0 (not

@@ -991,6 +991,24 @@ int mark_trace_recover(const char *directory)
 	return r;
 }
 
+int mark_trace_recover_at(int dirfd, const char *name, const char *shown_as)
+{
+	mark_error_clear();
+	if (!name || !*name)
+		return mark_error(EINVAL, "mark: recover: no trace directory given");
+	if (!shown_as)
+		shown_as = name;
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		const int e = errno == ELOOP ? ENOTDIR : errno;
+		return mark_error(e, "mark: recover: %s is not a directory one can open%s: %s", shown_as,
+				  e == ENOTDIR ? " (a symbolic link is not followed)" : "", strerror(e));
+	}
+	int r = tracer_trace_recover_at(fd, shown_as);
+	close(fd);
+	return r;
+}
+
 int tracer_trace_recover_at(int fd, const char *path)
 {
 	struct stat sb;

@@ -475,6 +475,70 @@ other_user)
 	wait "$TPID" || fail "the $user process did not exit cleanly"
 	[ ! -e "/tmp/mark-$uid/$TPID.sock" ] || fail "socket left by the $user process"
 	;;
+other_user_links)
+	# Root records two processes of another user (`mark record --pid A
+	# --pid B`): DIR is given to that user, who can then swap DIR/pid-A
+	# for a symbolic link to any trace directory (here a dead trace in a
+	# directory of root's that the user cannot even read) and kill A.
+	# Root's mark completes the trace of A: it must do so in the pid-A it
+	# saw, never through the link (found by a review: root's recovery
+	# rewrote and deleted the files of the link's target).
+	[ "$(id -u)" = 0 ] || skip "creating a second user needs root"
+	command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+	user=marktest
+	if ! id "$user" >/dev/null 2>&1; then
+		useradd --system --no-create-home --shell /usr/sbin/nologin "$user" 2>"$WORK/useradd.err" ||
+			skip "cannot create the user $user: $(cat "$WORK/useradd.err")"
+	fi
+	asuser() { setpriv --reuid="$user" --regid="$user" --clear-groups "$@"; }
+	asuser test -x "$TARGET" || skip "$TARGET is not executable by $user (its directory is private)"
+	chmod 0755 "$WORK"
+	# root's dead trace: a process killed while tracing, never recovered
+	mkdir -m 0700 "$WORK/root-only"
+	MARK_TRACE="$WORK/root-only/trace" MARK_ENABLE='agent_*' MARK_AGENT=0 "$TARGET" >"$WORK/victim.out" 2>&1 &
+	vpid=$!
+	for _ in $(seq 600); do
+		ls "$WORK/root-only/trace/pid-$vpid"/.mark-ring-* >/dev/null 2>&1 && break
+		sleep 0.05
+	done
+	sleep 0.3
+	kill -KILL "$vpid"
+	wait "$vpid" 2>/dev/null
+	victim=$WORK/root-only/trace/pid-$vpid
+	ls "$victim"/.mark-ring-* >/dev/null 2>&1 || skip "the victim process left no buffer to recover"
+	snapshot() { (cd "$victim" && ls -la --time-style=+ . && md5sum .mark-stats stream-* 2>/dev/null); }
+	snapshot >"$WORK/victim.before"
+	uid=$(id -u "$user")
+	for i in 1 2; do
+		setpriv --reuid="$user" --regid="$user" --clear-groups env -u XDG_RUNTIME_DIR "$TARGET" \
+			>"$WORK/target$i.out" 2>"$WORK/target$i.err" &
+		eval "T$i=\$!"
+		PIDS+=("$!")
+	done
+	for t in "$T1" "$T2"; do
+		for _ in $(seq 600); do [ -S "/tmp/mark-$uid/$t.sock" ] && break; sleep 0.05; done
+		[ -S "/tmp/mark-$uid/$t.sock" ] || fail "no agent socket for the $user process $t"
+	done
+	"$MARK" record --pid "$T1" --pid "$T2" -e 'agent_*' -o "$WORK/out" >"$WORK/rec.out" 2>"$WORK/rec.err" &
+	rec=$!
+	PIDS+=("$rec")
+	for _ in $(seq 600); do [ -e "$WORK/out/pid-$T1/.mark-stats" ] && break; sleep 0.05; done
+	[ -e "$WORK/out/pid-$T1/.mark-stats" ] || fail "process $T1 never started its trace in $WORK/out/pid-$T1"
+	sleep 0.3
+	asuser mv "$WORK/out/pid-$T1" "$WORK/out/moved-$T1" || fail "$user cannot rename its pid-$T1"
+	asuser ln -s "$victim" "$WORK/out/pid-$T1" || fail "$user cannot plant a link"
+	kill -KILL "$T1"
+	for _ in $(seq 200); do grep -q "process $T1 .*exited" "$WORK/rec.err" && break; sleep 0.05; done
+	sleep 1
+	kill -INT "$rec"
+	wait "$rec"
+	echo "mark record exit status $?"; sed 's/^/  | /' "$WORK/rec.err"
+	snapshot >"$WORK/victim.after"
+	diff "$WORK/victim.before" "$WORK/victim.after" ||
+		fail "root's mark record changed the trace the link pointed at (the files of $victim above)"
+	expect_not_in rec.err "completed the trace of process $T1"
+	expect_in rec.err "pid-$T1"
+	;;
 snapshot)
 	start_target
 	need_tracer
