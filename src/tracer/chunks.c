@@ -41,7 +41,7 @@ int tracer_chunks_config(struct tracer_session *s, const struct tracer_chunk_lim
 {
 	static const struct tracer_chunk_limits none = { 0, 0, 0 };
 	const struct tracer_chunk_limits *cfg = limits ? limits : &none;
-	s->rotated_fd = -1;
+	s->rotated_created = false;
 	s->max_size = cfg->max_size;
 	s->chunk_size = cfg->rotate_size;
 	if (cfg->rotate_ms > UINT64_MAX / 1000000ull)
@@ -92,14 +92,35 @@ static void chunk_warn(struct tracer_session *s, const char *what, int err)
  */
 static void write_rotated(struct tracer_session *s, long deleting, const struct tracer_chunk *c)
 {
-	if (s->rotated_fd < 0) {
-		int dfd = tracer_dir_fd(s);
-		if (dfd < 0)
+	/*
+	 * Opened for each write (a chunk is cut every few MB), never kept:
+	 * programs close every descriptor and reuse the numbers (daemons,
+	 * closefrom), and a kept one would have written these counts into a
+	 * file of the program's.  Created new (O_EXCL) the first time, then
+	 * reopened without following a link, in the directory the session
+	 * checked (tracer_dir_fd).
+	 */
+	int dfd = tracer_dir_fd(s);
+	if (dfd < 0)
+		return;
+	int fd;
+	if (!s->rotated_created) {
+		fd = mark_file_create_at(dfd, MARK_TF_CHUNKS, O_WRONLY);
+		if (fd < 0) {
+			chunk_warn(s, "cannot create " MARK_TF_CHUNKS, -fd);
 			return;
-		s->rotated_fd = mark_file_create_at(dfd, MARK_TF_CHUNKS, O_WRONLY);
-		if (s->rotated_fd < 0) {
-			chunk_warn(s, "cannot create " MARK_TF_CHUNKS, -s->rotated_fd);
-			s->rotated_fd = -1;
+		}
+		s->rotated_created = true;
+	} else {
+		fd = openat(dfd, MARK_TF_CHUNKS, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		struct stat st;
+		if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())) {
+			close(fd);
+			fd = -1;
+			errno = EPERM;
+		}
+		if (fd < 0) {
+			chunk_warn(s, "cannot open " MARK_TF_CHUNKS, errno);
 			return;
 		}
 	}
@@ -110,8 +131,9 @@ static void write_rotated(struct tracer_session *s, long deleting, const struct 
 			 "\ndeleting_lost %20" PRIu64 "\n",
 			 s->rotated_events, s->rotated_chunks, deleting, c ? c->events : 0, s->rotated_lost,
 			 c ? c->lost : 0);
-	if (pwrite(s->rotated_fd, text, (size_t)n, 0) != n)
+	if (pwrite(fd, text, (size_t)n, 0) != n)
 		chunk_warn(s, "cannot write " MARK_TF_CHUNKS, errno ? errno : EIO);
+	close(fd);
 }
 
 /*
@@ -278,7 +300,5 @@ void tracer_chunks_tick(struct tracer_session *s, uint64_t now_ns)
 
 void tracer_chunks_close(struct tracer_session *s)
 {
-	if (s->rotated_fd >= 0)
-		close(s->rotated_fd);
-	s->rotated_fd = -1;
+	s->rotated_created = false;
 }

@@ -300,7 +300,7 @@ static struct tracer_session *session_alloc(void)
 	if (!s)
 		return NULL;
 	s->base_fd = s->dir_fd = -1;
-	s->rotated_fd = -1;
+	s->rotated_created = false;
 	s->loss_fd = -1;
 	s->generation = ++last_generation;
 	return s;

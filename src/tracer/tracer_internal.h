@@ -360,7 +360,7 @@ struct tracer_session {
 	 * its events against the sealed ones (babeltrace2 refused the merged
 	 * trace: "timestamp is less than ... last returned timestamp"). */
 	bool clock_frozen;
-	int rotated_fd;             /* DIR/pid-P/.mark-chunks, or -1                */
+	bool rotated_created;       /* DIR/pid-P/.mark-chunks made (write_rotated)  */
 	bool chunk_error_reported;
 	/*
 	 * Snapshot triggers (--snapshot-on, snapshot.c, docs/tracer.md

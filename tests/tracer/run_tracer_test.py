@@ -984,6 +984,34 @@ def s_closefds():
         check(f.read() == "mine\n" * 8, "the tracer wrote into the program's own file")
     tr = TextTrace(d)
     check([e["fields"]["i"] for e in tr.named("t_seq")] == list(range(n)) * 2, "events around the close")
+    # The same with MARK_MAX_SIZE: the tracer keeps DIR/pid-P/.mark-chunks
+    # open to count the events of the chunks it deletes.  After the close
+    # the number may be one of the program's files: the tracer must not
+    # write its counts there (found by a review: "mark-chunks 2
+    # rotated_events ..." at the start of the program's file), and the
+    # counts must still add up.
+    d = fresh_dir("closefds-chunks")
+    if os.path.exists(own):
+        os.unlink(own)
+    n = 150000
+    r = run([PROG, "closefds", str(n), own], {"MARK_TRACE": d, "MARK_MAX_SIZE": "1M", "MARK_MODE": "block",
+                                               "MARK_BUFFER": "256k"})
+    check(r.returncode == 0, "program failed: %s" % r.stderr)
+    with open(own) as f:
+        text = f.read()
+    check(text == "mine\n" * 8, "the tracer wrote into the program's own file: %r" % text[:200])
+    pdir = os.path.join(d, [x for x in os.listdir(d) if re.fullmatch(r"pid-\d+", x)][0])
+    with open(os.path.join(pdir, ".mark-chunks")) as f:
+        chunks = dict(l.split() for l in f.read().splitlines()[1:])
+    rotated = int(chunks["rotated_events"]) - (int(chunks["deleting_events"])
+                                              if int(chunks["deleting_chunk"]) >= 0 else 0)
+    kept = 0
+    for c in sorted(os.listdir(d)):
+        if c.startswith("pid-") and os.path.exists(os.path.join(d, c, "metadata")):
+            kept += len(TextTrace(os.path.join(d, c)).named("t_seq"))
+    check(rotated > 0, "no chunk was deleted (.mark-chunks: %s): the test did not reach the case" % chunks)
+    check(kept + rotated == 2 * n, "events kept %d + rotated away %d = %d, want %d" %
+          (kept, rotated, kept + rotated, 2 * n))
 
 
 def s_cpu():
