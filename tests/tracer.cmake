@@ -105,7 +105,7 @@ set_tests_properties(reader_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 18
 add_executable(tracer_chunk_prog tracer/chunk_prog.c)
 target_link_libraries(tracer_chunk_prog PRIVATE mark)
 if(TARGET mark_cli)
-  foreach(case max_size max_size_discard rotate rotate_time kill record record_pid detach detach_exit controller_killed)
+  foreach(case max_size max_size_discard max_size_small rotate rotate_time kill record record_pid detach detach_exit controller_killed)
     add_test(NAME tracer_chunks_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/test_chunks.py ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:tracer_chunk_prog> ${CMAKE_CURRENT_BINARY_DIR}/chunks-work/${case})

@@ -268,8 +268,12 @@ static int cut_chunk(struct tracer_session *s)
 								 .dev = (uint64_t)st.st_dev,
 								 .ino = (uint64_t)st.st_ino };
 		/* The live chunk may grow to chunk_size (plus one drain pass)
-		 * again: keep the sealed ones within the rest of the budget. */
-		while (s->nchunks > 0 && sealed_bytes(s) > s->max_size - s->chunk_size)
+		 * again: keep the sealed ones within the rest of the budget, but
+		 * never delete the chunk just sealed.  It holds the newest
+		 * sealed events, and it can alone exceed the budget: one drain
+		 * pass writes up to a buffer per thread, which may be more than
+		 * MARK_MAX_SIZE (deleting it left traces of no event at all). */
+		while (s->nchunks > 1 && sealed_bytes(s) > s->max_size - s->chunk_size)
 			delete_chunk(s);
 	}
 	return 0;

@@ -189,6 +189,15 @@ def run(case, mark, prog, work):
         n = 1_100_000
         env.update(MARK_MAX_SIZE="8M", MARK_MODE="discard", MARK_BUFFER="64k")
         bound = 8 * MB + MB + 1 * MB + 256 * 1024 + COUNTED_SETS
+    elif case == "max_size_small":
+        # A budget smaller than one buffer: one pass of the consumer writes
+        # more than the whole budget, and the chunk sealed after it alone
+        # exceeds it.  That chunk holds the newest events and must stay
+        # (before, every sealed chunk was deleted, the newest too: 7 runs
+        # of 8 left a trace of 0 events, found by a review).
+        n = 40_000
+        env.update(MARK_MAX_SIZE="1M", MARK_BUFFER="4M")
+        bound = None
     elif case == "rotate_time":
         n = 3000 * 4
         env["MARK_ROTATE"] = "100ms"
@@ -355,8 +364,10 @@ def run(case, mark, prog, work):
         fail("the trace directory holds %d bytes at the end; the bound is %d" % (final, bound))
     chunks = chunk_dirs(trace)
     print("%d traces (chunks) in %s" % (len(chunks), trace))
-    if len(chunks) < 3 and case not in ("detach", "detach_exit", "controller_killed"):
+    if len(chunks) < 3 and case not in ("detach", "detach_exit", "controller_killed", "max_size_small"):
         fail("expected the trace cut into several chunks, found %d: %s" % (len(chunks), chunks))
+    if case == "max_size_small" and sealed(trace) < 1:
+        fail("no sealed chunk is left under MARK_MAX_SIZE=1M: the newest was deleted: %s" % chunks)
     check_packet_order(trace)
     # Each chunk reads alone.
     for c in chunks:
@@ -376,7 +387,7 @@ def run(case, mark, prog, work):
         fail("expected at least 3 sealed chunks (one per batch but the last), found %d" % sealed(trace))
     if case in ("rotate", "rotate_time", "detach", "detach_exit", "controller_killed") and first != 0:
         fail("--rotate deleted events: the trace starts at seq %d" % first)
-    if case in ("max_size", "max_size_discard") and first == 0:
+    if case in ("max_size", "max_size_discard", "max_size_small") and first == 0:
         fail("nothing was deleted under MARK_MAX_SIZE")
     p = subprocess.run([mark, "view", trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        timeout=600)
@@ -401,7 +412,7 @@ def run(case, mark, prog, work):
         print("SKIP: no event was lost with a 64k discard-mode buffer; this run cannot check the "
               "count of losses in deleted chunks")
         sys.exit(77)
-    if case in ("max_size", "max_size_discard") and not r:
+    if case in ("max_size", "max_size_discard", "max_size_small") and not r:
         fail("mark stats does not report the events rotated away: %s" % p.stdout[:500])
     if recorded != len(seqs):
         fail("mark stats counts %d events, babeltrace2 reads %d" % (recorded, len(seqs)))
