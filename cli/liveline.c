@@ -102,6 +102,15 @@ static DIR *list_dir(int dfd)
 	return d;
 }
 
+#define STATS_ENTRIES_READ_MAX (16u << 20)
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static int copy_stats_file(int dfd, const char *name, struct stats_copy *out, int want_entries)
 {
 	/* Read with pread, never mapped: the traced user owns the file and
@@ -120,6 +129,11 @@ static int copy_stats_file(int dfd, const char *name, struct stats_copy *out, in
 	int ret = -1;
 	out->entries = NULL;
 	out->nentries = 0;
+	unsigned char *raw = NULL;
+	/* A writer updates in microseconds; one that died mid-update leaves the
+	 * sequence odd for ever: retry for 100 ms at most, then take what was
+	 * read (the traced user owns the file and may keep it odd). */
+	const uint64_t give_up = monotonic_ns() + 100000000ull;
 	for (int attempt = 0; attempt < 1000; attempt++) {
 		uint64_t s1, s2;
 		if (pread_full(fd, &out->hdr, sizeof(out->hdr), 0) != 0)
@@ -133,25 +147,37 @@ static int copy_stats_file(int dfd, const char *name, struct stats_copy *out, in
 		uint32_t n = 0;
 		if (want_entries) {
 			n = h->nentries;
-			/* Never more entries than the file's layout allows. */
+			/* Never more entries than marker ids (16 bits), nor than
+			 * the file's layout allows: the traced user writes it. */
 			uint64_t hs = h->header_size, es = h->entry_size, size = (uint64_t)st.st_size;
-			if (hs > size)
+			if (n > MARK_TF_MAX_ID + 1)
+				n = MARK_TF_MAX_ID + 1;
+			if (hs > size || es > (1u << 16))
 				n = 0;
 			else if (n > (size - hs) / es)
 				n = (uint32_t)((size - hs) / es);
+			/* One read of them all, then copied out: at most 16 MiB (the
+			 * tracer's file holds 4096 entries of 128 bytes: 512 KB). */
+			if ((uint64_t)n * es > STATS_ENTRIES_READ_MAX)
+				n = (uint32_t)(STATS_ENTRIES_READ_MAX / es);
 			struct mark_tf_stats_entry *e = realloc(out->entries, (n ? n : 1) * sizeof(*e));
 			if (!e)
 				goto out;
 			out->entries = e;
+			unsigned char *r = n ? realloc(raw, (size_t)n * es) : raw;
+			if (!r)
+				goto out;
+			raw = r;
+			if (n && pread_full(fd, raw, (size_t)n * es, (off_t)hs) != 0)
+				n = 0;   /* the file shrank meanwhile */
 			for (uint32_t i = 0; i < n; i++)
-				if (pread_full(fd, &e[i], sizeof(*e), (off_t)(hs + (uint64_t)i * es)) != 0)
-					n = i;   /* the file shrank meanwhile: what was read */
+				memcpy(&e[i], raw + (size_t)i * es, sizeof(*e));
 		}
 		if (pread_full(fd, &s2, sizeof(s2), offsetof(struct mark_tf_stats, seq)) != 0)
 			goto out;
 		out->nentries = n;
 		ret = 0;
-		if (!(s1 & 1) && s1 == s2)
+		if ((!(s1 & 1) && s1 == s2) || monotonic_ns() > give_up)
 			break;
 		/* An update is in progress (or its writer died in the middle): retry. */
 		struct timespec ts = { 0, 100000 };
@@ -160,6 +186,7 @@ static int copy_stats_file(int dfd, const char *name, struct stats_copy *out, in
 	for (uint32_t i = 0; i < out->nentries; i++)
 		out->entries[i].name[sizeof(out->entries[i].name) - 1] = '\0';
 out:
+	free(raw);
 	if (ret != 0) {
 		free(out->entries);
 		out->entries = NULL;
@@ -351,33 +378,73 @@ bool live_warn_incomplete(FILE *out, const char *dir, bool bare)
 	return true;
 }
 
+/*
+ * The counts by marker name over every process's file.  The names come from
+ * files the traced users write, so the merge is a hash table (open
+ * addressing, FNV-1a), linear in the entries read: a list searched for each
+ * name took minutes for a file of 200000 distinct names.
+ */
 struct marker_acc {
 	struct live_marker_count *v;
 	size_t n, cap;
+	uint32_t *slot;              /* index + 1 into v, 0 = empty; nslots a power of 2 */
+	size_t nslots;
 	int oom;
 };
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static bool acc_grow_slots(struct marker_acc *a)
+{
+	size_t n = a->nslots ? a->nslots * 2 : 1024;
+	uint32_t *slot = calloc(n, sizeof(*slot));
+	if (!slot)
+		return false;
+	for (size_t i = 0; i < a->n; i++) {
+		size_t j = (size_t)name_hash(a->v[i].name) & (n - 1);
+		while (slot[j])
+			j = (j + 1) & (n - 1);
+		slot[j] = (uint32_t)(i + 1);
+	}
+	free(a->slot);
+	a->slot = slot;
+	a->nslots = n;
+	return true;
+}
 
 static void add_markers(const struct stats_copy *c, void *arg)
 {
 	struct marker_acc *a = arg;
-	for (uint32_t i = 0; i < c->nentries; i++) {
+	for (uint32_t i = 0; i < c->nentries && !a->oom; i++) {
 		const struct mark_tf_stats_entry *e = &c->entries[i];
 		if (e->name[0] == '\0')
 			continue;
-		size_t j;
-		for (j = 0; j < a->n; j++)
-			if (strcmp(a->v[j].name, e->name) == 0)
-				break;
-		if (j == a->n) {
+		/* Names are cut to 111 bytes, as stored in the result. */
+		char name[sizeof(a->v->name)];
+		snprintf(name, sizeof(name), "%s", e->name);
+		if ((a->n + 1) * 2 > a->nslots && (a->n >= UINT32_MAX - 1 || !acc_grow_slots(a))) {
+			a->oom = 1;
+			return;
+		}
+		size_t j = (size_t)name_hash(name) & (a->nslots - 1);
+		while (a->slot[j] && strcmp(a->v[a->slot[j] - 1].name, name) != 0)
+			j = (j + 1) & (a->nslots - 1);
+		if (!a->slot[j]) {
 			if (a->n == a->cap && cli_array_grow(&a->v, &a->cap, sizeof(*a->v), 32)) {
 				a->oom = 1;
 				return;
 			}
-			memset(&a->v[j], 0, sizeof(a->v[j]));
-			memcpy(a->v[j].name, e->name, sizeof(a->v[j].name) - 1);
-			a->n++;
+			memset(&a->v[a->n], 0, sizeof(a->v[a->n]));
+			memcpy(a->v[a->n].name, name, sizeof(name));
+			a->slot[j] = (uint32_t)++a->n;
 		}
-		a->v[j].events += e->events;
+		a->v[a->slot[j] - 1].events += e->events;
 	}
 }
 
@@ -394,7 +461,9 @@ static int live_stats_markers_fd(int dfd, struct live_marker_count **out, size_t
 	struct marker_acc a = { 0 };
 	*out = NULL;
 	*n = 0;
-	if (for_each_stats_fd(dfd, 1, 1, add_markers, &a) != 0 || a.oom) {
+	const int rc = for_each_stats_fd(dfd, 1, 1, add_markers, &a);
+	free(a.slot);
+	if (rc != 0 || a.oom) {
 		free(a.v);
 		return -1;
 	}

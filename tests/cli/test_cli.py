@@ -439,6 +439,30 @@ def case_trace_links(mark, target, workdir):
           (len(shown), len(plain)))
 
 
+def case_record_hostile_stats(mark, target, workdir):
+    """The traced command owns its statistics file, and mark record reads it
+    for the summary (as root, for `mark record --pid`, on a directory the
+    traced user owns).  A file of 80000 entries with distinct names and a
+    sequence left odd (a writer that died mid-update) must not stall it:
+    it used to read each entry with its own pread, retry 1000 times while
+    the sequence stayed odd, and merge the names in quadratic time (17 s
+    for 80000 entries with an even sequence; minutes with an odd one).
+    The bound here is 10 s (the old code took 17 s and 44 s on the 2-core
+    VM; the new one well under a second, a few under qemu)."""
+    craft = os.path.join(HERE, "hostile_stats.py")
+    for odd in ("even", "odd"):
+        trace = fresh(workdir, "hostile-stats-" + odd)
+        start = time.monotonic()
+        try:
+            r = run([mark, "record", "-o", trace, "--", sys.executable, craft, "80000", odd], timeout=10)
+        except subprocess.TimeoutExpired:
+            check(False, "mark record over a hostile .mark-stats (%s sequence) still runs after 10 s" % odd)
+            continue
+        took = time.monotonic() - start
+        print("%s sequence: mark record took %.2f s, exit %d" % (odd, took, r.returncode))
+        check(r.returncode == 0, "mark record: exit %d: %s" % (r.returncode, r.stderr[-500:]))
+
+
 def case_glob(mark, target, workdir):
     """Globs (issue 16, Commands): the systemtap/bpftrace spelling of a probe
     (request__start, prov:request__start) matches the marker the trace shows
