@@ -104,3 +104,14 @@ add_test(NAME agent_fuzz_short
   COMMAND /bin/bash -c "if [ -n \"$MARK_TEST_SANITIZER\" ]; then echo 'SKIP: the fuzz run is part of the default build; this is a sanitizer build'; exit 77; fi; exec /bin/bash \"$0\" 15 \"$1\""
           ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz)
 set_tests_properties(agent_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+
+# The agent's log line never blocks the program's fork(): stderr a full
+# pipe, every descriptor taken (tests/agent/test_stderr_full.py).
+add_executable(stderr_full_target agent/stderr_full_target.c)
+target_link_libraries(stderr_full_target PRIVATE mark)
+if(TARGET mark_cli)
+  add_test(NAME agent_stderr_full
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_stderr_full.py
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:stderr_full_target> ${CMAKE_CURRENT_BINARY_DIR}/agent-work/stderr_full)
+  set_tests_properties(agent_stderr_full PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()

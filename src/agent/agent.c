@@ -646,11 +646,11 @@ static void accept_one(void)
 	pthread_mutex_lock(&fd_lock);
 	int fd = fd_ours(listen_fd, &listen_id) ?
 		 accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK) : -1;
+	int pause_err = 0;
 	if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
 		accept_paused_until_ms = now_ms() + ACCEPT_PAUSE_MS;
 		if (!accept_pause_logged)
-			agent_log("cannot accept a control connection: %s; trying again every %d ms "
-				  "(logged once)", strerror(errno), ACCEPT_PAUSE_MS);
+			pause_err = errno;   /* logged below, after fd_lock */
 		accept_pause_logged = true;
 	}
 	int slot = -1;
@@ -666,6 +666,12 @@ static void accept_one(void)
 		}
 	}
 	pthread_mutex_unlock(&fd_lock);
+	/* Never with fd_lock held: the write to stderr can block (a full pipe
+	 * nobody reads), and the program's fork() takes fd_lock in its
+	 * prepare handler: it would wait as long as the write. */
+	if (pause_err)
+		agent_log("cannot accept a control connection: %s; trying again every %d ms (logged once)",
+			  strerror(pause_err), ACCEPT_PAUSE_MS);
 	if (fd < 0)
 		return;   /* EAGAIN (the client gave up), EMFILE...: nothing to serve */
 
@@ -1537,11 +1543,12 @@ static void loop_adopt(void)
 	forget_parent_conns();
 	session_conn = -1;
 	session_owner_pid = 0;
+	int lost_epoll = -1, lost_err = 0;
 	if (loop_epoll_fd >= 0 && fd_ours(loop_epoll_fd, &loop_epoll_id)) {
 		int e = epoll_create1(EPOLL_CLOEXEC);
 		if (e < 0 || dup3(e, loop_epoll_fd, O_CLOEXEC) < 0 || !fd_id_take(loop_epoll_fd, &loop_epoll_id)) {
-			agent_log("cannot replace the event-loop descriptor %d inherited from the parent: %s; "
-				  "it is closed", loop_epoll_fd, strerror(errno));
+			lost_err = errno;   /* logged after fd_lock (see accept_one) */
+			lost_epoll = loop_epoll_fd;
 			close(loop_epoll_fd);
 			loop_epoll_fd = -1;
 		}
@@ -1555,6 +1562,9 @@ static void loop_adopt(void)
 	loop_stopped = false;
 	agent_pid = getpid();
 	pthread_mutex_unlock(&fd_lock);
+	if (lost_epoll >= 0)
+		agent_log("cannot replace the event-loop descriptor %d inherited from the parent: %s; it is closed",
+			  lost_epoll, strerror(lost_err));
 }
 
 /*
