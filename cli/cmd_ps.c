@@ -71,6 +71,23 @@ static int probe_socket(int dfd, const char *name)
 }
 
 /*
+ * A temporary socket (".PID.RANDOM.tmp") that an agent left when it died
+ * between bind() and rename(): nobody listens on it and it is older than a
+ * minute.  A live agent renames it right after bind(), but may be in
+ * another pid namespace, where the PID in the name means nothing here: age,
+ * not the pid, tells an abandoned one.
+ */
+static bool tmp_socket_abandoned(int dfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return false;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	return now.tv_sec - st.st_mtim.tv_sec > 60 && probe_socket(dfd, name) == -ECONNREFUSED;
+}
+
+/*
  * Remove DFD/NAME if it is what an agent leaves behind: a socket owned by
  * the directory's owner (`owner`).  lstat-like (AT_SYMLINK_NOFOLLOW) and
  * relative to the directory's descriptor, so a link, a regular file or
@@ -265,18 +282,29 @@ static int ps_run(int argc, char **argv)
 				long tpid = strtol(de->d_name + 1, &end, 10);
 				size_t rest = end != de->d_name + 1 ? strlen(end) : 0;
 				if (rest >= 4 && strcmp(end + rest - 4, ".tmp") == 0 && end[0] == '.' && tpid > 0 &&
-				    ctl_process_gone((pid_t)tpid) && remove_stale(dfd, de->d_name, dst.st_uid))
+				    tmp_socket_abandoned(dfd, de->d_name) && remove_stale(dfd, de->d_name, dst.st_uid))
 					stale++;
 				continue;
 			}
 			long pid = strtol(de->d_name, &end, 10);
 			if (end == de->d_name || strcmp(end, ".sock") != 0 || pid <= 0)
 				continue;
-			bool dead = ctl_process_gone((pid_t)pid);
-			if (dead || probe_socket(dfd, de->d_name) == -ECONNREFUSED) {
+			/*
+			 * Stale only if nobody listens: the pid in the name is the
+			 * agent's in its own pid namespace, and a process of another
+			 * namespace that shares the directory (a container sharing
+			 * /tmp) has a pid that does not exist here, or is another
+			 * process here.  Such a live agent is neither removed nor
+			 * listed (ctl_connect refuses a socket whose peer is not the
+			 * process of that pid here).
+			 */
+			const int probe = probe_socket(dfd, de->d_name);
+			if (probe == -ECONNREFUSED) {
 				stale += (unsigned)remove_stale(dfd, de->d_name, dst.st_uid);
 				continue;
 			}
+			if (probe == 0 && ctl_process_gone((pid_t)pid))
+				continue;   /* an agent of another pid namespace */
 			bool dup = false;
 			for (size_t k = 0; k < n; k++)
 				dup |= rows[k].pid == (pid_t)pid;

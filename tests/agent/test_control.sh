@@ -639,6 +639,26 @@ ps_stale)
 	[ ! -e "$SOCKDIR/$TPID.sock" ] || fail "the exec'd process's socket is still there"
 	expect_not_in ps.out "^ *$TPID "
 	kill "$TPID"
+	# A socket named after a pid this namespace does not have, with an
+	# agent listening on it: the agent of a process in another pid
+	# namespace that shares the directory (a container sharing /tmp).  Its
+	# pid means nothing here, so only a refused connection makes a socket
+	# stale (found by a review: ps removed it, and the process could no
+	# longer be controlled).  A temporary socket of an agent that died
+	# between bind() and rename() is removed once it is old, never while
+	# an agent may be about to rename it.
+	sleep 0 & gone=$!; wait $gone
+	start_fake fake_ns.out "$SOCKDIR/$gone.sock"
+	/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$SOCKDIR/.$gone.1234.tmp"
+	/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$SOCKDIR/.$gone.5678.tmp"
+	touch -d '10 minutes ago' "$SOCKDIR/.$gone.1234.tmp"
+	run ps2 "$MARK" ps
+	expect_rc 0 "mark ps with another namespace's live socket"
+	[ -S "$SOCKDIR/$gone.sock" ] || fail "mark ps removed the live socket of an agent whose pid ($gone) this namespace does not have"
+	[ ! -e "$SOCKDIR/.$gone.1234.tmp" ] || fail "mark ps left an old temporary socket of a dead agent"
+	[ -e "$SOCKDIR/.$gone.5678.tmp" ] || fail "mark ps removed a fresh temporary socket (an agent may be about to rename it)"
+	expect_not_in ps2.out "^ *$gone "
+	kill "$FPID"
 	;;
 setuid_env)
 	# A setuid-root program, and a setcap program, run by nobody with the
