@@ -108,10 +108,16 @@ set_tests_properties(agent_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180
 # The agent's log line never blocks the program's fork(): stderr a full
 # pipe, every descriptor taken (tests/agent/test_stderr_full.py).
 add_executable(stderr_full_target agent/stderr_full_target.c)
-target_link_libraries(stderr_full_target PRIVATE mark)
+target_link_libraries(stderr_full_target PRIVATE mark Threads::Threads ${CMAKE_DL_LIBS})
 if(TARGET mark_cli)
   add_test(NAME agent_stderr_full
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_stderr_full.py
             $<TARGET_FILE:mark_cli> $<TARGET_FILE:stderr_full_target> ${CMAKE_CURRENT_BINARY_DIR}/agent-work/stderr_full)
-  set_tests_properties(agent_stderr_full PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+  add_library(bad_abi_dso MODULE agent/bad_abi_dso.c)
+  target_link_libraries(bad_abi_dso PRIVATE mark)
+  add_test(NAME agent_stderr_full_registry
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_stderr_full.py
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:stderr_full_target> ${CMAKE_CURRENT_BINARY_DIR}/agent-work/stderr_full_registry
+            dlopen $<TARGET_FILE:bad_abi_dso>)
+  set_tests_properties(agent_stderr_full agent_stderr_full_registry PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static __thread char last_error[512];
@@ -20,6 +21,52 @@ int mark_error(int err, const char *fmt, ...)
 	va_end(ap);
 	mark_printable_copy(last_error, sizeof(last_error), raw);
 	return -err;
+}
+
+/*
+ * Warnings raised while this thread holds a lock that fork() takes in a
+ * prepare handler (the registry's) are kept and written once it is
+ * released: a write to stderr may block for ever (a full pipe nobody
+ * reads), and a fork in another thread would wait as long.  Per thread, so
+ * no locking; the buffer is allocated on first use (no TLS space in every
+ * thread of the program) and bounded: what does not fit is counted.
+ */
+#define WARN_HELD_MAX 8192
+static __thread unsigned warn_hold_depth;
+static __thread char *warn_held;
+static __thread size_t warn_held_len;
+static __thread unsigned warn_held_dropped;
+
+void mark_warn_hold(void)
+{
+	warn_hold_depth++;
+}
+
+void mark_warn_release(void)
+{
+	if (warn_hold_depth == 0 || --warn_hold_depth > 0)
+		return;
+	if (warn_held_len)
+		fwrite(warn_held, 1, warn_held_len, stderr);
+	if (warn_held_dropped)
+		fprintf(stderr, "mark: %u more warning(s) not shown\n", warn_held_dropped);
+	free(warn_held);
+	warn_held = NULL;
+	warn_held_len = 0;
+	warn_held_dropped = 0;
+}
+
+static void warn_keep(const char *line)
+{
+	const size_t n = strlen(line);
+	if (!warn_held)
+		warn_held = malloc(WARN_HELD_MAX);
+	if (!warn_held || warn_held_len + n > WARN_HELD_MAX) {
+		warn_held_dropped++;
+		return;
+	}
+	memcpy(warn_held + warn_held_len, line, n);
+	warn_held_len += n;
 }
 
 void mark_warn(const char *fmt, ...)
@@ -38,7 +85,10 @@ void mark_warn(const char *fmt, ...)
 		line[n++] = '\n';
 		line[n] = '\0';
 	}
-	fputs(line, stderr);
+	if (warn_hold_depth)
+		warn_keep(line);
+	else
+		fputs(line, stderr);
 }
 
 void mark_error_clear(void)

@@ -75,6 +75,11 @@ MARK_HIDDEN void mark_error_clear(void);
  * started the program, and a terminal must not act on them.
  */
 MARK_HIDDEN void mark_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Between these (nesting), mark_warn() keeps its lines and the outermost
+ * release writes them: for code holding a lock that fork() takes, since a
+ * write to stderr can block for ever (error.c). */
+MARK_HIDDEN void mark_warn_hold(void);
+MARK_HIDDEN void mark_warn_release(void);
 /* A module's hook, called (no lock held) after each object with markers
  * registers, and at once if one already has.  0, or -ENOSPC. */
 MARK_HIDDEN int mark_core_on_object_registered(void (*hook)(void));

@@ -64,6 +64,20 @@ struct arm_rule {
  * it once began 64 bytes before a page's end: two copy-on-write pages per
  * fork; test process_fork_state_page). */
 static MARK_FORK_STATE pthread_mutex_t registry_mutex __attribute__((aligned(1024))) = PTHREAD_MUTEX_INITIALIZER;
+
+/* The fork prepare handler takes registry_mutex: warnings raised under it
+ * are written after it is released (mark_warn_hold). */
+static void registry_lock(void)
+{
+	pthread_mutex_lock(&registry_mutex);
+	mark_warn_hold();
+}
+
+static void registry_unlock(void)
+{
+	pthread_mutex_unlock(&registry_mutex);
+	mark_warn_release();
+}
 static struct mark_object *objects;
 
 /*
@@ -79,14 +93,14 @@ static unsigned nobject_hooks;
 
 int mark_core_on_object_registered(void (*hook)(void))
 {
-	pthread_mutex_lock(&registry_mutex);
+	registry_lock();
 	if (nobject_hooks == MAX_OBJECT_HOOKS) {
-		pthread_mutex_unlock(&registry_mutex);
+		registry_unlock();
 		return mark_error(ENOSPC, "mark: core: more than %d module hooks", MAX_OBJECT_HOOKS);
 	}
 	object_hooks[nobject_hooks++] = hook;
 	bool have_objects = objects != NULL;
-	pthread_mutex_unlock(&registry_mutex);
+	registry_unlock();
 	/* Constructor order between the objects of one link is not fixed: an
 	 * object may have registered before the module's constructor ran. */
 	if (have_objects)
@@ -100,12 +114,12 @@ static struct arm_rule *rules;             /* in order of application */
 
 void mark_registry_lock(void)
 {
-	pthread_mutex_lock(&registry_mutex);
+	registry_lock();
 }
 
 void mark_registry_unlock(void)
 {
-	pthread_mutex_unlock(&registry_mutex);
+	registry_unlock();
 }
 
 /*
@@ -470,14 +484,14 @@ static int arm_glob(const char *glob, bool arm)
 		return mark_error(EINVAL, "mark: %s: %s", arm ? "mark_arm" : "mark_disarm", why);
 	mark_init();
 	mark_error_clear();
-	pthread_mutex_lock(&registry_mutex);
+	registry_lock();
 	struct mark_marker **matched = nmarkers ? malloc(nmarkers * sizeof(*matched)) : NULL;
 	bool *previous = nmarkers ? malloc(nmarkers * sizeof(*previous)) : NULL;
 	size_t nm = 0;
 	if (nmarkers && (!matched || !previous)) {
 		free(matched);
 		free(previous);
-		pthread_mutex_unlock(&registry_mutex);
+		registry_unlock();
 		return mark_error(ENOMEM, "mark: out of memory");
 	}
 	for (size_t i = 0; i < nmarkers; i++) {
@@ -499,7 +513,7 @@ static int arm_glob(const char *glob, bool arm)
 	} else {
 		add_rule_locked(glob, arm);
 	}
-	pthread_mutex_unlock(&registry_mutex);
+	registry_unlock();
 	free(sites);
 	free(matched);
 	free(previous);
@@ -607,11 +621,11 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 	mark_init();
 	char *path = object_path(key);
 
-	pthread_mutex_lock(&registry_mutex);
+	registry_lock();
 	for (struct mark_object *o = objects; o; o = o->next) {
 		if (o->descs_begin == key) {
 			o->refs++;   /* another translation unit of the same object */
-			pthread_mutex_unlock(&registry_mutex);
+			registry_unlock();
 			free(path);
 			return;
 		}
@@ -628,7 +642,7 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 	struct mark_site_rt *sites = calloc(ndescs + ncodes + 1, sizeof(*sites));
 	struct mark_marker **new_markers = calloc(ndescs + 1, sizeof(*new_markers));
 	if (!descs || !obj || !sites || !new_markers) {
-		pthread_mutex_unlock(&registry_mutex);
+		registry_unlock();
 		mark_warn("mark: out of memory registering the markers of %s\n", path);
 		free(descs);
 		free(obj);
@@ -743,7 +757,7 @@ void mark__register_object(const void *descs_begin, const void *descs_end,
 	void (*hooks[MAX_OBJECT_HOOKS])(void);
 	unsigned nhooks = nobject_hooks;
 	memcpy(hooks, object_hooks, sizeof(hooks));
-	pthread_mutex_unlock(&registry_mutex);
+	registry_unlock();
 	mark_probes_retire(retired, nretired);
 	free(new_markers);
 	/* The process has markers: tell the modules (the agent starts), no lock held. */
@@ -756,13 +770,13 @@ void mark__unregister_object(const void *descs_begin, const void *codes_begin)
 	const void *key = object_key(descs_begin, codes_begin);
 	if (!key)
 		return;
-	pthread_mutex_lock(&registry_mutex);
+	registry_lock();
 	struct mark_object **pp = &objects;
 	while (*pp && (*pp)->descs_begin != key)
 		pp = &(*pp)->next;
 	struct mark_object *obj = *pp;
 	if (!obj || --obj->refs > 0) {
-		pthread_mutex_unlock(&registry_mutex);
+		registry_unlock();
 		return;
 	}
 	*pp = obj->next;
@@ -771,7 +785,7 @@ void mark__unregister_object(const void *descs_begin, const void *codes_begin)
 		/* The code and flags go away with the object; only forget them. */
 		marker_remove_site_locked(s->marker, s);
 	}
-	pthread_mutex_unlock(&registry_mutex);
+	registry_unlock();
 	free(obj->sites);
 	free(obj->path);
 	free(obj);
@@ -783,17 +797,17 @@ int mark_list(const char *glob, int (*cb)(const struct mark_marker *m, void *arg
 {
 	if (!cb)
 		return mark_error(EINVAL, "mark_list: the callback is NULL");
-	pthread_mutex_lock(&registry_mutex);
+	registry_lock();
 	struct mark_marker **copy = nmarkers ? malloc(nmarkers * sizeof(*copy)) : NULL;
 	size_t n = 0;
 	if (nmarkers && !copy) {
-		pthread_mutex_unlock(&registry_mutex);
+		registry_unlock();
 		return mark_error(ENOMEM, "mark_list: out of memory");
 	}
 	for (size_t i = 0; i < nmarkers; i++)
 		if (markers[i]->nsites > 0 && (!glob || mark_glob_match(glob, markers[i])))
 			copy[n++] = markers[i];
-	pthread_mutex_unlock(&registry_mutex);
+	registry_unlock();
 	/* Markers are never freed, so the callback runs without the lock and
 	 * may itself arm, list or register probes. */
 	int r = 0;
@@ -808,11 +822,11 @@ int mark_marker_sites(const struct mark_marker *marker,
 {
 	if (!marker || !cb)
 		return mark_error(EINVAL, "mark_marker_sites: NULL argument");
-	pthread_mutex_lock(&registry_mutex);
+	registry_lock();
 	size_t n = marker->nsites;
 	struct mark_site_info *infos = n ? calloc(n, sizeof(*infos)) : NULL;
 	if (n && !infos) {
-		pthread_mutex_unlock(&registry_mutex);
+		registry_unlock();
 		return mark_error(ENOMEM, "mark_marker_sites: out of memory");
 	}
 	/* Copy the strings: the object may be unloaded once the lock is dropped. */
@@ -826,7 +840,7 @@ int mark_marker_sites(const struct mark_marker *marker,
 		infos[i].is_enabled_test = (s->desc->flags & MARK__F_ENABLED_TEST) != 0;
 		infos[i].address = s->code ? (const void *)s->code : (const void *)&s->desc->semaphore;
 	}
-	pthread_mutex_unlock(&registry_mutex);
+	registry_unlock();
 	int r = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (r == 0 && infos[i].file && infos[i].object)

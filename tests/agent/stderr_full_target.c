@@ -7,13 +7,21 @@
  *
  * Prints "ready" once every descriptor is taken, then "fork took S s" and
  * exits 0.  Output goes to stdout (a file the test reads).
+ *
+ * `stderr_full_target dlopen LIB`: the same, except that the warning comes
+ * from libmark's registry: a thread named "dlopener" loads LIB (a library
+ * whose marker descriptor has a wrong ABI) once every descriptor but one
+ * is taken, and libmark warns about it.
  */
 #define _GNU_SOURCE
 #include <mark/mark.h>
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,7 +42,16 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int main(void)
+static void *dlopener(void *lib)
+{
+	pthread_setname_np(pthread_self(), "dlopener");
+	/* The warning's write blocks (stderr is full); the handle is never
+	 * used: the test only needs the load to have run. */
+	(void)!dlopen(lib, RTLD_NOW);
+	return NULL;
+}
+
+int main(int argc, char **argv)
 {
 	MARK(stderr_full_tick, "%d", 1);
 	struct sigaction sa = { .sa_handler = on_usr1 };
@@ -46,9 +63,17 @@ int main(void)
 	 * exists before it connects). */
 	sleep(1);
 	int taken = 0;
-	while (open("/dev/null", O_RDONLY | O_CLOEXEC) >= 0)
-		taken++;
-	printf("ready %d\n", taken);
+	if (argc > 2 && strcmp(argv[1], "dlopen") == 0) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, dlopener, argv[2]) != 0)
+			return 1;
+		pthread_detach(t);
+		printf("ready dlopen\n");
+	} else {
+		while (open("/dev/null", O_RDONLY | O_CLOEXEC) >= 0)
+			taken++;
+		printf("ready %d\n", taken);
+	}
 	fflush(stdout);
 	while (!fork_now)
 		pause();

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""The agent never holds its descriptor lock while it writes to stderr
-(found by a review).  tests/agent/stderr_full_target.c runs with stderr a
+"""libmark never holds a lock that fork() takes while it writes to stderr.
+The agent's descriptor lock (found by a review):  tests/agent/stderr_full_target.c runs with stderr a
 full pipe that nobody reads and every descriptor taken; `mark list PID`
 connects, the agent cannot accept (EMFILE) and logs that once, and the
 write blocks.  Then the program forks.  fork() runs the agent's prepare
 handler, which takes the lock: it used to wait for the write, for ever
 (until someone read the pipe).  Now it must return at once; the bound is
-20 s on a starved machine, where it takes milliseconds.
+20 s on a starved machine, where it takes milliseconds.  With `dlopen LIB`
+the warning is the registry's: a thread loads a library whose marker
+descriptor has a wrong ABI, libmark warns while it registers it, and the
+program forks (the registry lock is in fork's prepare handler).
 
-    test_stderr_full.py MARK TARGET WORKDIR
+    test_stderr_full.py MARK TARGET WORKDIR [dlopen LIB]
 """
 import fcntl
 import os
@@ -19,6 +22,8 @@ import sys
 import time
 
 mark, target, work = sys.argv[1:4]
+extra = sys.argv[4:]
+blocked_thread = "dlopener" if extra else "mark-agent"
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work, mode=0o700)
 xdg = os.path.join(work, "xdg")
@@ -44,7 +49,7 @@ except BlockingIOError:
 fcntl.fcntl(w, fcntl.F_SETFL, flags)   # the program's writes block, as on a real full pipe
 out_path = os.path.join(work, "target.out")
 out = open(out_path, "w+")
-p = subprocess.Popen([target], stdout=out, stderr=w, env=env)
+p = subprocess.Popen([target] + extra, stdout=out, stderr=w, env=env)
 failed = []
 lister = None
 try:
@@ -55,10 +60,11 @@ try:
             raise StopIteration
         time.sleep(0.05)
     sock = os.path.join(xdg, "mark", "%d.sock" % p.pid)
-    if not os.path.exists(sock):
-        skip("the target has no agent socket at %s (the agent cannot listen here)" % sock)
-    lister = subprocess.Popen([mark, "list", str(p.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env=env)
+    if not extra:
+        if not os.path.exists(sock):
+            skip("the target has no agent socket at %s (the agent cannot listen here)" % sock)
+        lister = subprocess.Popen([mark, "list", str(p.pid)], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL, env=env)
     # Wait until the agent thread is blocked writing its line to the full pipe.
     agent_blocked = False
     deadline = time.monotonic() + 20
@@ -69,11 +75,11 @@ try:
                 wchan = open("/proc/%d/task/%s/wchan" % (p.pid, t)).read().strip()
             except OSError:
                 continue
-            if comm == "mark-agent" and "pipe" in wchan:
+            if comm == blocked_thread and "pipe" in wchan:
                 agent_blocked = True
         time.sleep(0.05)
     if not agent_blocked:
-        skip("the agent thread was never seen blocked writing to the full pipe (wchan not available?)")
+        skip("thread %s was never seen blocked writing to the full pipe (wchan not available?)" % blocked_thread)
     os.kill(p.pid, signal.SIGUSR1)
     deadline = time.monotonic() + 20
     while "fork took" not in open(out_path).read() and time.monotonic() < deadline:
@@ -81,8 +87,8 @@ try:
     text = open(out_path).read()
     print(text.strip())
     if "fork took" not in text:
-        failed.append("the program's fork() did not return within 20 s while the agent's stderr write "
-                      "blocked (it waited for the agent's lock)")
+        failed.append("the program's fork() did not return within 20 s while %s's stderr write "
+                      "blocked (it waited for a lock held across the write)" % blocked_thread)
 except StopIteration:
     pass
 finally:
