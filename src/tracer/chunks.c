@@ -209,9 +209,9 @@ static int cut_chunk(struct tracer_session *s)
 		return -EEXIST;
 	struct stat st;
 	unsigned described = __atomic_load_n(&s->described, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&tracer_fork_guard);
+	tracer_fork_guard_lock();
 	int rc = tracer_metadata_write(cfd, name, s, s->trace_uuid, &described);
-	pthread_mutex_unlock(&tracer_fork_guard);
+	tracer_fork_guard_unlock();
 	if (rc == 0)
 		s->clock_frozen = true;   /* this chunk's clock is every later chunk's */
 	if (rc < 0 || fstat(cfd, &st) != 0) {

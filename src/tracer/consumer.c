@@ -463,7 +463,7 @@ void tracer_describe_markers(struct tracer_session *s)
 	mark_registry_unlock();
 	if (n <= __atomic_load_n(&s->described, __ATOMIC_RELAXED))
 		return;
-	pthread_mutex_lock(&tracer_fork_guard);
+	tracer_fork_guard_lock();
 	if (tracer_metadata_write(tracer_dir_fd(s), s->dir, s, s->trace_uuid, &s->described) == 0 && s->stats)
 		/* Now, not at the next statistics update (5 ms or more later):
 		 * recovery decodes the records of the markers this count says
@@ -473,7 +473,7 @@ void tracer_describe_markers(struct tracer_session *s)
 		 * reader (the process is dead by then) sees a complete file. */
 		__atomic_store_n(&s->stats->markers_described, __atomic_load_n(&s->described, __ATOMIC_RELAXED),
 				 __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&tracer_fork_guard);
+	tracer_fork_guard_unlock();
 }
 
 /* Now in the trace's ticks: the counter the producers read (TSC, or
@@ -1016,11 +1016,11 @@ static void *consumer_main(void *arg)
 			 * metadata (read by recovery after a crash) current. */
 			s->last_refine_ns = now;
 			/* fork_guard also keeps a snapshot from reading a half-updated clock. */
-			pthread_mutex_lock(&tracer_fork_guard);
+			tracer_fork_guard_lock();
 			if (!s->clock_frozen && tracer_clock_refine(&s->clock))
 				tracer_metadata_write(tracer_dir_fd(s), s->dir, s, s->trace_uuid,
 						      &s->described);
-			pthread_mutex_unlock(&tracer_fork_guard);
+			tracer_fork_guard_unlock();
 		}
 		if (now - last_stats > 5000000ull || !work) {
 			tracer_stats_update(s, MARK_TF_STATE_RUNNING);

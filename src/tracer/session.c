@@ -32,6 +32,29 @@
 #include <urcu-bp.h>
 
 static MARK_FORK_STATE pthread_mutex_t control_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+/* The fork prepare handler takes control_mutex: a warning raised under it
+ * is written after it is released (mark_warn_hold, core/error.c), since a
+ * write to a full stderr pipe can block for ever and the fork with it. */
+static void control_lock(void)
+{
+	pthread_mutex_lock(&control_mutex);
+	mark_warn_hold();
+}
+
+static bool control_trylock(void)
+{
+	if (pthread_mutex_trylock(&control_mutex) != 0)
+		return false;
+	mark_warn_hold();
+	return true;
+}
+
+static void control_unlock(void)
+{
+	pthread_mutex_unlock(&control_mutex);
+	mark_warn_release();
+}
 pthread_mutex_t tracer_fork_guard = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static uint64_t last_generation;   /* under control_mutex */
@@ -743,9 +766,9 @@ int tracer_start_full(const struct mark_trace_config *config, const struct trace
 		      const char *filter, const struct tracer_trigger_config *trigger)
 {
 	mark_error_clear();
-	pthread_mutex_lock(&control_mutex);
+	control_lock();
 	int rc = session_start_locked(config, limits, filter, trigger);
-	pthread_mutex_unlock(&control_mutex);
+	control_unlock();
 	return rc;
 }
 
@@ -779,16 +802,16 @@ static int session_stop_locked(bool family)
 int mark_tracer_stop(void)
 {
 	mark_error_clear();
-	pthread_mutex_lock(&control_mutex);
+	control_lock();
 	int rc = session_stop_locked(true);
-	pthread_mutex_unlock(&control_mutex);
+	control_unlock();
 	return rc;
 }
 
 int mark_tracer_stop_directory(const char *directory)
 {
 	mark_error_clear();
-	pthread_mutex_lock(&control_mutex);
+	control_lock();
 	/* Compared and stopped under control_mutex: no other session can
 	 * take the place of the one compared in between. */
 	struct tracer_session *s = tracer_current;
@@ -800,27 +823,27 @@ int mark_tracer_stop_directory(const char *directory)
 				s->base_dir ? s->base_dir : "?", directory ? directory : "?");
 	else
 		rc = session_stop_locked(true);
-	pthread_mutex_unlock(&control_mutex);
+	control_unlock();
 	return rc;
 }
 
 int mark_tracer_set_filter(const char *expr)
 {
 	mark_error_clear();
-	pthread_mutex_lock(&control_mutex);
+	control_lock();
 	/* Under control_mutex: a session stop (which clears the filter) and
 	 * another replacement are serialised with us. */
 	int rc = tracer_current ? tracer_filter_set(expr, "tracer: filter")
 				: mark_error(ENOENT, "mark: tracer: no tracing session is running; start one "
 						     "before setting its filter");
-	pthread_mutex_unlock(&control_mutex);
+	control_unlock();
 	return rc;
 }
 
 void mark_tracer_get_stats(struct mark_trace_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&control_mutex);
+	control_lock();
 	struct tracer_session *s = tracer_current;
 	if (s) {
 		out->active = 1;
@@ -829,7 +852,7 @@ void mark_tracer_get_stats(struct mark_trace_stats *out)
 		if (s->stats)
 			out->bytes_written = __atomic_load_n(&s->stats->bytes_written, __ATOMIC_ACQUIRE);
 	}
-	pthread_mutex_unlock(&control_mutex);
+	control_unlock();
 }
 
 /* ---- snapshot (overwrite mode) ---- */
@@ -867,7 +890,7 @@ int mark_tracer_snapshot_into(const char *directory, unsigned flags)
 	mark_error_clear();
 	if (!directory || !*directory)
 		return mark_error(EINVAL, "mark: snapshot: no directory given");
-	pthread_mutex_lock(&control_mutex);
+	control_lock();
 	struct tracer_session *s = tracer_current;
 	int rc = 0, fd = -1;
 	if (!s) {
@@ -918,7 +941,7 @@ int mark_tracer_snapshot_into(const char *directory, unsigned flags)
 out:
 	if (fd >= 0)
 		close(fd);
-	pthread_mutex_unlock(&control_mutex);
+	control_unlock();
 	return rc;
 }
 
@@ -1073,12 +1096,12 @@ static void free_globs(char **v)
  */
 static void describe_new_markers(void)
 {
-	if (pthread_mutex_trylock(&control_mutex) != 0)
+	if (!control_trylock())
 		return;
 	struct tracer_session *s = tracer_current;
 	if (s && !__atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE))
 		tracer_describe_markers(s);
-	pthread_mutex_unlock(&control_mutex);
+	control_unlock();
 }
 
 static void __attribute__((constructor)) tracer_env_init(void)
@@ -1188,11 +1211,11 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		.globs = (const char *const *)globs,
 	};
 	const struct tracer_chunk_limits limits = { max_size, rotate_size, rotate_ms };
-	pthread_mutex_lock(&control_mutex);
+	control_lock();
 	int rc = session_start_locked(&cfg, &limits, filter, &trigger);
 	if (rc == 0)
 		tracer_current->from_env = true;
-	pthread_mutex_unlock(&control_mutex);
+	control_unlock();
 	if (rc < 0)
 		mark_warn("%s; tracing is off\n", mark_last_error());
 	free_globs(globs);
@@ -1209,10 +1232,10 @@ static void __attribute__((destructor)) tracer_exit_fini(void)
 	 * children traced; a session started by the API or a controller ends
 	 * for the whole family when its process exits. */
 	mark_error_clear();
-	pthread_mutex_lock(&control_mutex);
+	control_lock();
 	s = tracer_current;
 	session_stop_locked(s && !s->from_env);
-	pthread_mutex_unlock(&control_mutex);
+	control_unlock();
 }
 
 /*
@@ -1226,15 +1249,15 @@ static void __attribute__((destructor)) tracer_exit_fini(void)
  */
 int tracer_session_stop_by_family(struct tracer_session *s)
 {
-	if (pthread_mutex_trylock(&control_mutex) != 0)
+	if (!control_trylock())
 		return -EBUSY;
 	if (tracer_current != s || __atomic_load_n(&s->stopping, __ATOMIC_ACQUIRE)) {
-		pthread_mutex_unlock(&control_mutex);
+		control_unlock();
 		return -EBUSY;
 	}
 	__atomic_store_n(&s->consumer_started, false, __ATOMIC_RELEASE);
 	pthread_detach(pthread_self());
 	session_stop_locked(false);
-	pthread_mutex_unlock(&control_mutex);
+	control_unlock();
 	return 0;
 }

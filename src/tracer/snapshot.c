@@ -158,10 +158,10 @@ int tracer_snapshot_write(struct tracer_session *s, int dirfd, const char *direc
 	unsigned described = 0;
 	uint8_t uuid[16];
 	tracer_new_uuid(uuid);   /* a trace of its own: babeltrace2 must not merge it with the session's */
-	pthread_mutex_lock(&tracer_fork_guard);   /* the consumer may be refining the clock */
+	tracer_fork_guard_lock();   /* the consumer may be refining the clock */
 	int rc = tracer_metadata_write(dirfd, directory, s, uuid, &described);
 	const uint64_t freq = s->clock.freq;   /* the metadata's */
-	pthread_mutex_unlock(&tracer_fork_guard);
+	tracer_fork_guard_unlock();
 	struct tracer_ring *r;
 	tracer_for_each_ring(s, r) {
 		if (rc != 0)

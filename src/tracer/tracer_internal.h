@@ -569,6 +569,19 @@ MARK_HIDDEN int tracer_metadata_write(int dirfd, const char *dir, const struct t
  * sanitizer allocators are not).  Order: fork_guard, then registry lock.
  */
 extern MARK_HIDDEN pthread_mutex_t tracer_fork_guard;
+/* tracer_fork_guard is taken by the fork prepare handler: warnings raised
+ * under it are written once it is released (mark_warn_hold). */
+static inline void tracer_fork_guard_lock(void)
+{
+	pthread_mutex_lock(&tracer_fork_guard);
+	mark_warn_hold();
+}
+
+static inline void tracer_fork_guard_unlock(void)
+{
+	pthread_mutex_unlock(&tracer_fork_guard);
+	mark_warn_release();
+}
 
 /* ---- small helpers (session.c) ---- */
 MARK_HIDDEN uint64_t tracer_realtime_ns(void);
