@@ -91,6 +91,18 @@ start_fake() {
 	for _ in $(seq 600); do grep -q listening "$WORK/$out" 2>/dev/null && break; sleep 0.05; done
 	grep -q listening "$WORK/$out" || fail "the fake agent did not start: $(cat "$WORK/$out")"
 }
+# need_other_user: user=marktest (created if missing) and asuser CMD...
+# running CMD as that user; skips when that cannot be done.
+need_other_user() {
+	[ "$(id -u)" = 0 ] || skip "creating a second user needs root"
+	command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
+	user=marktest
+	if ! id "$user" >/dev/null 2>&1; then
+		useradd --system --no-create-home --shell /usr/sbin/nologin "$user" 2>"$WORK/useradd.err" ||
+			skip "cannot create the user $user: $(cat "$WORK/useradd.err")"
+	fi
+	asuser() { setpriv --reuid="$user" --regid="$user" --clear-groups "$@"; }
+}
 # Skip the recording cases when this libmark has no tracer.
 need_tracer() {
 	run probe_tracer "$MARK" record --pid "$TPID" -e agent_tick -o "$WORK/probe-trace" -d 0.2 -q
@@ -428,14 +440,7 @@ fork)
 	[ ! -e "$SOCKDIR/$child.sock" ] || fail "the child's socket was left behind"
 	;;
 other_user)
-	[ "$(id -u)" = 0 ] || skip "creating a second user needs root"
-	command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
-	user=marktest
-	if ! id "$user" >/dev/null 2>&1; then
-		useradd --system --no-create-home --shell /usr/sbin/nologin "$user" 2>"$WORK/useradd.err" ||
-			skip "cannot create the user $user: $(cat "$WORK/useradd.err")"
-	fi
-	asuser() { setpriv --reuid="$user" --regid="$user" --clear-groups "$@"; }
+	need_other_user
 	asuser test -x "$MARK" || skip "$MARK is not executable by $user (its directory is private)"
 	start_target
 	run other asuser env XDG_RUNTIME_DIR=/nonexistent "$MARK" list "$TPID"
@@ -483,14 +488,7 @@ other_user_links)
 	# Root's mark completes the trace of A: it must do so in the pid-A it
 	# saw, never through the link (found by a review: root's recovery
 	# rewrote and deleted the files of the link's target).
-	[ "$(id -u)" = 0 ] || skip "creating a second user needs root"
-	command -v setpriv >/dev/null || skip "setpriv (util-linux) is not installed"
-	user=marktest
-	if ! id "$user" >/dev/null 2>&1; then
-		useradd --system --no-create-home --shell /usr/sbin/nologin "$user" 2>"$WORK/useradd.err" ||
-			skip "cannot create the user $user: $(cat "$WORK/useradd.err")"
-	fi
-	asuser() { setpriv --reuid="$user" --regid="$user" --clear-groups "$@"; }
+	need_other_user
 	asuser test -x "$TARGET" || skip "$TARGET is not executable by $user (its directory is private)"
 	chmod 0755 "$WORK"
 	# root's dead trace: a process killed while tracing, never recovered
