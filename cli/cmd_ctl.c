@@ -56,8 +56,11 @@ static bool hits_dir(pid_t pid, const struct mark_proto_msg *info, char *out, si
 	return snprintf(out, len, "%s/%s%d", base, MARK_TF_CHILD_PREFIX, (int)pid) < (int)len;
 }
 
-int cli_list_pid(pid_t pid, const char *glob)
+int cli_list_pid(const char *pid_text, const char *glob)
 {
+	pid_t pid;
+	if (!ctl_parse_pid(pid_text, &pid))
+		return 2;
 	struct ctl_conn c;
 	if (ctl_connect(&c, pid))
 		return 1;

@@ -34,8 +34,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-/* Provided by the control commands; absent from builds without them. */
-int cli_list_pid(pid_t pid, const char *glob) __attribute__((weak));
+/* Provided by the control commands; absent from builds without them.
+ * Takes the PID as given: it parses it as every control command does. */
+int cli_list_pid(const char *pid, const char *glob) __attribute__((weak));
 
 /* What differs between the architectures mark patches (src/arch/). */
 struct elf_arch {
@@ -501,7 +502,8 @@ static void usage(FILE *out)
 		"Both tables are sorted by name, then file and line.\n\n"
 		"GLOB matches marker names with * ? and [...]; without a ':' it also\n"
 		"matches the name part of PROVIDER:NAME.\n\n"
-		"Exit status: 0 if markers were listed, 1 if none matched or on error.\n");
+		"Exit status: 0 if markers were listed, 1 if none matched or on error, 2 on bad\n"
+		"usage (a PID beyond the pid range, too).\n");
 }
 
 static bool all_digits(const char *s)
@@ -531,7 +533,7 @@ static int run_list(int argc, char **argv)
 		if (!cli_list_pid)
 			return cli_error("this mark was built without the control commands; "
 					 "give a file to list the markers compiled into it");
-		return cli_list_pid((pid_t)atol(argv[1]), glob);
+		return cli_list_pid(argv[1], glob);
 	}
 	return list_file(argv[1], glob);
 }

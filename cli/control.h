@@ -13,9 +13,11 @@
 
 #include "agent/protocol.h"
 
-/* `mark list PID [GLOB]`: called by cmd_list.c when its argument is a number.
- * Returns the exit status. */
-int cli_list_pid(pid_t pid, const char *glob);
+/* `mark list PID [GLOB]`: called by cmd_list.c when its argument is a number,
+ * given as text: parsed with ctl_parse_pid (as `mark enable` does), so a
+ * number beyond the pid range is refused, not truncated.  Returns the exit
+ * status (2: not a process ID). */
+int cli_list_pid(const char *pid_text, const char *glob);
 
 /* `mark record --pid PID [-e GLOB]... [-o DIR] [--mode M] [--buffer-size N]
  * [--duration SECONDS]`: called by cmd_record.c when it sees --pid; argv is

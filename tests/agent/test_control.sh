@@ -182,6 +182,10 @@ errors)
 	run notapid "$MARK" enable abc agent_tick
 	expect_rc 2 "enable with a bad PID"
 	expect_in notapid.err '"abc" is not a process ID'
+	# Beyond pid_t: refused as `mark enable` does (it was truncated to pid 1).
+	run bigpid "$MARK" list 4294967297
+	expect_rc 2 "list with a PID beyond the pid range"
+	expect_in bigpid.err '"4294967297" is not a process ID'
 	run usage "$MARK" enable "$TPID"
 	expect_rc 2 "enable without a glob"
 	# A process without mark.
