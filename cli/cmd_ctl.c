@@ -126,7 +126,7 @@ int cli_list_pid(const char *pid_text, const char *glob)
 			w->armed = dupf("%" PRIu64 "/%" PRIu64, armed, sites);
 		w->probes = dupf("%" PRIu64, probes);
 		w->hits = have_hits ? dupf("%" PRIu64, hits) : strdup("-");
-		r = ctl_read_reply(&c, CTL_TIMEOUT_MS);
+		r = ctl_read_reply(&c);   /* within the LIST's deadline and limits */
 	}
 	if (r == 0 && ctl_reply_error(&c, "list"))
 		r = 1;

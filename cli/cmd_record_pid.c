@@ -216,7 +216,7 @@ static int check_globs(struct ctl_conn *c, char **globs, size_t n)
 		unsigned markers = 0;
 		while (r == 0 && c->msg.type == MARK_MSG_MARKER) {
 			markers++;
-			r = ctl_read_reply(c, CTL_TIMEOUT_MS);
+			r = ctl_read_reply(c);   /* within the LIST's deadline and limits */
 		}
 		if (r)
 			return 1;

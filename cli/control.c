@@ -403,7 +403,39 @@ static int gone(struct ctl_conn *c)
 			 c->comm);
 }
 
-int ctl_read_reply(struct ctl_conn *c, int timeout_ms)
+static int64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* What is left of the exchange's time (ms, for poll), 0 once it is over. */
+static int time_left(const struct ctl_conn *c)
+{
+	int64_t left = c->deadline_ms - now_ms();
+	return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/* The exchange's deadline passed: say at which point, and what to do. */
+static int too_late(struct ctl_conn *c, bool sending)
+{
+	double s = c->timeout_ms / 1000.0;
+	if (sending)
+		return cli_error("process %d (%s) did not take the request within %g s: its agent reads nothing "
+				 "(is the process stopped or busy?); try again once it runs (`kill -CONT %d` if it "
+				 "was stopped)", (int)c->pid, c->comm, s, (int)c->pid);
+	if (c->reply_bytes == 0 && c->reader.have == 0)
+		return cli_error("process %d (%s) did not answer within %g s (is it stopped or busy?); try "
+				 "again once it runs (`kill -CONT %d` if it was stopped)", (int)c->pid, c->comm, s,
+				 (int)c->pid);
+	return cli_error("process %d (%s) did not finish its reply within %g s (%zu bytes came; the whole "
+			 "reply must come within that time, however slowly it arrives): its agent is stalled, or "
+			 "what answers on %s is not a mark agent; try again, and if it recurs check what process "
+			 "%d runs", (int)c->pid, c->comm, s, c->reply_bytes + c->reader.have, c->path, (int)c->pid);
+}
+
+int ctl_read_reply(struct ctl_conn *c)
 {
 	char err[512];
 	if (c->have_msg) {
@@ -411,11 +443,15 @@ int ctl_read_reply(struct ctl_conn *c, int timeout_ms)
 		c->have_msg = false;
 	}
 	for (;;) {
+		/* One deadline for the exchange (ctl_request): bytes that
+		 * trickle in, or MARKERs without end, do not extend it. */
+		int left = time_left(c);
+		if (left == 0)
+			return too_late(c, false);
 		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-		int pr = poll(&pfd, 1, timeout_ms);
+		int pr = poll(&pfd, 1, left);
 		if (pr == 0)
-			return cli_error("process %d (%s) did not answer within %d s", (int)c->pid, c->comm,
-					 timeout_ms / 1000);
+			continue;   /* the deadline, said above */
 		if (pr < 0) {
 			if (errno == EINTR)
 				continue;
@@ -435,10 +471,18 @@ int ctl_read_reply(struct ctl_conn *c, int timeout_ms)
 			return cli_error("read from process %d failed: %s", (int)c->pid, strerror(errno));
 		if (r < 0)
 			return cli_error("bad reply from process %d: %s", (int)c->pid, err);
+		/* reader.have counts the message being read; reply_bytes those before it. */
+		if (c->reply_bytes + c->reader.have > CTL_MAX_REPLY_BYTES)
+			return cli_error("process %d (%s) sent more than %u MiB in reply to one request, the most "
+					 "mark takes (a real agent sends a few hundred bytes for each of at most 65535 "
+					 "markers): what answers on %s is not a working mark agent; check what process "
+					 "%d runs, or restart it", (int)c->pid, c->comm, CTL_MAX_REPLY_BYTES >> 20,
+					 c->path, (int)c->pid);
 		if (r == 1)
 			break;
 	}
 	c->have_msg = true;
+	c->reply_bytes += c->reader.need;
 	int r = mark_proto_parse(c->reader.buf, c->reader.need, &c->msg, err, sizeof(err));
 	/* c->msg points into reader.buf: valid until the next read. */
 	if (r < 0)
@@ -446,6 +490,11 @@ int ctl_read_reply(struct ctl_conn *c, int timeout_ms)
 	if (c->msg.type < MARK_MSG_OK)
 		return cli_error("bad reply from process %d: a %s request", (int)c->pid,
 				 mark_proto_type_name(c->msg.type));
+	if (c->msg.type == MARK_MSG_MARKER && ++c->markers > CTL_MAX_MARKERS)
+		return cli_error("process %d (%s) sent more than %d MARKER replies to one LIST, the most mark "
+				 "takes (it records at most %d markers per process: marker ids are 16-bit): what "
+				 "answers on %s is not a working mark agent; check what process %d runs, or restart it",
+				 (int)c->pid, c->comm, CTL_MAX_MARKERS, CTL_MAX_MARKERS, c->path, (int)c->pid);
 	return 0;
 }
 
@@ -453,16 +502,34 @@ int ctl_request(struct ctl_conn *c, const struct mark_proto_buf *req, int timeou
 {
 	if (req->failed)
 		return cli_error("request too large: %s", strerror(-req->failed));
+	/* A new exchange: one deadline and new limits for all of it. */
+	c->timeout_ms = timeout_ms;
+	c->deadline_ms = now_ms() + timeout_ms;
+	c->reply_bytes = 0;
+	c->markers = 0;
+	/* Without blocking (MSG_DONTWAIT), waiting in poll() until the
+	 * deadline: an agent that never reads fills the socket buffer with a
+	 * large request (ARM: up to 256 KiB), and a blocking send() would wait
+	 * for it for ever. */
 	size_t off = 0;
 	while (off < req->len) {
-		ssize_t w = send(c->fd, req->data + off, req->len - off, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
+		int left = time_left(c);
+		if (left == 0)
+			return too_late(c, true);
+		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+		int pr = poll(&pfd, 1, left);
+		if (pr < 0 && errno != EINTR)
+			return cli_error("poll: %s", strerror(errno));
+		if (pr <= 0)
+			continue;
+		ssize_t w = send(c->fd, req->data + off, req->len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (w <= 0)
 			return gone(c);
 		off += (size_t)w;
 	}
-	return ctl_read_reply(c, timeout_ms);
+	return ctl_read_reply(c);
 }
 
 int ctl_simple_request(struct ctl_conn *c, uint16_t type, int timeout_ms)

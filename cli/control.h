@@ -7,6 +7,7 @@
 #define MARK_CLI_CONTROL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -44,6 +45,12 @@ struct ctl_conn {
 	struct mark_proto_reader reader;
 	struct mark_proto_msg msg;     /* the last reply                   */
 	bool have_msg;                 /* msg/reader hold a whole reply    */
+	/* The exchange in progress (ctl_request: one request and its
+	 * replies), bounded against an agent that never ends it: */
+	int64_t deadline_ms;           /* CLOCK_MONOTONIC, for all of it   */
+	int timeout_ms;                /* for messages                     */
+	size_t reply_bytes;            /* taken so far                     */
+	size_t markers;                /* MARKER replies so far            */
 };
 
 /* The process has exited (no such process, or a zombie). */
@@ -71,14 +78,21 @@ int ctl_connect(struct ctl_conn *c, pid_t pid);
 void ctl_close(struct ctl_conn *c);
 
 /*
- * Send the request in `req` (one whole message) and read one reply into
- * c->msg, waiting at most timeout_ms.  Returns 0, or prints why (process
- * exited, timeout, protocol error) and returns 1.  An ERROR reply is
- * returned as 0 with c->msg.type == MARK_MSG_ERROR: see ctl_reply_error().
+ * Start an exchange: send the request in `req` (one whole message) and read
+ * one reply into c->msg.  timeout_ms is one deadline for the whole
+ * exchange, from now: sending the request, and every reply of it read by
+ * ctl_read_reply() after; bytes that come slowly do not extend it, so an
+ * agent that never reads, drips its reply or never ends a LIST holds the
+ * command timeout_ms at most.  An exchange takes at most CTL_MAX_MARKERS
+ * MARKER replies and CTL_MAX_REPLY_BYTES bytes.  Returns 0, or prints why
+ * (process exited, deadline passed, a limit crossed, protocol error) and
+ * returns 1.  An ERROR reply is returned as 0 with
+ * c->msg.type == MARK_MSG_ERROR: see ctl_reply_error().
  */
 int ctl_request(struct ctl_conn *c, const struct mark_proto_buf *req, int timeout_ms);
-/* Read one more reply message (LIST: MARKER* LIST_END). */
-int ctl_read_reply(struct ctl_conn *c, int timeout_ms);
+/* Read one more reply message of the exchange (LIST: MARKER* LIST_END),
+ * within its deadline and limits (ctl_request). */
+int ctl_read_reply(struct ctl_conn *c);
 /* If c->msg is an ERROR, print it (prefixed with `what`) and return 1; else 0. */
 int ctl_reply_error(struct ctl_conn *c, const char *what);
 /* Convenience: a request without fields. */
@@ -121,9 +135,21 @@ bool ctl_target_env_path(pid_t pid, const char *name, char *out, size_t len);
  * requiring it to exist.  Returns false with a message on failure. */
 bool ctl_absolute_path(const char *path, char *out, size_t len);
 
+/* One exchange (ctl_request) of list, enable, disable, stop and record
+ * --pid; `mark ps` allows 2000 ms, TRACE_STOP and snapshot 60000 ms. */
 #define CTL_TIMEOUT_MS 10000
 /* How long ctl_connect waits for an agent whose connection queue is full. */
 #define CTL_CONNECT_TIMEOUT_MS 3000
+/*
+ * The most one exchange takes from an agent: what it sends is the target's
+ * word, and a process that listens where its agent would (any user can run
+ * one for itself) could otherwise feed the command without end.  mark
+ * records at most 65535 markers per process (16-bit ids, MARK_TF_MAX_ID),
+ * so a LIST reply has at most 65535 MARKERs; 64 MiB is 1 KiB per marker at
+ * that count (a real marker's reply is a few hundred bytes).
+ */
+#define CTL_MAX_MARKERS 65535
+#define CTL_MAX_REPLY_BYTES (64u << 20)
 
 /* Send TRACE_STOP naming the recording's directory `dir` (a recording no
  * controller owns, see the agent's do_trace_stop) and read the reply: as

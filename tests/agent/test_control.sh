@@ -78,14 +78,16 @@ trace_events() {
 	babeltrace2 "$1" >"$WORK/bt.out" 2>"$WORK/bt.err" || { cat "$WORK/bt.err" >&2; fail "babeltrace2 cannot read $1"; }
 	grep -c "$2" "$WORK/bt.out"
 }
-# start_fake OUT PATH [UID]: a fake agent (tests/agent/fake_agent.py)
-# listening on PATH, as UID (a user name; default: us), its log in $WORK/OUT;
-# sets FPID once it listens.
+# start_fake OUT PATH [UID [MODE]]: a fake agent (tests/agent/fake_agent.py)
+# listening on PATH, as UID (a user name; default, or "": us), its log in
+# $WORK/OUT; sets FPID once it listens.  With MODE it answers as a hostile
+# agent of its own pid ("%p" in PATH: its pid).
 start_fake() {
-	local out=$1 path=$2 as=()
+	local out=$1 path=$2 as=() mode=()
 	[ -n "${3:-}" ] && as=(setpriv --reuid="$3" --regid="$(id -gn "$3")" --clear-groups)
+	[ -n "${4:-}" ] && mode=("$4")
 	# exec chain (setpriv -> python3): $! is the fake agent's pid.
-	"${as[@]}" /usr/bin/python3 "$HERE/fake_agent.py" "$path" >"$WORK/$out" 2>&1 &
+	"${as[@]}" /usr/bin/python3 "$HERE/fake_agent.py" "$path" "${mode[@]}" >"$WORK/$out" 2>&1 &
 	FPID=$!
 	PIDS+=("$FPID")
 	for _ in $(seq 600); do grep -q listening "$WORK/$out" 2>/dev/null && break; sleep 0.05; done
@@ -102,6 +104,16 @@ need_other_user() {
 			skip "cannot create the user $user: $(cat "$WORK/useradd.err")"
 	fi
 	asuser() { setpriv --reuid="$user" --regid="$user" --clear-groups "$@"; }
+}
+# bounded NAME CMD...: run (above) CMD killed after 60 s, with at most 2 GiB
+# of address space (not under a sanitizer or an emulator, which reserve
+# more), so that a client without limits fails the test rather than run
+# forever or exhaust the machine; $elapsed: its wall-clock seconds.
+bounded() {
+	local name=$1 t0=$SECONDS; shift
+	run "$name" bash -c '[ -n "${MARK_TEST_SANITIZER:-}${MARK_TEST_EMULATOR:-}" ] || ulimit -v 2097152; exec timeout 60 "$@"' bounded "$@"
+	elapsed=$((SECONDS - t0))
+	[ "$rc" != 124 ] || fail "$name: still running after 60 s (killed)"
 }
 # Skip the recording cases when this libmark has no tracer.
 need_tracer() {
@@ -864,6 +876,74 @@ escape)
 	out=$(ls "$WORK"/*.out "$WORK"/*.err | grep -v '/target\.')
 	/usr/bin/python3 "$HERE/no_control_bytes.py" $out || fail "raw control bytes reached the terminal (above)"
 	stop_target
+	;;
+hostile_flood)
+	# Anyone can run a process that listens where mark looks for that
+	# process's agent (tests/agent/fake_agent.py, which passes the owner and
+	# SO_PEERCRED checks: it is the process asked for).  Answering LIST with
+	# MARKER messages without end made `mark list` take them all (root's
+	# grew to 2 GB in 10 s): one exchange is now held to 65535 markers (a
+	# process has at most 65535 marker ids) and 64 MiB.
+	mkdir -p "$SOCKDIR"
+	chmod 0700 "$SOCKDIR"
+	start_fake flood.log "$SOCKDIR/%p.sock" "" flood
+	bounded flood "$MARK" list "$FPID"
+	expect_rc 1 "list of an agent that sends MARKERs without end"
+	expect_in flood.err "process $FPID (python3) sent more than 65535 MARKER replies to one LIST"
+	expect_not_in flood.out m0
+	kill "$FPID"
+	start_fake flood_big.log "$SOCKDIR/%p.sock" "" flood_big
+	bounded flood_big "$MARK" list "$FPID"
+	expect_rc 1 "list of an agent that sends large MARKERs without end"
+	expect_in flood_big.err "process $FPID (python3) sent more than 64 MiB in reply to one request"
+	kill "$FPID"
+	;;
+hostile_slow)
+	# A reply that comes slowly: the old client waited up to its timeout
+	# for each byte (and, for LIST, each MARKER) anew, so one byte every
+	# 0.5 s held `mark ps` (2 s per reply promised) for 46 s and `mark list`
+	# for ever.  Now each exchange has one deadline: 2 s for ps, 10 s for
+	# the others, from the request on.  The bounds below (20 s, 30 s) leave
+	# room for a slow machine; the old code needed 46 s and forever.
+	mkdir -p "$SOCKDIR"
+	chmod 0700 "$SOCKDIR"
+	start_fake trickle.log "$SOCKDIR/%p.sock" "" trickle
+	bounded ps "$MARK" ps
+	expect_in ps.err "process $FPID (python3) did not finish its reply within 2 s"
+	[ "$elapsed" -lt 20 ] || fail "mark ps took $elapsed s for a reply that drips"
+	expect_not_in ps.out "^ *$FPID "
+	bounded trickle "$MARK" list "$FPID"
+	expect_rc 1 "list of an agent whose reply drips"
+	expect_in trickle.err "process $FPID (python3) did not finish its reply within 10 s"
+	[ "$elapsed" -lt 30 ] || fail "mark list took $elapsed s for a reply that drips"
+	kill "$FPID"
+	# Each MARKER whole and in time, but the LIST reply never ends.
+	start_fake drip.log "$SOCKDIR/%p.sock" "" drip
+	bounded drip "$MARK" list "$FPID"
+	expect_rc 1 "list of an agent that never ends its LIST reply"
+	expect_in drip.err "process $FPID (python3) did not finish its reply within 10 s"
+	[ "$elapsed" -lt 30 ] || fail "mark list took $elapsed s for a LIST reply without end"
+	kill "$FPID"
+	;;
+hostile_send)
+	# An "agent" that never reads: a request larger than the socket buffer
+	# (64 globs of 4000 bytes, 256 KB) blocked the old client's send()
+	# for ever.  Now the request must be taken within the exchange's 10 s.
+	mkdir -p "$SOCKDIR"
+	chmod 0700 "$SOCKDIR"
+	start_fake deaf.log "$SOCKDIR/%p.sock" "" deaf
+	# (Through a script: `run` would echo the 256 KB of arguments.)
+	cat >"$WORK/enable_big.sh" <<'EOS'
+g=$(head -c 3990 /dev/zero | tr '\0' g)
+globs=()
+for i in $(seq 64); do globs+=("$g$i"); done
+exec "$1" enable "$2" "${globs[@]}"
+EOS
+	bounded deaf bash "$WORK/enable_big.sh" "$MARK" "$FPID"
+	expect_rc 1 "enable through an agent that never reads"
+	expect_in deaf.err "process $FPID (python3) did not take the request within 10 s"
+	[ "$elapsed" -lt 30 ] || fail "mark enable took $elapsed s for an agent that never reads"
+	kill "$FPID"
 	;;
 event_loop)
 	# MARK_AGENT_EVENT_LOOP: the program serves the agent from its own
