@@ -238,6 +238,7 @@ struct rec_target {
 	bool connected;              /* c is open                                      */
 	bool started;                /* its recording runs (TRACE_START answered OK)   */
 	bool exited;                 /* it exited (or closed our connection) meanwhile */
+	bool dropped;                /* it sent data unasked: connection closed by us  */
 	char sub[PATH_MAX + 32];     /* DIR/pid-P: its own sub-trace, for messages      */
 	char sub_name[32];           /* pid-P: the same inside DIR                      */
 };
@@ -714,7 +715,7 @@ int cli_record_pid(int argc, char **argv)
 		}
 		nfds_t np = 0;
 		for (size_t i = 0; i < n; i++)
-			if (t[i].started && !t[i].exited) {
+			if (t[i].started && !t[i].exited && !t[i].dropped) {
 				pfd[np] = (struct pollfd){ .fd = t[i].c.fd, .events = POLLIN };
 				which[np++] = i;
 			}
@@ -725,8 +726,30 @@ int cli_record_pid(int argc, char **argv)
 			/* The agent sends nothing unasked: readable means closed. */
 			char byte;
 			struct rec_target *x = &t[which[k]];
-			if (recv(x->c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
+			if (recv(x->c.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+				/*
+				 * Data nobody asked for: a protocol error (a broken
+				 * agent, or not one).  Left in the socket it kept
+				 * poll() returning at once, a core busy for the
+				 * whole recording, and would be read as the reply
+				 * to TRACE_STOP.  Our connection is closed instead,
+				 * which ends that process's recording as a
+				 * controller's exit does (the agent disarms and
+				 * finishes its trace); the others record on.
+				 */
+				if (line)
+					fputs("\r\033[K", stderr);   /* over the live line */
+				cli_error("process %d (%s) sent data that no request asked for during the recording: its "
+					  "agent is broken, or what answers on %s is not a mark agent; its recording is "
+					  "ended (the connection closed) and may be incomplete: check what process %d runs",
+					  (int)x->pid, x->c.comm, x->c.path, (int)x->pid);
+				ctl_close(&x->c);
+				x->connected = false;
+				x->dropped = true;
+				running--;
+				status = 1;
 				continue;
+			}
 			/*
 			 * That process exited (or its agent ended our connection):
 			 * its trace is finished (or completed from its buffers)
@@ -750,7 +773,7 @@ int cli_record_pid(int argc, char **argv)
 
 	for (size_t i = 0; i < n; i++) {
 		struct rec_target *x = &t[i];
-		if (!x->started || x->exited)
+		if (!x->started || x->exited || x->dropped)
 			continue;
 		int r = ctl_simple_request(&x->c, MARK_MSG_TRACE_STOP, 60000);
 		if (r == 0 && ctl_reply_error(&x->c, "record: stopping")) {

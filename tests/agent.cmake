@@ -7,10 +7,10 @@
 #   agent_peercred    a client of another uid is refused by SO_PEERCRED
 #   agent_cli_*       the commands against running processes
 #                     (tests/agent/test_control.sh CASE)
-#   agent_cli_hostile_*  the commands against a hostile agent
-#                     (tests/agent/fake_agent.py MODE): replies without end,
-#                     slow replies, an agent that never reads; the client
-#                     stays bounded
+#   agent_cli_hostile_*, agent_cli_record_stray  the commands against a
+#                     hostile agent (tests/agent/fake_agent.py MODE): replies
+#                     without end, slow replies, an agent that never reads,
+#                     a byte sent unasked; the client stays bounded
 #   agent_cli_event_loop*  the same against a program that serves the
 #                     agent from its event loop (agent_target.c built as
 #                     loop_target)
@@ -49,7 +49,7 @@ if(TARGET mark_cli)
   foreach(case list_enable_disable errors record record_exit record_fork_stop record_target_killed record_kill_controller
                second_controller fork other_user snapshot ps_stale ps_many bad_dir closed_fds short_lived
                setuid_env peer_pid planted_socket pidns_socket escape other_user_links
-               hostile_flood hostile_slow hostile_send)
+               hostile_flood hostile_slow hostile_send record_stray)
     add_test(NAME agent_cli_${case}
       COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_control.sh ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:agent_target>

@@ -945,6 +945,26 @@ EOS
 	[ "$elapsed" -lt 30 ] || fail "mark enable took $elapsed s for an agent that never reads"
 	kill "$FPID"
 	;;
+record_stray)
+	# The agent sends nothing unasked during a recording.  One byte that no
+	# request asked for stayed in the socket, so the old client's poll()
+	# returned at once on every pass: a core busy for the whole recording
+	# (2 s of CPU in 3 s).  Now it is a protocol error: that process's
+	# recording ends (its connection is closed) and the command says so.
+	# CPU time, not wall-clock time, is the measure: the fixed client uses
+	# a few ms; the bound, 1 s, is far from both.
+	mkdir -p "$SOCKDIR"
+	chmod 0700 "$SOCKDIR"
+	start_fake stray.log "$SOCKDIR/%p.sock" "" stray
+	TIMEFORMAT='%U %S'
+	{ time bounded rec "$MARK" record --pid "$FPID" -d 3 -q -o "$WORK/stray-trace"; } 2>"$WORK/rec.time"
+	expect_rc 1 "record of an agent that sends a byte unasked"
+	expect_in rec.err "process $FPID (python3) sent data that no request asked for during the recording"
+	cpu=$(awk '{ print $1 + $2 }' "$WORK/rec.time")
+	echo "CPU time of mark record: $cpu s"
+	awk -v c="$cpu" 'BEGIN { exit !(c < 1.0) }' || fail "mark record used $cpu s of CPU in a 3 s recording"
+	kill "$FPID"
+	;;
 event_loop)
 	# MARK_AGENT_EVENT_LOOP: the program serves the agent from its own
 	# poll() loop; there is no agent thread, and every command works.
