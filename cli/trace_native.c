@@ -408,13 +408,6 @@ static char *quoted(struct cur *c)
 	return out;
 }
 
-/* The text between `key` and the next ";\n" inside [from, to), or NULL. */
-static const char *find_in(const char *from, const char *to, const char *key)
-{
-	const char *p = memmem(from, (size_t)(to - from), key, strlen(key));
-	return p ? p + strlen(key) : NULL;
-}
-
 static void free_class(struct tn_class *k)
 {
 	if (!k)
@@ -534,112 +527,137 @@ static struct tn_class *parse_event(struct cur *c, unsigned *id)
 	return k;
 }
 
-/*
- * The parts of the layout this reader relies on, exactly as metadata.c
- * writes them.  A trace whose metadata lacks one is not read natively.
- */
-static const char *const required_text[] = {
-	"/* CTF 1.8 */\n",
-	"typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
-	"typealias integer { size = 16; align = 16; signed = false; } := uint16_t;\n"
-	"typealias integer { size = 32; align = 32; signed = false; } := uint32_t;\n"
-	"typealias integer { size = 64; align = 64; signed = false; } := uint64_t;\n\n"
-	"trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"",
-	"\";\n\tbyte_order = le;\n"
-	"\tpacket.header := struct {\n"
-	"\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n\t\tuint32_t stream_id;\n"
-	"\t\tuint64_t stream_instance_id;\n\t};\n};\n\n",
-	"env {\n\tdomain = \"mark\";\n\ttracer_name = \"mark\";\n",
-	"typealias integer { size = 64; align = 64; signed = false; map = clock.mark_clock.value; } "
-	":= uint64_clock_t;\n\n",
-	"typealias enum : integer { size = 8; align = 64; signed = false; base = 10; } {",
-	"stream {\n\tid = 0;\n"
-	"\tpacket.context := struct {\n"
-	"\t\tuint64_clock_t timestamp_begin;\n\t\tuint64_clock_t timestamp_end;\n"
-	"\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n\t\tuint64_t packet_seq_num;\n"
-	"\t\tuint64_t events_discarded;\n\t\tuint32_t tid;\n",
-	"\tevent.header := struct {\n\t\tuint64_clock_t timestamp;\n\t\tuint16_t id;\n\t};\n"
-	"\tevent.context := struct {\n\t\tuint32_t cpu_id;\n\t};\n};\n\n",
-	NULL,
-};
-
-/* What follows `uint32_t tid;` in the packet context: the thread name
- * (tracers since ring version 2), or the end (earlier traces). */
-static const char thread_name_text[] =
-	"\t\tuint32_t tid;\n"
-	"\t\tinteger { size = 8; align = 8; signed = false; encoding = UTF8; } thread_name[16];\n\t};\n"
-	"\tevent.header := struct {\n";
-static const char no_thread_name_text[] = "\t\tuint32_t tid;\n\t};\n\tevent.header := struct {\n";
-
-/* The quoted string value of env entry KEY ("\tKEY = "), or NULL when the
- * env has none; false if the entry is there but not a well-formed string. */
-static bool env_string(const char *env, const char *env_end, const char *key, char **out)
+/* A uuid in quotes, then `after`. */
+static void quoted_uuid(struct cur *c, uint8_t out[16], const char *after)
 {
-	const char *at = find_in(env, env_end, key);
-	if (!at)
-		return true;
-	struct cur c = { at, env_end, true };
-	*out = quoted(&c);
-	return c.ok;
+	lit(c, "\"");
+	const char *e = c->ok ? mark_uuid_parse(c->p, out) : NULL;
+	/* put_uuid's form only: 8-4-4-4-12 */
+	if (!e || e > c->end || e - c->p != 36 || c->p[8] != '-' || c->p[13] != '-' || c->p[18] != '-' ||
+	    c->p[23] != '-')
+		c->ok = false;
+	else
+		c->p = e;
+	lit(c, "\"");
+	lit(c, after);
+}
+
+/* A quoted string then `after`; kept in *out if out, else freed. */
+static void quoted_then(struct cur *c, char **out, const char *after)
+{
+	char *s = c->ok ? quoted(c) : NULL;
+	if (!s)
+		c->ok = false;
+	if (out)
+		*out = s;
+	else
+		free(s);
+	lit(c, after);
+}
+
+/* A number then `after`. */
+static int64_t number_then(struct cur *c, const char *after)
+{
+	int64_t v = c->ok ? number(c) : 0;
+	lit(c, after);
+	return v;
+}
+
+/* The mark_char_t type, label by label as put_char_type writes it. */
+static void char_type(struct cur *c)
+{
+	static const char *const ctl[32] = {
+		"NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS", "HT", "LF",
+		"VT", "FF", "CR", "SO", "SI", "DLE", "DC1", "DC2", "DC3", "DC4", "NAK",
+		"SYN", "ETB", "CAN", "EM", "SUB", "ESC", "FS", "GS", "RS", "US",
+	};
+	lit(c, "typealias enum : integer { size = 8; align = 64; signed = false; base = 10; } {");
+	for (unsigned ch = 0; ch < 256 && c->ok; ch++) {
+		char label[8], piece[32];
+		if (ch < 32)
+			snprintf(label, sizeof(label), "%s", ctl[ch]);
+		else if (ch == 127)
+			snprintf(label, sizeof(label), "DEL");
+		else if (ch > 127)
+			snprintf(label, sizeof(label), "0x%02x", ch);
+		else if (ch == '"' || ch == '\\')
+			snprintf(label, sizeof(label), "\\%c", (char)ch);
+		else
+			snprintf(label, sizeof(label), "%c", (char)ch);
+		snprintf(piece, sizeof(piece), "%s\"%s\" = %u%s", ch % 8 ? " " : "\n\t", label, ch,
+			 ch < 255 ? "," : "\n");
+		lit(c, piece);
+	}
+	lit(c, "} := mark_char_t;\n\n");
+}
+
+/*
+ * The header: everything before the first event class, read line by line
+ * exactly as put_header (src/tracer/metadata.c) writes it; only the uuids,
+ * the env strings, the vpid and the clock's numbers vary.  Anything else
+ * (a comment, another order, a layout line that differs) is not mark's
+ * text, and libbabeltrace2 reads it: a search for pieces of the layout
+ * would find them inside a comment, and read a trace with the values
+ * babeltrace2 ignores (found by a review: a comment with another freq).
+ * The clock's freq, offset_s and offset go to clk[0..2].
+ */
+static void parse_header(struct cur *c, struct tn_trace *t, int64_t clk[3])
+{
+	uint8_t clock_uuid[16];
+	lit(c, "/* CTF 1.8 */\n\n"
+	       "/* Written by libmark's tracer; layout in docs/tracer.md. */\n\n"
+	       "typealias integer { size = 8; align = 8; signed = false; } := uint8_t;\n"
+	       "typealias integer { size = 16; align = 16; signed = false; } := uint16_t;\n"
+	       "typealias integer { size = 32; align = 32; signed = false; } := uint32_t;\n"
+	       "typealias integer { size = 64; align = 64; signed = false; } := uint64_t;\n\n"
+	       "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = ");
+	quoted_uuid(c, t->uuid, ";\n\tbyte_order = le;\n"
+				"\tpacket.header := struct {\n"
+				"\t\tuint32_t magic;\n\t\tuint8_t uuid[16];\n\t\tuint32_t stream_id;\n"
+				"\t\tuint64_t stream_instance_id;\n\t};\n};\n\n"
+				"env {\n\tdomain = \"mark\";\n\ttracer_name = \"mark\";\n\ttracer_major = 0;\n"
+				"\ttracer_minor = 1;\n\thostname = ");
+	quoted_then(c, &t->hostname, ";\n\tprocname = ");
+	quoted_then(c, &t->procname, ";\n\tvpid = ");
+	t->vpid = number_then(c, ";\n\tclock_source = ");
+	quoted_then(c, NULL, ";\n};\n\nclock {\n\tname = \"mark_clock\";\n\tuuid = ");
+	quoted_uuid(c, clock_uuid, ";\n\tdescription = ");
+	quoted_then(c, NULL, ";\n\tfreq = ");
+	clk[0] = number_then(c, ";\n\tprecision = ");
+	number_then(c, ";\n\toffset_s = ");
+	clk[1] = number_then(c, ";\n\toffset = ");
+	clk[2] = number_then(c, ";\n\tabsolute = TRUE;\n};\n\n"
+				"typealias integer { size = 64; align = 64; signed = false; map = clock.mark_clock.value; } "
+				":= uint64_clock_t;\n\n");
+	char_type(c);
+	lit(c, "stream {\n\tid = 0;\n"
+	       "\tpacket.context := struct {\n"
+	       "\t\tuint64_clock_t timestamp_begin;\n\t\tuint64_clock_t timestamp_end;\n"
+	       "\t\tuint64_t content_size;\n\t\tuint64_t packet_size;\n\t\tuint64_t packet_seq_num;\n"
+	       "\t\tuint64_t events_discarded;\n\t\tuint32_t tid;\n");
+	/* The thread name: tracers since ring version 2; earlier ones end here. */
+	t->pkt_header = try_lit(c, "\t\tinteger { size = 8; align = 8; signed = false; encoding = UTF8; } "
+				   "thread_name[16];\n")
+				? PKT_HEADER
+				: PKT_HEADER_OLD;
+	lit(c, "\t};\n"
+	       "\tevent.header := struct {\n\t\tuint64_clock_t timestamp;\n\t\tuint16_t id;\n\t};\n"
+	       "\tevent.context := struct {\n\t\tuint32_t cpu_id;\n\t};\n};\n\n");
 }
 
 /* 0: parsed; TRACE_NATIVE_NOT_MINE; -1: error printed. */
 static int parse_metadata(const struct tn_reader *r, struct tn_trace *t, const char *text, size_t len)
 {
 	const char *end = text + len;
-	if (len < 14 || memcmp(text, "/* CTF 1.8 */\n", 14) != 0 || memchr(text, '\0', len))
+	if (memchr(text, '\0', len))
 		return TRACE_NATIVE_NOT_MINE;
-	/* The header ends where the first event (or the text) does. */
-	const char *hend = find_in(text, end, "\nevent {\n");
-	hend = hend ? hend - 8 : end;
-	for (const char *const *req = required_text; *req; req++)
-		if (!find_in(text, hend, *req))
-			return TRACE_NATIVE_NOT_MINE;
-	if (find_in(text, hend, thread_name_text))
-		t->pkt_header = PKT_HEADER;
-	else if (find_in(text, hend, no_thread_name_text))
-		t->pkt_header = PKT_HEADER_OLD;
-	else
+	struct cur h = { text, end, true };
+	int64_t clk[3] = { 0, 0, 0 };
+	parse_header(&h, t, clk);
+	int64_t freq = clk[0], offset_s = clk[1], offset = clk[2];
+	if (!h.ok || freq <= 0 || offset < 0)
 		return TRACE_NATIVE_NOT_MINE;
-	const char *u = find_in(text, hend, "\tuuid = \"");
-	const char *uend = u ? mark_uuid_parse(u, t->uuid) : NULL;
-	if (!uend || *uend != '"')
-		return TRACE_NATIVE_NOT_MINE;
-	if (!find_in(text, hend, "} := mark_char_t;\n"))
-		return TRACE_NATIVE_NOT_MINE;
-
-	/* env: procname, hostname and vpid */
-	const char *env = find_in(text, hend, "env {\n");
-	const char *env_end = env ? find_in(env, hend, "\n};\n") : NULL;
-	if (!env_end)
-		return TRACE_NATIVE_NOT_MINE;
-	t->vpid = -1;
-	if (!env_string(env, env_end, "\tprocname = ", &t->procname) ||
-	    !env_string(env, env_end, "\thostname = ", &t->hostname))
-		return TRACE_NATIVE_NOT_MINE;
-	const char *vp = find_in(env, env_end, "\tvpid = ");
-	if (vp) {
-		struct cur c = { vp, env_end, true };
-		t->vpid = number(&c);
-		lit(&c, ";\n");
-		if (!c.ok)
-			return TRACE_NATIVE_NOT_MINE;
-	}
-
-	/* clock */
-	const char *clk = find_in(text, hend, "clock {\n\tname = \"mark_clock\";\n");
-	const char *clk_end = clk ? find_in(clk, hend, "\n};\n") : NULL;
-	if (!clk_end || !find_in(clk, clk_end, "\tabsolute = TRUE;\n"))
-		return TRACE_NATIVE_NOT_MINE;
-	const char *fq = find_in(clk, clk_end, "\tfreq = ");
-	const char *os = find_in(clk, clk_end, "\toffset_s = ");
-	const char *oc = find_in(clk, clk_end, "\toffset = ");
-	if (!fq || !os || !oc)
-		return TRACE_NATIVE_NOT_MINE;
-	struct cur c1 = { fq, clk_end, true }, c2 = { os, clk_end, true }, c3 = { oc, clk_end, true };
-	int64_t freq = number(&c1), offset_s = number(&c2), offset = number(&c3);
-	if (!c1.ok || !c2.ok || !c3.ok || freq <= 0 || offset < 0)
-		return TRACE_NATIVE_NOT_MINE;
+	const char *hend = h.p;
 	t->freq = (uint64_t)freq;
 	uint64_t cycles = (uint64_t)offset;
 	if (cycles >= t->freq) {   /* babeltrace2 normalises the offset so */
