@@ -432,7 +432,7 @@ static int flush_events(struct export_state *x)
 static void export_discarded(const struct trace_loss *loss, void *arg)
 {
 	struct export_state *x = arg;
-	x->lost += loss->count;
+	x->lost = trace_add_sat(x->lost, loss->count);
 	if (loss->count == 0)
 		x->lost_unknown++;
 	pairs_loss(x->pairs, loss);

@@ -206,7 +206,7 @@ static int stats_event(const struct trace_event *ev, void *arg)
 static void stats_discarded(const struct trace_loss *loss, void *arg)
 {
 	struct stats_state *st = arg;
-	st->lost += loss->count;
+	st->lost = trace_add_sat(st->lost, loss->count);
 	if (loss->count == 0)
 		st->lost_unknown++;
 	pairs_loss(st->pairs, loss);
@@ -590,7 +590,7 @@ static int stats_run(int argc, char **argv)
 			       rotated.lost, st->lost);
 		if (st->lost_unknown)
 			printf("(and events may have been lost %" PRIu64 " more time(s): babeltrace2 gives no count "
-			       "for a stream's first packet; `mark view` shows where)\n", st->lost_unknown);
+			       "for a stream's first packet, nor where its counter goes backwards; `mark view` shows where)\n", st->lost_unknown);
 		if (st->untimed)
 			printf("(%" PRIu64 " events have no timestamp: they count, but not in rates or intervals)\n",
 			       st->untimed);

@@ -319,7 +319,7 @@ static int view_event(const struct trace_event *ev, void *arg)
 static void view_discarded(const struct trace_loss *loss, void *arg)
 {
 	struct view_state *v = arg;
-	v->lost += loss->count;
+	v->lost = trace_add_sat(v->lost, loss->count);
 	struct strbuf *sb = &v->line;
 	if (loss->count)
 		strbuf_addf(sb, "# lost %" PRIu64 " events in stream %" PRIu64, loss->count, loss->stream_index);
@@ -336,7 +336,9 @@ static void view_discarded(const struct trace_loss *loss, void *arg)
 	if (loss->tid > 0)
 		strbuf_addf(sb, " tid %" PRId64, loss->tid);
 	strbuf_addf(sb, " (%s)\n", no_buffer ? "events that had no tracer buffer; see the program's warnings" :
-		    loss->count ? "tracer buffer full" : "babeltrace2 gives no count");
+		    loss->count       ? "tracer buffer full"
+		    : loss->backwards ? "the trace's lost-events counter went backwards"
+				      : "babeltrace2 gives no count");
 	if (sb->len >= VIEW_FLUSH)
 		flush_lines(v);
 }

@@ -710,7 +710,7 @@ static int otlp_event(const struct trace_event *ev, void *arg)
 static void otlp_discarded(const struct trace_loss *loss, void *arg)
 {
 	struct otlp_export *x = arg;
-	x->lost += loss->count;
+	x->lost = trace_add_sat(x->lost, loss->count);
 	pairs_loss(x->pairs, loss);
 }
 

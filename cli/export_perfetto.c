@@ -831,7 +831,7 @@ static void write_loss(struct pf *pf, const struct trace_loss *loss, const char 
 static void pf_discarded(const struct trace_loss *loss, void *arg)
 {
 	struct pf *pf = arg;
-	pf->counts->lost += loss->count;
+	pf->counts->lost = trace_add_sat(pf->counts->lost, loss->count);
 	pairs_loss(pf->pairs, loss);
 	if (pf->failed)
 		return;

@@ -183,7 +183,7 @@ struct tn_rec {
 	const struct tn_class *cls;  /* NULL: a loss                             */
 	union {
 		int64_t ns;          /* an event's time                          */
-		uint64_t lost;       /* a loss: how many (0: unknown)            */
+		uint64_t lost;       /* a loss: how many (0, > TRACE_LOSS_MAX: unknown) */
 	};
 	/* An event's bytes in buf->data (a packet's content is below 4 GiB:
 	 * load_packet), and its cpu, copied so that delivering an event
@@ -1278,6 +1278,8 @@ static inline bool message_of(struct tn_reader *r, struct tn_stream *s, struct t
 	b->stream_index = s->index;
 	uint64_t discarded = le64(b->data + 72);
 	bool report = s->first_packet_done ? discarded != s->prev_discarded : discarded != 0;
+	/* modulo 2^64 as babeltrace2 computes it; above TRACE_LOSS_MAX it went
+	 * backwards, and stays so in .lost (deliver_rec reports no count) */
 	uint64_t count = s->first_packet_done ? discarded - s->prev_discarded : 0;
 	s->first_packet_done = true;
 	s->prev_discarded = discarded;
@@ -1310,7 +1312,8 @@ static inline int deliver_rec(struct tn_reader *r, const struct tn_rec *m, const
 	const struct tn_trace *t = b->trace;
 	if (!m->cls) {
 		struct trace_loss loss = {
-			.count = m->lost,
+			.count = m->lost > TRACE_LOSS_MAX ? 0 : m->lost,
+			.backwards = m->lost > TRACE_LOSS_MAX,
 			.stream_index = b->stream_index,
 			.pid = t->vpid > 0 ? t->vpid : -1,
 			.tid = b->tid >= 0 ? b->tid : -1,   /* 0: the tracer's stream of events without a buffer */

@@ -39,6 +39,7 @@ struct stream_slot {
 	uint64_t index;
 	int64_t pid, tid;          /* of the stream's current packet (-1: unknown)   */
 	bool loss_pending;         /* a loss waits for the next packet's thread      */
+	bool loss_backwards;       /* it has no count: events_discarded went back    */
 	uint64_t loss_count;
 };
 
@@ -287,6 +288,7 @@ static void flush_loss(struct reader *r, struct stream_slot *s)
 	s->loss_pending = false;
 	struct trace_loss loss = {
 		.count = s->loss_count,
+		.backwards = s->loss_backwards,
 		.stream_index = s->index,
 		.pid = s->pid > 0 ? s->pid : -1,
 		.tid = s->tid > 0 ? s->tid : -1,
@@ -294,6 +296,7 @@ static void flush_loss(struct reader *r, struct stream_slot *s)
 		.ntraces = r->ntraces,
 	};
 	s->loss_count = 0;
+	s->loss_backwards = false;
 	report_loss(r, &loss);
 }
 
@@ -302,10 +305,14 @@ static void handle_discarded(struct reader *r, const bt_message *msg)
 	uint64_t count = 0;
 	if (bt_message_discarded_events_get_count(msg, &count) != BT_PROPERTY_AVAILABILITY_AVAILABLE)
 		count = 0;
+	/* babeltrace2's difference of the counters, modulo 2^64: see TRACE_LOSS_MAX */
+	const bool backwards = count > TRACE_LOSS_MAX;
+	if (backwards)
+		count = 0;
 	struct stream_slot *s = stream_slot(r, bt_message_discarded_events_borrow_stream_const(msg));
 	if (!s) {   /* out of memory: report it now, without the thread */
-		struct trace_loss loss = { .count = count, .stream_index = UINT64_MAX, .pid = -1, .tid = -1,
-					   .ntraces = r->ntraces };
+		struct trace_loss loss = { .count = count, .backwards = backwards, .stream_index = UINT64_MAX,
+					   .pid = -1, .tid = -1, .ntraces = r->ntraces };
 		report_loss(r, &loss);
 		return;
 	}
@@ -313,7 +320,8 @@ static void handle_discarded(struct reader *r, const bt_message *msg)
 	if (s->loss_pending && (count == 0 || s->loss_count == 0))
 		flush_loss(r, s);
 	s->loss_pending = true;
-	s->loss_count += count;
+	s->loss_backwards = backwards;
+	s->loss_count = trace_add_sat(s->loss_count, count);
 }
 
 /* A packet begins: its context names the stream's thread from now on. */

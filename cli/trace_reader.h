@@ -121,11 +121,28 @@ const char **trace_event_class_names(const struct trace_event *ev, size_t *count
  */
 struct trace_loss {
 	uint64_t count;            /* 0: the trace says events were lost, not how many  */
+	bool backwards;            /* count 0 because events_discarded went backwards   */
 	uint64_t stream_index;     /* as in struct trace_event                            */
 	int64_t pid, tid;          /* -1 if unknown                                       */
 	const char *procname;      /* as in struct trace_event                            */
 	size_t ntraces;            /* as in struct trace_event                            */
 };
+
+/*
+ * A difference of events_discarded counters that means "went backwards".
+ * CTF lets the counter wrap, and babeltrace2 reports the difference
+ * modulo 2^64, so a counter that decreased comes out as nearly 2^64
+ * (found by a review: "# lost 18446744073709551610 events").  No tracer
+ * loses 2^63 events; both readers take such a difference as a loss of
+ * unknown count (above TRACE_LOSS_MAX), so that they agree.
+ */
+#define TRACE_LOSS_MAX ((uint64_t)INT64_MAX)
+
+/* a + b, at most UINT64_MAX: totals of losses never wrap. */
+static inline uint64_t trace_add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
 
 struct trace_reader_ops {
 	/*

@@ -315,6 +315,51 @@ def case_hostile(mark, target, prog, workdir):
                     "default", "babeltrace2")
         r = run([mark, "view", d], {"MARK_READER": "native"})
         check(r.returncode == 1 and b"native reader" in r.stderr, "%s: read natively: %r" % (name, r.stderr[-300:]))
+    # events_discarded going backwards (found by a review: both readers
+    # reported a wrapped loss of ~2^64 events, and the totals wrapped)
+    def discarded(name, values):
+        d = fresh(workdir, name)
+        shutil.copytree(base, d)
+        s = biggest_stream(d)
+        pk = packets(s)
+        check(len(pk) >= len(values), "%s: want %d packets, have %d" % (name, len(values), len(pk)))
+        with open(s, "r+b") as f:
+            for (off, _, _), v in zip(pk, values + [values[-1]] * len(pk)):
+                f.seek(off + 72)
+                f.write(struct.pack("<Q", v))
+        return d
+
+    def lost_numbers(out):
+        return [int(x) for x in re.findall(rb"# lost (\d+) events", out)]
+
+    def other_data(out):
+        m = re.search(rb'"lost_events": (\d+), "loss_reports_without_count": (\d+)', out)
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+    # 5, 8, 2, 4: the first packet's 5 and the drop to 2 have no count
+    d = discarded("disc-down", [5, 8, 2, 4])
+    ok, n = same(mark, ["view", d], "disc-down view")
+    same(mark, ["stats", d], "disc-down stats")
+    same(mark, ["export", "-o", "-", d], "disc-down export")
+    check(lost_numbers(n.stdout) == [3, 2] and n.stdout.count(b"# lost events in stream") == 2,
+          "disc-down: want losses of 3 and 2 and two without a count, got %r" %
+          [l for l in n.stdout.splitlines() if l.startswith(b"# lost")])
+    st = run([mark, "stats", d])
+    check(b"400 events, 5 lost" in st.stdout, "disc-down stats: %r" % st.stdout[:200])
+    x = run([mark, "export", "-o", "-", d])
+    check(other_data(x.stdout) == (5, 2), "disc-down export otherData: %r" % (other_data(x.stdout),))
+    # 0, 2^63-1, 2^64-2, 0: losses of 2^63-1, 2^63-1 and 2 (the counter
+    # wrapped, as CTF allows and babeltrace2 counts): the total saturates
+    big = (1 << 63) - 1
+    d = discarded("disc-sum", [0, big, 2 * big, 0])
+    ok, n = same(mark, ["view", d], "disc-sum view")
+    same(mark, ["stats", d], "disc-sum stats")
+    same(mark, ["export", "-o", "-", d], "disc-sum export")
+    check(lost_numbers(n.stdout) == [big, big, 2], "disc-sum: losses %r" % lost_numbers(n.stdout))
+    st = run([mark, "stats", d])
+    check(b"400 events, 18446744073709551615 lost" in st.stdout, "disc-sum stats: %r" % st.stdout[:200])
+    x = run([mark, "export", "-o", "-", d])
+    check(other_data(x.stdout) == ((1 << 64) - 1, 0), "disc-sum export otherData: %r" % (other_data(x.stdout),))
     # random bytes over a stream file: an error or the events, never a signal
     d = fresh(workdir, "noise")
     shutil.copytree(base, d)
