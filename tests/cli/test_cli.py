@@ -221,6 +221,35 @@ def case_stats(mark, target, workdir):
     check(list(rows)[:1] == ["tick"], "most frequent first")
 
 
+def case_wide_payload(mark, target, workdir):
+    """An event of 4000 fields (a foreign trace, read through libbabeltrace2):
+    the selectors of variants were looked for by scanning every field for
+    each field, so 200 such events took 32 s in `view` (babeltrace2: 0.35
+    s; found by a review).  The fixed code takes well under a second: 10 s
+    is a generous bound that the quadratic code cannot meet."""
+    need_babeltrace2()
+    n, events = 4000, 200
+    trace = fresh(workdir, "wide")
+    plain_string_trace(trace, list(range(events)),
+                       field="; ".join("integer { size = 8; align = 8; signed = false; } f%d" % i for i in range(n)),
+                       pack=lambda v: bytes((v + i) & 0xff for i in range(n)))
+    # view writes the fields' text (trace_payload_append), the Perfetto
+    # export takes them one by one (trace_payload_args_each)
+    pf = os.path.join(workdir, "wide.pftrace")
+    for args in (["view", trace], ["export", "--format", "perfetto", "-o", pf, trace]):
+        start = time.monotonic()
+        r = run([mark] + args)
+        took = time.monotonic() - start
+        check(r.returncode == 0, "%s: exit %d: %s" % (args[:-1], r.returncode, r.stderr[-300:]))
+        check(took < 10, "%s on %d events of %d fields took %.1f s (quadratic in the fields?)" %
+              (args[:-1], events, n, took))
+        if args[0] == "view":
+            lines = r.stdout.splitlines()
+            check(len(lines) == events, "view printed %d lines, want %d" % (len(lines), events))
+            want = " ".join("f%d=%d" % (i, (7 + i) & 0xff) for i in range(n))
+            check(len(lines) > 7 and lines[7].endswith("ev: " + want), "view line 8: %r" % lines[7][:200])
+
+
 def chrome_events(path):
     with open(path) as f:
         doc = json.load(f)
