@@ -685,61 +685,72 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 	}
 }
 
-/*
- * The members of the payload structure class fc that only select the
- * option of a variant member of the same payload.  The tracer stores each
- * %s as a length byte selecting a variant (docs/tracer.md): the string is
- * the value, its selector is not shown.
- *
- * One pass over the members, marking in `sel` (a bit per member) the ones
- * a variant points at: asking member by member whether any variant points
- * at it scanned every member for each one, quadratic in their number
- * (found by a review: 200 events of 4000 fields took 32 s in `mark view`).
- */
-struct selectors {
-	uint64_t small[64];   /* payloads of up to 4096 members: no allocation */
-	uint64_t *bits;       /* small, or allocated; NULL: no selector at all */
-};
-
-static void selectors_find(struct selectors *sel, const bt_field_class *fc, uint64_t n)
+/* An unsigned enumeration mapping `label` to exactly [lower, upper]. */
+static bool enum_maps(const bt_field_class *fc, const char *label, uint64_t lower, uint64_t upper)
 {
-	sel->bits = NULL;
-	for (uint64_t j = 0; j < n; j++) {
-		const bt_field_class *m = bt_field_class_structure_member_borrow_field_class_const(
-			bt_field_class_structure_borrow_member_by_index_const(fc, j));
-		if (!bt_field_class_type_is(bt_field_class_get_type(m), BT_FIELD_CLASS_TYPE_VARIANT_WITH_SELECTOR_FIELD))
+	uint64_t n = bt_field_class_enumeration_get_mapping_count(fc);
+	for (uint64_t i = 0; i < n; i++) {
+		const bt_field_class_enumeration_unsigned_mapping *m =
+			bt_field_class_enumeration_unsigned_borrow_mapping_by_index_const(fc, i);
+		if (strcmp(bt_field_class_enumeration_mapping_get_label(
+				   bt_field_class_enumeration_unsigned_mapping_as_mapping_const(m)),
+			   label) != 0)
 			continue;
-		const bt_field_path *path = bt_field_class_variant_with_selector_field_borrow_selector_field_path_const(m);
-		if (!path || bt_field_path_get_root_scope(path) != BT_FIELD_PATH_SCOPE_EVENT_PAYLOAD ||
-		    bt_field_path_get_item_count(path) != 1)
-			continue;
-		const bt_field_path_item *item = bt_field_path_borrow_item_by_index_const(path, 0);
-		if (bt_field_path_item_get_type(item) != BT_FIELD_PATH_ITEM_TYPE_INDEX)
-			continue;
-		uint64_t i = bt_field_path_item_index_get_index(item);
-		if (i >= n)
-			continue;
-		if (!sel->bits) {
-			size_t words = (size_t)((n + 63) / 64);
-			sel->bits = words <= 64 ? sel->small : calloc(words, sizeof(uint64_t));
-			if (sel->bits == sel->small)
-				memset(sel->small, 0, words * sizeof(uint64_t));
-			if (!sel->bits)
-				return;   /* out of memory: every member is shown */
-		}
-		sel->bits[i / 64] |= UINT64_C(1) << (i % 64);
+		const bt_integer_range_set_unsigned *rs = bt_field_class_enumeration_unsigned_mapping_borrow_ranges_const(m);
+		if (bt_integer_range_set_get_range_count(bt_integer_range_set_unsigned_as_range_set_const(rs)) != 1)
+			return false;
+		const bt_integer_range_unsigned *r = bt_integer_range_set_unsigned_borrow_range_by_index_const(rs, 0);
+		return bt_integer_range_unsigned_get_lower(r) == lower && bt_integer_range_unsigned_get_upper(r) == upper;
 	}
+	return false;
 }
 
-static bool selectors_has(const struct selectors *sel, uint64_t i)
+/* Option i of variant class fc is a string named `name`. */
+static bool string_option(const bt_field_class *fc, uint64_t i, const char *name)
 {
-	return sel->bits && (sel->bits[i / 64] >> (i % 64) & 1);
+	const bt_field_class_variant_option *o = bt_field_class_variant_borrow_option_by_index_const(fc, i);
+	return strcmp(bt_field_class_variant_option_get_name(o), name) == 0 &&
+	       bt_field_class_get_type(bt_field_class_variant_option_borrow_field_class_const(o)) ==
+		       BT_FIELD_CLASS_TYPE_STRING;
 }
 
-static void selectors_free(struct selectors *sel)
+/*
+ * Whether member i of the payload structure class fc (of n members) is the
+ * length byte mark's tracer writes before a %s (src/tracer/metadata.c
+ * put_field, docs/tracer.md): an 8-bit unsigned enumeration
+ * { empty = 0, text = 1 ... 255 } directly followed by the variant it
+ * selects, of two strings "empty" and "text".  The string is the value;
+ * that byte is not shown.  Any other selector is a field of the trace's
+ * own and is shown, with its labels, as babeltrace2 does (found by a
+ * review: every selector was hidden, so a foreign trace's
+ * `enum {RETRY_COUNT, ERROR_CODE} kind; variant <kind> ...` lost its kind).
+ * Members i and i + 1 only: constant time per member, so a payload costs
+ * time linear in its members.
+ */
+static bool is_mark_length_byte(const bt_field_class *fc, uint64_t i, uint64_t n)
 {
-	if (sel->bits != sel->small)
-		free(sel->bits);
+	if (i + 1 >= n)
+		return false;
+	const bt_field_class *len = bt_field_class_structure_member_borrow_field_class_const(
+		bt_field_class_structure_borrow_member_by_index_const(fc, i));
+	if (bt_field_class_get_type(len) != BT_FIELD_CLASS_TYPE_UNSIGNED_ENUMERATION ||
+	    bt_field_class_integer_get_field_value_range(len) != 8 ||
+	    bt_field_class_enumeration_get_mapping_count(len) != 2 || !enum_maps(len, "empty", 0, 0) ||
+	    !enum_maps(len, "text", 1, 255))
+		return false;
+	const bt_field_class *var = bt_field_class_structure_member_borrow_field_class_const(
+		bt_field_class_structure_borrow_member_by_index_const(fc, i + 1));
+	if (!bt_field_class_type_is(bt_field_class_get_type(var), BT_FIELD_CLASS_TYPE_VARIANT_WITH_SELECTOR_FIELD) ||
+	    bt_field_class_variant_get_option_count(var) != 2 || !string_option(var, 0, "empty") ||
+	    !string_option(var, 1, "text"))
+		return false;
+	const bt_field_path *path = bt_field_class_variant_with_selector_field_borrow_selector_field_path_const(var);
+	if (!path || bt_field_path_get_root_scope(path) != BT_FIELD_PATH_SCOPE_EVENT_PAYLOAD ||
+	    bt_field_path_get_item_count(path) != 1)
+		return false;
+	const bt_field_path_item *item = bt_field_path_borrow_item_by_index_const(path, 0);
+	return bt_field_path_item_get_type(item) == BT_FIELD_PATH_ITEM_TYPE_INDEX &&
+	       bt_field_path_item_index_get_index(item) == i;
 }
 
 void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace_value_style style)
@@ -754,11 +765,9 @@ void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace
 	uint64_t n = bt_field_class_structure_get_member_count(fc);
 	if (style != TRACE_VALUE_TEXT)
 		strbuf_add(sb, otlp ? "[" : "{", 1);
-	struct selectors sel;
-	selectors_find(&sel, fc, n);
 	bool first = true;
 	for (uint64_t i = 0; i < n; i++) {
-		if (selectors_has(&sel, i))
+		if (is_mark_length_byte(fc, i, n))
 			continue;
 		const char *name = bt_field_class_structure_member_get_name(
 			bt_field_class_structure_borrow_member_by_index_const(fc, i));
@@ -783,7 +792,6 @@ void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace
 		if (otlp)
 			strbuf_add_lit(sb, "}");
 	}
-	selectors_free(&sel);
 	if (style != TRACE_VALUE_TEXT)
 		strbuf_add(sb, otlp ? "]" : "}", 1);
 }
@@ -846,17 +854,14 @@ void trace_payload_args_each(const bt_field *payload, void (*fn)(const struct tr
 		return;
 	const bt_field_class *fc = bt_field_borrow_class_const(payload);
 	uint64_t n = bt_field_class_structure_get_member_count(fc);
-	struct selectors sel;
-	selectors_find(&sel, fc, n);
 	for (uint64_t i = 0; i < n; i++) {
-		if (selectors_has(&sel, i))
+		if (is_mark_length_byte(fc, i, n))
 			continue;
 		struct trace_arg a = { .name = bt_field_class_structure_member_get_name(
 					       bt_field_class_structure_borrow_member_by_index_const(fc, i)) };
 		field_arg(bt_field_structure_borrow_member_field_by_index_const(payload, i), &a, scratch);
 		fn(&a, ctx);
 	}
-	selectors_free(&sel);
 }
 
 /* ---- scalars for the native reader (trace_native.c): the same text as above ---- */
