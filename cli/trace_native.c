@@ -1008,22 +1008,25 @@ static int next_message(struct tn_reader *r, struct tn_stream *s)
 /* ---------------- merging ---------------- */
 
 /*
- * Equal times from two traces: babeltrace2's muxer orders them by trace
- * name, then by trace UUID (bytes), then by stream class and stream id.
- * src.ctf.fs names a trace given alone after its env's hostname, so every
- * process of one machine has the same name and the random UUID decides
- * (the listing order does not).  A named trace goes before one without a
- * name, as in the muxer.  The listing order is the last resort.
+ * Equal times from two traces: babeltrace2's muxer (2.0,
+ * plugins/common/muxing common_muxing_compare_messages) orders them by
+ * trace UUID (bytes), then by trace name, then by stream class and stream
+ * id.  src.ctf.fs names a trace after its env's hostname; every mark trace
+ * has its own random UUID, so the UUID decides, not the hostname (found by
+ * a review: hostnames compared first put traces of several machines in
+ * another order than babeltrace2's), nor the listing order.  A named
+ * trace goes before one without a name, as in the muxer.  The listing
+ * order is the last resort.
  */
 static int compare_traces(const struct tn_trace *x, const struct tn_trace *y)
 {
 	if (x == y)
 		return 0;
-	if (!x->hostname != !y->hostname)
-		return x->hostname ? -1 : 1;
-	int c = x->hostname ? strcmp(x->hostname, y->hostname) : 0;
-	if (c == 0)
-		c = memcmp(x->uuid, y->uuid, sizeof(x->uuid));
+	int c = memcmp(x->uuid, y->uuid, sizeof(x->uuid));
+	if (c == 0 && !x->hostname != !y->hostname)
+		c = x->hostname ? -1 : 1;
+	if (c == 0 && x->hostname)
+		c = strcmp(x->hostname, y->hostname);
 	if (c == 0 && x->index != y->index)
 		c = x->index < y->index ? -1 : 1;
 	return c;

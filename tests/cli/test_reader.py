@@ -156,6 +156,24 @@ def case_compare(mark, target, prog, workdir):
         shutil.copytree(src, d)
         flatten_time(d)
         traces.append((label + "-ties", d))
+    # The same with a hostname per process, in the reverse order of their
+    # UUIDs: babeltrace2's muxer compares trace UUIDs before trace names
+    # (plugins/common/muxing, 2.0), so the hostnames must not decide
+    # (found by a review: the native reader compared hostnames first).
+    d = fresh(workdir, "fork-hosts")
+    shutil.copytree(dict(traces)["fork-ties"], d)
+    metas = []
+    for root, dirs, files in os.walk(d):
+        if "metadata" in files:
+            m = os.path.join(root, "metadata")
+            text = open(m, "rb").read()
+            metas.append((re.search(rb'\tuuid = "([0-9a-f-]+)"', text).group(1), m, text))
+    check(len(metas) >= 2, "fork-hosts: want two traces or more, have %d" % len(metas))
+    for i, (u, m, text) in enumerate(sorted(metas, reverse=True)):
+        new = re.sub(rb'\thostname = "[^"]*";', b'\thostname = "host-%d";' % i, text, count=1)
+        check(new != text, "fork-hosts: no hostname in %s" % m)
+        open(m, "wb").write(new)
+    traces.append(("fork-hosts", d))
 
     seen_loss = seen_string = seen_char = seen_procs = False
     for label, d in traces:
