@@ -31,6 +31,9 @@ mark_kind_test(test_fork SOURCES test_fork.c)
 mark_kind_test(test_wx_refusal SOURCES test_wx_refusal.c)
 mark_kind_test(test_sigtrap_chain SOURCES test_sigtrap_chain.c)
 
+# mark_synchronize() inside a probe returns -EDEADLK instead of waiting for itself.
+mark_kind_test(test_sync_in_probe SOURCES test_sync_in_probe.c)
+
 # Batching and cache-line placement: jump sites, static library (reads the sync counter).
 add_executable(test_batch test_batch.c)
 target_compile_definitions(test_batch PRIVATE MARK_SITE=jump)

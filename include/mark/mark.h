@@ -113,8 +113,13 @@ int mark_probe_unregister(const char *name, mark_probe_fn probe, void *priv);
 int mark_probe_register_fast(const char *name, mark_fast_probe_fn probe, void *priv);
 int mark_probe_unregister_fast(const char *name, mark_fast_probe_fn probe, void *priv);
 
-/* Wait until no probe unregistered before this call is still running. */
-void mark_synchronize(void);
+/*
+ * Wait until no probe unregistered before this call is still running.
+ * Returns 0, or -EDEADLK without waiting when called inside a probe (or an
+ * event handler): that thread's own probe is one of those it would wait
+ * for.
+ */
+int mark_synchronize(void);
 
 /* The message of the last failed call on this thread ("" if none). */
 const char *mark_last_error(void);

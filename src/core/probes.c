@@ -113,9 +113,22 @@ void mark_probes_retire(void **retired, size_t nretired)
 	free(retired);
 }
 
-void mark_synchronize(void)
+int mark_synchronize(void)
 {
+	/* Inside a probe this thread holds the read-side section that the
+	 * grace period waits for: it would wait for itself, for ever (with
+	 * every signal blocked by liburcu meanwhile). */
+	if (urcu_bp_read_ongoing()) {
+		static int said;
+		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+			mark_warn("mark: mark_synchronize() called inside a probe (or an event handler) cannot wait "
+				  "for the probes to finish, its own among them; it returns -EDEADLK: call it "
+				  "after the probe returns\n");
+		return mark_error(EDEADLK, "mark: mark_synchronize() called inside a probe cannot wait for "
+				  "probes to finish (its own is one); call it after the probe returns");
+	}
 	urcu_bp_synchronize_rcu();
+	return 0;
 }
 
 static void rebuild_matching_locked(const char *name, void ***retired, size_t *nretired)
