@@ -11,12 +11,15 @@
 
 #include "tracer/trace_format.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *dupf(const char *fmt, ...)
@@ -74,10 +77,20 @@ int cli_list_pid(const char *pid_text, const char *glob)
 		return 1;
 	}
 	char trace_dir[4096];
-	if (hits_dir(pid, &c.msg, trace_dir, sizeof(trace_dir)) &&
-	    live_stats_markers(trace_dir, &counts, &ncounts) != 0) {
-		counts = NULL;
-		ncounts = 0;
+	if (hits_dir(pid, &c.msg, trace_dir, sizeof(trace_dir))) {
+		/* The process names the directory: read it only if it is that
+		 * process's (its euid owns what it writes), never another
+		 * user's or root's trace that the process pointed root's
+		 * `mark list` at. */
+		int dfd = open(trace_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		struct stat st;
+		if (dfd >= 0 && fstat(dfd, &st) == 0 && st.st_uid == c.uid &&
+		    live_stats_markers_at(dfd, &counts, &ncounts) != 0) {
+			counts = NULL;
+			ncounts = 0;
+		}
+		if (dfd >= 0)
+			close(dfd);
 	}
 	struct mark_proto_buf req;
 	mark_proto_buf_init(&req);

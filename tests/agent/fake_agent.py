@@ -18,6 +18,9 @@ $SOCKDIR/%p.sock).  It answers every request (INFO, LIST, TRACE_START,
   trickle    every reply is sent one byte every DELAY s (default 0.5)
   deaf       accepts and never reads nor answers (its socket buffer fills)
   stray      after its OK to TRACE_START, one byte that no request asked for
+  info_dir   INFO names the trace directory $FAKE_DIR as its recording's
+             (a process may name any directory: mark list must read the
+             hits only from one the process owns)
 """
 import os
 import socket
@@ -43,10 +46,11 @@ def msg(t, payload=b''):
     return b'MARK' + struct.pack('<HHI', 1, t, len(payload)) + payload
 
 
-def info_reply():
-    # PID CMDLINE MARKERS SITES ARMED TRACING(off)
+def info_reply(mode=None):
+    # PID CMDLINE MARKERS SITES ARMED TRACING(off) [DIR]
+    extra = field_str(2, os.environ['FAKE_DIR']) if mode == 'info_dir' else b''
     return msg(INFO_REPLY, field_u64(7, os.getpid()) + field_str(8, 'fake') + field_u64(9, 1)
-               + field_u64(10, 1) + field_u64(11, 0) + field_u64(12, 0))
+               + field_u64(10, 1) + field_u64(11, 0) + field_u64(12, 0) + extra)
 
 
 def marker(i, fmt='%u'):
@@ -97,7 +101,7 @@ def serve(c, mode):
         if t is None:
             return
         if t == INFO:
-            send(c, mode, info_reply())
+            send(c, mode, info_reply(mode))
         elif t == LIST and mode in ('flood', 'flood_big'):
             # Built once: the client, not this script, must be the bottleneck.
             fmt = 'x' * 3000 if mode == 'flood_big' else '%u'

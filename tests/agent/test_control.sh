@@ -553,6 +553,37 @@ other_user_links)
 	expect_not_in rec.err "completed the trace of process $T1"
 	expect_in rec.err "pid-$T1"
 	;;
+list_hits_dir)
+	# `mark list PID` shows per-marker hits from the trace directory the
+	# process names as its recording's.  A process of another user may name
+	# any directory, a trace of root's too: root's mark list must read hits
+	# only from a directory that process's user owns (found by a review).
+	need_other_user
+	chmod 0755 "$WORK"
+	uid=$(id -u "$user")
+	mkdir -p "/tmp/mark-$uid"
+	chown "$user" "/tmp/mark-$uid"
+	chmod 0700 "/tmp/mark-$uid"
+	mkdir -m 0700 "$WORK/root-trace"
+	/usr/bin/python3 - "$WORK/root-trace/.mark-stats" <<'PY'
+import os, struct, sys
+hdr = bytearray(256)
+struct.pack_into("<8sIIIIiIII", hdr, 0, b"MARKSTAT", 1, 256, 128, 1, 1, 2, 0, 1)
+struct.pack_into("<Q", hdr, 40, 2)
+e = bytearray(128)
+struct.pack_into("<QIH", e, 0, 4242, 0, 2)
+e[16:18] = b"m0"
+open(sys.argv[1], "wb").write(hdr + e)
+PY
+	export FAKE_DIR=$WORK/root-trace
+	start_fake fake_dir.out "/tmp/mark-$uid/%p.sock" "$user" info_dir
+	[ -S "/tmp/mark-$uid/$FPID.sock" ] || skip "the fake agent has no socket at /tmp/mark-$uid/$FPID.sock"
+	run hits "$MARK" list "$FPID"
+	expect_rc 0 "mark list of the process naming root's trace"
+	expect_in hits.out "m0"
+	expect_not_in hits.out 4242
+	kill "$FPID"
+	;;
 snapshot)
 	start_target
 	need_tracer
