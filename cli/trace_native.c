@@ -566,24 +566,12 @@ static int64_t number_then(struct cur *c, const char *after)
 /* The mark_char_t type, label by label as put_char_type writes it. */
 static void char_type(struct cur *c)
 {
-	static const char *const ctl[32] = {
-		"NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS", "HT", "LF",
-		"VT", "FF", "CR", "SO", "SI", "DLE", "DC1", "DC2", "DC3", "DC4", "NAK",
-		"SYN", "ETB", "CAN", "EM", "SUB", "ESC", "FS", "GS", "RS", "US",
-	};
 	lit(c, "typealias enum : integer { size = 8; align = 64; signed = false; base = 10; } {");
 	for (unsigned ch = 0; ch < 256 && c->ok; ch++) {
-		char label[8], piece[32];
-		if (ch < 32)
-			snprintf(label, sizeof(label), "%s", ctl[ch]);
-		else if (ch == 127)
-			snprintf(label, sizeof(label), "DEL");
-		else if (ch > 127)
-			snprintf(label, sizeof(label), "0x%02x", ch);
-		else if (ch == '"' || ch == '\\')
-			snprintf(label, sizeof(label), "\\%c", (char)ch);
-		else
-			snprintf(label, sizeof(label), "%c", (char)ch);
+		char raw[8], label[8], piece[32];
+		mark_tf_char_label(ch, raw);
+		/* quoted as put_quoted writes it: '"' and '\\' escaped */
+		snprintf(label, sizeof(label), "%s%s", ch == '"' || ch == '\\' ? "\\" : "", raw);
 		snprintf(piece, sizeof(piece), "%s\"%s\" = %u%s", ch % 8 ? " " : "\n\t", label, ch,
 			 ch < 255 ? "," : "\n");
 		lit(c, piece);

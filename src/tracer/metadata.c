@@ -179,22 +179,10 @@ static void put_field(FILE *f, const struct mark_arg *a, const char *name, const
  */
 static void put_char_type(FILE *f)
 {
-	static const char *const ctl[32] = {
-		"NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS", "HT", "LF",
-		"VT", "FF", "CR", "SO", "SI", "DLE", "DC1", "DC2", "DC3", "DC4", "NAK",
-		"SYN", "ETB", "CAN", "EM", "SUB", "ESC", "FS", "GS", "RS", "US",
-	};
 	fprintf(f, "typealias enum : integer { size = 8; align = 64; signed = false; base = 10; } {");
 	for (unsigned c = 0; c < 256; c++) {
 		char label[8];
-		if (c < 32)
-			snprintf(label, sizeof(label), "%s", ctl[c]);
-		else if (c == 127)
-			snprintf(label, sizeof(label), "DEL");
-		else if (c > 127)
-			snprintf(label, sizeof(label), "0x%02x", c);
-		else
-			snprintf(label, sizeof(label), "%c", (char)c);
+		mark_tf_char_label(c, label);
 		fprintf(f, "%s", c % 8 ? " " : "\n\t");
 		put_quoted(f, label);
 		fprintf(f, " = %u%s", c, c < 255 ? "," : "\n");

@@ -334,4 +334,37 @@ struct mark_tf_packet {
 	uint32_t padding;             /* CTF alignment of the first event header       */
 };
 
+/*
+ * The label of byte c in the metadata's mark_char_t enumeration (a %c
+ * argument), unquoted: the ASCII control names, DEL, 0xNN above 127, else
+ * the character itself.  The tracer writes these (metadata.c) and the
+ * native reader expects exactly these (cli/trace_native.c).
+ */
+static inline void mark_tf_char_label(unsigned c, char label[8])
+{
+	static const char ctl[32][4] = {
+		"NUL", "SOH", "STX", "ETX", "EOT", "ENQ", "ACK", "BEL", "BS", "HT", "LF",
+		"VT", "FF", "CR", "SO", "SI", "DLE", "DC1", "DC2", "DC3", "DC4", "NAK",
+		"SYN", "ETB", "CAN", "EM", "SUB", "ESC", "FS", "GS", "RS", "US",
+	};
+	static const char hex[] = "0123456789abcdef";
+	unsigned n = 0;
+	if (c < 32) {
+		for (const char *p = ctl[c]; *p && n < 3; p++)
+			label[n++] = *p;
+	} else if (c == 127) {
+		label[n++] = 'D';
+		label[n++] = 'E';
+		label[n++] = 'L';
+	} else if (c > 127 && c < 256) {
+		label[n++] = '0';
+		label[n++] = 'x';
+		label[n++] = hex[c >> 4];
+		label[n++] = hex[c & 15];
+	} else {
+		label[n++] = (char)c;
+	}
+	label[n] = '\0';
+}
+
 #endif
