@@ -11,6 +11,7 @@
 #include "command.h"
 #include "output.h"
 #include "dtrace.h"
+#include "text.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -142,14 +143,14 @@ static char *preprocess(const char *path, char **cpp_opts, int ncpp_opts, size_t
 	shell_quote(&cmd, &len, &cap, path);
 	FILE *p = popen(cmd, "r");
 	if (!p) {
-		fprintf(stderr, "mark dtrace: cannot run the C preprocessor (%s): %s\n", cmd, strerror(errno));
+		fprintf(stderr, "mark dtrace: cannot run the C preprocessor (%s): %s\n", cli_text(cmd), strerror(errno));
 		free(cmd);
 		return NULL;
 	}
 	char *text = read_all(p, text_len);
 	int rc = pclose(p);
 	if (rc != 0) {
-		fprintf(stderr, "mark dtrace: the C preprocessor failed on %s (command: %s)\n", path, cmd);
+		fprintf(stderr, "mark dtrace: the C preprocessor failed on %s (command: %s)\n", cli_text(path), cli_text(cmd));
 		free(text);
 		text = NULL;
 	}
@@ -288,7 +289,7 @@ static int cmd_dtrace(int argc, char **argv)
 			if (!need_arg(argc, argv, i, a))
 				goto out;
 			if (dfile) {
-				fprintf(stderr, "mark dtrace: one -s FILE.d per run (got %s and %s)\n", dfile, argv[i + 1]);
+				fprintf(stderr, "mark dtrace: one -s FILE.d per run (got %s and %s)\n", cli_text(dfile), cli_text(argv[i + 1]));
 				goto out;
 			}
 			dfile = argv[++i];
@@ -317,12 +318,12 @@ static int cmd_dtrace(int argc, char **argv)
 			   strcmp(a, "--types") == 0 || strncmp(a, "-x", 2) == 0) {
 			/* compatibility: no effect */
 		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "mark dtrace: unknown option %s (see mark dtrace --help)\n", a);
+			fprintf(stderr, "mark dtrace: unknown option %s (see mark dtrace --help)\n", cli_text(a));
 			goto out;
 		} else {
 			/* an object file of the -G step (Solaris dtrace rewrites them; nothing to do here) */
 			if (mode != 'G' && !file_exists(a)) {
-				fprintf(stderr, "mark dtrace: unexpected argument %s (see mark dtrace --help)\n", a);
+				fprintf(stderr, "mark dtrace: unexpected argument %s (see mark dtrace --help)\n", cli_text(a));
 				goto out;
 			}
 		}
@@ -345,13 +346,13 @@ static int cmd_dtrace(int argc, char **argv)
 	} else {
 		FILE *f = fopen(dfile, "r");
 		if (!f) {
-			fprintf(stderr, "mark dtrace: cannot open %s: %s\n", dfile, strerror(errno));
+			fprintf(stderr, "mark dtrace: cannot open %s: %s\n", cli_text(dfile), strerror(errno));
 			goto out;
 		}
 		text = read_all(f, &text_len);
 		fclose(f);
 		if (!text) {
-			fprintf(stderr, "mark dtrace: cannot read %s: %s\n", dfile, strerror(errno));
+			fprintf(stderr, "mark dtrace: cannot read %s: %s\n", cli_text(dfile), strerror(errno));
 			goto out;
 		}
 	}
@@ -360,7 +361,7 @@ static int cmd_dtrace(int argc, char **argv)
 		unsigned line = 1;
 		for (const char *p = text; *p; p++)
 			line += *p == '\n';
-		fprintf(stderr, "%s:%u: error: NUL byte in the file (expected text)\n", dfile, line);
+		fprintf(stderr, "%s:%u: error: NUL byte in the file (expected text)\n", cli_text(dfile), line);
 		goto out;
 	}
 	if (dt_parse(text, dfile, use_cpp, &file, stderr) != 0)
@@ -383,7 +384,7 @@ static int cmd_dtrace(int argc, char **argv)
 			goto out;
 		int w = dt_write_header(hdr.f, &file, dfile, include_line);
 		if (w != 0)
-			fprintf(stderr, "mark dtrace: cannot write %s: %s\n", hdr.tmp, strerror(errno));
+			fprintf(stderr, "mark dtrace: cannot write %s: %s\n", cli_text(hdr.tmp), strerror(errno));
 		if (output_file_close(&hdr, "dtrace", w == 0) != 0 || w != 0)
 			goto out;
 	} else {

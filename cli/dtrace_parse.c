@@ -25,6 +25,7 @@
  * conversion (enum dt_class); see classify() for the rules.
  */
 #include "dtrace.h"
+#include "text.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -67,11 +68,14 @@ static void lex_error(struct lexer *lx, unsigned line, const char *fmt, ...)
 	if (lx->failed)
 		return;     /* report the first error only: later ones are usually its echoes */
 	lx->failed = true;
-	fprintf(lx->err, "%s:%u: error: ", lx->file, line);
+	/* Escaped: the file name (of a linemarker too) and the quoted tokens
+	 * are bytes of the .d file, which a source tree controls, and must
+	 * not drive the terminal of whoever builds it (cli_text). */
+	char msg[1024];
 	va_start(ap, fmt);
-	vfprintf(lx->err, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', lx->err);
+	fprintf(lx->err, "%s:%u: error: %s\n", cli_text(lx->file), line, cli_text(msg));
 }
 
 static const char *intern_file(struct lexer *lx, const char *start, size_t len)
@@ -154,7 +158,7 @@ static void lex_directive(struct lexer *lx)
 		if (!lx->noted_skipped_cpp) {
 			lx->noted_skipped_cpp = true;
 			fprintf(lx->err, "%s:%u: note: without -C, preprocessor lines are skipped, as systemtap's "
-				"dtrace skips them; run with -C to apply them\n", lx->file, line);
+				"dtrace skips them; run with -C to apply them\n", cli_text(lx->file), line);
 		}
 	} else {
 		lex_error(lx, line, "unexpected preprocessor directive \"#%.*s\"", (int)wlen, word);

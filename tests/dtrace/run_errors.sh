@@ -86,4 +86,29 @@ if mknod "$work/full" c 1 7 2>/dev/null; then
 else
 	echo "SKIP part: mknod is not allowed here: the device case did not run"
 fi
+# The provider file's path goes into comments of the generated C: a
+# directory name holding "*/" and a newline closed the comment and put its
+# own code into every object built against the header and into the -G
+# object (found by a review).  It must stay text.
+evil=$work/$(printf 'x*/\nint injected_by_path = 42;\n/*')
+mkdir -p "$evil" && cp "$basic" "$evil/p.d"
+if "$mark" dtrace -s "$evil/p.d" -h -o "$work/inj.h" >/dev/null 2>&1 &&
+	printf '#include "inj.h"\nint main(void) { return 0; }\n' >"$work/use.c" &&
+	${CC:-cc} -I"$(dirname "$0")/../../include" -c "$work/use.c" -o "$work/use.o" 2>"$work/cc.err"; then
+	nm "$work/use.o" | grep -q injected_by_path && { echo "FAIL: the -s path put code into the -h header"; fail=1; }
+else
+	echo "FAIL: -h with a hostile path: $(cat "$work/cc.err" 2>/dev/null)"; fail=1
+fi
+if "$mark" dtrace -s "$evil/p.d" -G -o "$work/inj.o" >/dev/null 2>"$work/g.err"; then
+	nm "$work/inj.o" | grep -q injected_by_path && { echo "FAIL: the -s path put code into the -G object"; fail=1; }
+else
+	echo "FAIL: -G with a hostile path: $(cat "$work/g.err")"; fail=1
+fi
+# Bytes of a .d file in messages are escaped: a linemarker's file name and
+# a token quoted in an error must not reach the terminal as ESC or BEL.
+printf '# 1 "a\033]0;pwned\007.d"\nprovider p { probe x(int a \033[2J b); };\n' >"$work/esc.d"
+got=$(cd "$work" && "$mark" dtrace -s esc.d -h -o esc.h 2>&1)
+if printf '%s' "$got" | LC_ALL=C grep -q "$(printf '[\033\007]')"; then
+	echo "FAIL: mark dtrace printed raw control bytes from the .d file: $(printf '%s' "$got" | cat -v)"; fail=1
+fi
 exit $fail
