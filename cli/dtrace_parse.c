@@ -59,6 +59,18 @@ struct lexer {
 	bool noted_skipped_cpp;   /* the "-C" note is printed once per file */
 };
 
+/*
+ * Bounds on what one file may declare.  Lookups (duplicate probes and
+ * providers, typedefs, file names of linemarkers) scan lists, which is
+ * quadratic in the count: a crafted file of 80000 probes took 27 s, one of
+ * 48 MB would take hours (found by a review).  Real provider files declare
+ * tens to hundreds of probes; a process holds at most 65535 markers.
+ */
+#define DT_MAX_PROBES 10000
+#define DT_MAX_PROVIDERS 1000
+#define DT_MAX_TYPEDEFS 4096
+#define DT_MAX_FILES 4096
+
 static void lex_error(struct lexer *lx, unsigned line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -83,6 +95,8 @@ static const char *intern_file(struct lexer *lx, const char *start, size_t len)
 	for (size_t i = 0; i < lx->nfiles; i++)
 		if (strlen(lx->files[i]) == len && memcmp(lx->files[i], start, len) == 0)
 			return lx->files[i];
+	if (lx->nfiles == DT_MAX_FILES)
+		return lx->file;   /* named as the file before it: messages only */
 	char **n = realloc(lx->files, (lx->nfiles + 1) * sizeof(*n));
 	char *s = malloc(len + 1);
 	if (!n || !s) {
@@ -261,11 +275,13 @@ struct typedef_entry {
 	int pointers;          /* the typedef's own levels of '*'                      */
 };
 
+
 struct parser {
 	struct lexer lx;
 	struct token tok;      /* the current token */
 	struct typedef_entry *typedefs;
 	size_t ntypedefs;
+	unsigned nprobes;      /* in every provider so far (DT_MAX_PROBES) */
 };
 
 static void advance(struct parser *ps)
@@ -597,6 +613,12 @@ static bool parse_probe(struct parser *ps, struct dt_provider *prov)
 		expected(ps, "a probe name after \"probe\"");
 		return false;
 	}
+	if (ps->nprobes == DT_MAX_PROBES) {
+		lex_error(&ps->lx, ps->tok.line, "more than %d probes in one file, the most mark dtrace takes "
+			  "(a process holds at most 65535 markers); split the providers over several files",
+			  DT_MAX_PROBES);
+		return false;
+	}
 	for (unsigned i = 0; i < prov->nprobes; i++) {
 		if (strcmp(prov->probes[i].name, ps->tok.text) == 0) {
 			lex_error(&ps->lx, ps->tok.line, "probe \"%s\" is declared twice in provider \"%s\" "
@@ -692,6 +714,7 @@ static bool parse_probe(struct parser *ps, struct dt_provider *prov)
 	}
 	prov->probes = xrealloc(prov->probes, (prov->nprobes + 1) * sizeof(*prov->probes));
 	prov->probes[prov->nprobes++] = pr;
+	ps->nprobes++;
 	return true;
 }
 
@@ -701,6 +724,11 @@ static bool parse_provider(struct parser *ps, struct dt_file *out)
 	advance(ps);   /* "provider" */
 	if (ps->tok.kind != T_IDENT) {
 		expected(ps, "a provider name after \"provider\"");
+		return false;
+	}
+	if (out->nproviders == DT_MAX_PROVIDERS) {
+		lex_error(&ps->lx, ps->tok.line, "more than %d providers in one file, the most mark dtrace takes",
+			  DT_MAX_PROVIDERS);
 		return false;
 	}
 	for (unsigned i = 0; i < out->nproviders; i++) {
@@ -737,6 +765,11 @@ static bool parse_provider(struct parser *ps, struct dt_file *out)
 static void add_typedef(struct parser *ps, const char *name, enum dt_class cls, bool aggregate,
 			int pointers, bool char_base)
 {
+	if (ps->ntypedefs == DT_MAX_TYPEDEFS) {
+		lex_error(&ps->lx, ps->tok.line, "more than %d typedefs in one file, the most mark dtrace takes",
+			  DT_MAX_TYPEDEFS);
+		return;
+	}
 	ps->typedefs = xrealloc(ps->typedefs, (ps->ntypedefs + 1) * sizeof(*ps->typedefs));
 	ps->typedefs[ps->ntypedefs].name = xstrdup(name);
 	ps->typedefs[ps->ntypedefs].cls = cls;

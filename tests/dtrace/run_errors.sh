@@ -86,6 +86,20 @@ if mknod "$work/full" c 1 7 2>/dev/null; then
 else
 	echo "SKIP part: mknod is not allowed here: the device case did not run"
 fi
+# Bounded work: a file of 80000 probes made the duplicate checks take 27 s
+# (quadratic; found by a review).  At most 10000 probes per file: one more
+# is refused with the reason, at once; 10000 are taken.
+awk 'BEGIN { print "provider big {"; for (i = 0; i < 10001; i++) printf "probe p%d(int a);\n", i; print "};" }' \
+	>"$work/big.d"
+got=$(cd "$work" && timeout 60 "$mark" dtrace -s big.d -h -o big.h 2>&1); rc=$?
+case "$got" in
+*"more than 10000 probes in one file"*) [ "$rc" = 1 ] || { echo "FAIL: 10001 probes: exit $rc"; fail=1; } ;;
+*) echo "FAIL: 10001 probes not refused (exit $rc): $(printf '%s' "$got" | head -c 300)"; fail=1 ;;
+esac
+head -n 10001 "$work/big.d" >"$work/big10k.d"
+echo "};" >>"$work/big10k.d"
+(cd "$work" && timeout 60 "$mark" dtrace -s big10k.d -h -o big10k.h) ||
+	{ echo "FAIL: a file of 10000 probes was refused"; fail=1; }
 # The provider file's path goes into comments of the generated C: a
 # directory name holding "*/" and a newline closed the comment and put its
 # own code into every object built against the header and into the -G
