@@ -55,3 +55,8 @@ add_test(NAME eventhandler_typecheck_cxx_bad_define
 
 # -DMARK_DISABLE: no invoke sites; invocations still reach the handlers.
 mark_test(test_eventhandler_cxx_disabled SOURCES eventhandler/test_eventhandler_cxx.cc DEFS MARK_DISABLE)
+
+# Fork (found by a review): event handlers start no thread, so a child (and
+# with MARK_AGENT=0 the process itself) may unshare a user namespace, and a
+# handler may fork after a NOWAIT deregistration.
+mark_test(test_eventhandler_fork SOURCES eventhandler/test_eventhandler_fork.c ENV MARK_AGENT=0)

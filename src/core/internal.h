@@ -34,7 +34,7 @@
 
 /*
  * ThreadSanitizer builds.  TSan does not see some of our orderings (an
- * RCU grace period, call_rcu's queue, liburcu being uninstrumented):
+ * RCU grace period, liburcu being uninstrumented):
  * MARK_TSAN_RELEASE(p) / MARK_TSAN_ACQUIRE(p) state them; elsewhere they
  * are nothing.
  */

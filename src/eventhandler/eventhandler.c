@@ -28,8 +28,21 @@
  *   that deregisters a later handler with NOWAIT - does not call it.  Other
  *   threads are covered by the grace period (DEREGISTER) or not at all
  *   (NOWAIT, which documents that one more call may happen).
- * - Memory is freed by call_rcu callbacks (arrays, NOWAIT handlers) or
- *   after synchronize_rcu (DEREGISTER), never while a reader may hold it.
+ * - Memory a reader may still hold (a replaced array, a removed handler)
+ *   goes on the `retired` list, under the registry lock, once it is out of
+ *   reach of new readers (after the release store that replaced the array).
+ *   reclaim() takes the whole list under the lock, waits for a grace period
+ *   with the lock dropped, and frees what it took: every reader that could
+ *   hold one of those objects began before the object was unpublished,
+ *   hence before the grace period, and has ended when it returns.  It runs
+ *   only outside a read-side section (a thread cannot wait for itself), at
+ *   DEREGISTER (which waits anyway) and, once the list holds more than
+ *   RECLAIM_BYTES, at any register or deregistration.  No call_rcu: its
+ *   worker thread made every process with two handlers on one list
+ *   multi-threaded, liburcu's fork handler started it again in every child
+ *   (which then could not unshare(CLONE_NEWUSER)), and a handler that forked
+ *   after a NOWAIT deregistration deadlocked with it.  libmark starts no
+ *   thread for event handlers.
  */
 #define _GNU_SOURCE
 /*
@@ -72,11 +85,13 @@ static char tsan_grace;
 #endif
 #define TSAN_READER_DONE() MARK_TSAN_RELEASE(&tsan_grace)
 #define TSAN_BEFORE_FREE() MARK_TSAN_ACQUIRE(&tsan_grace)
-/* Neither does it see call_rcu's queue (liburcu is not instrumented): the
- * retiring thread hands the object over to the callback explicitly. */
-#define TSAN_HANDOFF(p) MARK_TSAN_RELEASE(p)
-#define TSAN_TAKEOVER(p) MARK_TSAN_ACQUIRE(p)
 
+
+/* A link of the retired list: an array or a handler waiting to be freed. */
+struct eh_retired {
+	struct eh_retired *next;
+	bool is_handler;
+};
 
 struct eh_handler {
 	struct mark__eh_entry pub;   /* first: the tag points here               */
@@ -86,11 +101,11 @@ struct eh_handler {
 	 * debug check compares it with what dladdr() says at invocation. */
 	const void *object_base;
 	char *object_path;
-	struct rcu_head rcu;
+	struct eh_retired retired;
 };
 
 struct eh_array {
-	struct rcu_head rcu;
+	struct eh_retired retired;
 	struct mark__eh_array pub;
 	struct mark__eh_entry *slots[];
 };
@@ -118,11 +133,17 @@ static int debug_mode;
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
 /*
- * call_rcu keeps a worker thread: fork() must find it stopped (liburcu's
- * documented protocol).  Registered after mark_init()'s handlers, so our
- * prepare runs before the registry's (which takes the grace-period lock
- * the worker may need) and our parent/child handlers run after.
+ * Retired memory (see the header comment), registry lock.  A forked child
+ * inherits the list; its own grace periods cover it (the parent's other
+ * threads, and their read-side sections, do not exist in the child).
  */
+static struct eh_retired *retired;
+static size_t retired_bytes;
+/* Above this, registrations and NOWAIT deregistrations reclaim too, so a
+ * program that never calls DEREGISTER does not keep every array it
+ * replaced (registering n handlers retires arrays of 1..n-1 slots). */
+#define RECLAIM_BYTES (64 * 1024)
+
 static void setup_fn(void)
 {
 	/* secure_getenv: the caller of a setuid program does not pick its mode. */
@@ -136,8 +157,6 @@ static void setup_fn(void)
 		__atomic_store_n(&debug_mode, 1, __ATOMIC_RELAXED);
 #endif
 	mark_init();
-	pthread_atfork(urcu_bp_call_rcu_before_fork, urcu_bp_call_rcu_after_fork_parent,
-		       urcu_bp_call_rcu_after_fork_child);
 }
 
 static void setup(void)
@@ -174,24 +193,10 @@ static struct mark__eh_list *list_get_locked(const char *name)
 	return l;
 }
 
-static void free_array_cb(struct rcu_head *head)
-{
-	TSAN_TAKEOVER(head);
-	TSAN_BEFORE_FREE();
-	free((char *)head - offsetof(struct eh_array, rcu));
-}
-
 static void free_handler(struct eh_handler *h)
 {
 	free(h->object_path);
 	free(h);
-}
-
-static void free_handler_cb(struct rcu_head *head)
-{
-	TSAN_TAKEOVER(head);
-	TSAN_BEFORE_FREE();
-	free_handler((struct eh_handler *)((char *)head - offsetof(struct eh_handler, rcu)));
 }
 
 static struct eh_array *array_alloc(unsigned count)
@@ -210,27 +215,74 @@ static unsigned array_count(const struct eh_array *a)
 }
 
 /*
- * Publish `next` (NULL when empty) as the list's handlers; returns the old
- * array, which the caller retires with retire_array() once it has dropped
- * the registry lock (call_rcu may take liburcu's call_rcu mutex, which
- * fork() takes before the registry lock: never nest them the other way).
+ * Put an object no new reader can reach on the retired list (registry
+ * lock held, after the store that unpublished it: both happen under the
+ * lock, so whoever takes the list later sees it unpublished).
  */
-static struct eh_array *publish_locked(struct mark__eh_list *l, struct eh_array *next)
+static void retire_locked(struct eh_retired *r, bool is_handler, size_t bytes)
+{
+	r->is_handler = is_handler;
+	r->next = retired;
+	retired = r;
+	retired_bytes += bytes;
+}
+
+/* Publish `next` (NULL when empty) as the list's handlers and retire the old array. */
+static void publish_locked(struct mark__eh_list *l, struct eh_array *next)
 {
 	struct eh_array *old = l->handlers;
 	/* Release: the array's contents, and the handlers it points to, are
 	 * visible before the pointer. */
 	__atomic_store_n(&l->handlers, next, __ATOMIC_RELEASE);
-	return old;
+	if (old)
+		retire_locked(&old->retired, false, sizeof(*old) + old->pub.count * sizeof(old->slots[0]));
 }
 
-/* call_rcu rather than synchronize_rcu: registering from inside a handler
- * must not wait for itself. */
-static void retire_array(struct eh_array *old)
+/*
+ * Free the retired list after a grace period, if this thread may wait for
+ * one (it is not inside an invocation or a probe: it would wait for
+ * itself) and, unless `always`, the list has grown past RECLAIM_BYTES.
+ * With `always` it waits for a grace period in any case.
+ * Called without the registry lock: nothing waits for a grace period under
+ * it (see the header comment).  Objects retired while we wait stay for the
+ * next call.
+ */
+static void reclaim(bool always)
 {
-	if (old) {
-		TSAN_HANDOFF(&old->rcu);
-		urcu_bp_call_rcu(&old->rcu, free_array_cb);
+	if (urcu_bp_read_ongoing())
+		return;
+	mark_registry_lock();
+	struct eh_retired *take = NULL;
+	if (always || retired_bytes > RECLAIM_BYTES) {
+		take = retired;
+		retired = NULL;
+		retired_bytes = 0;
+	}
+	mark_registry_unlock();
+	/* `always` (DEREGISTER) waits even with nothing to free: another
+	 * thread's reclaim may have taken this caller's handler and still be
+	 * waiting, and DEREGISTER promises that no invocation still runs it. */
+	if (!take && !always)
+		return;
+	/* Cannot return false: this thread is outside any read-side section. */
+	if (!mark_grace_period()) {
+		mark_registry_lock();   /* keep them rather than free them under readers */
+		struct eh_retired *last = take;
+		while (last->next)
+			last = last->next;
+		last->next = retired;
+		retired = take;
+		mark_registry_unlock();
+		return;
+	}
+	TSAN_BEFORE_FREE();
+	while (take) {
+		struct eh_retired *r = take;
+		take = r->next;
+		if (r->is_handler)
+			free_handler((struct eh_handler *)((char *)r - offsetof(struct eh_handler, retired)));
+		else
+			free((char *)r - offsetof(struct eh_array, retired));
 	}
 }
 
@@ -316,9 +368,9 @@ eventhandler_tag mark__eh_register(const char *name, void (*func)(void), void *a
 		free_handler(h);
 		return NULL;
 	}
-	struct eh_array *retired = publish_locked(l, next);
+	publish_locked(l, next);
 	mark_registry_unlock();
-	retire_array(retired);
+	reclaim(false);
 	return &h->pub;
 }
 
@@ -360,43 +412,27 @@ int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
 						  "handler is still registered", name);
 		}
 	}
-	struct eh_handler **gone = malloc(removed * sizeof(*gone));
-	if (!gone) {
-		mark_registry_unlock();
-		free(next);
-		return mark_error(ENOMEM, "mark: EVENTHANDLER_DEREGISTER(%s): out of memory; the "
-					  "handler is still registered", name);
-	}
-	unsigned k = 0, g = 0;
+	unsigned k = 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct mark__eh_entry *e = old->slots[i];
 		if (!tag || e == tag) {
 			/* Before it leaves the array: see "dead" in the header comment. */
 			__atomic_store_n(&e->dead, 1, __ATOMIC_RELAXED);
-			gone[g++] = (struct eh_handler *)e;
+			/* Unpublished by the store below, under the same lock hold,
+			 * before anyone can take the retired list. */
+			retire_locked(&((struct eh_handler *)e)->retired, true, sizeof(struct eh_handler));
 		} else {
 			next->slots[k++] = e;
 		}
 	}
-	struct eh_array *retired = publish_locked(l, next);
+	publish_locked(l, next);
 	update_arming_locked(l, n - removed);
 	mark_registry_unlock();
-	retire_array(retired);
 
-	if (wait) {
-		/* Every invocation that could still see the handler began before
-		 * the new array was published; this returns after all of them end. */
-		urcu_bp_synchronize_rcu();
-		TSAN_BEFORE_FREE();
-		for (unsigned i = 0; i < g; i++)
-			free_handler(gone[i]);
-	} else {
-		for (unsigned i = 0; i < g; i++) {
-			TSAN_HANDOFF(&gone[i]->rcu);
-			urcu_bp_call_rcu(&gone[i]->rcu, free_handler_cb);
-		}
-	}
-	free(gone);
+	/* wait: every invocation that could still see the handler began before
+	 * the new array was published; reclaim(true) returns after all of them
+	 * end (its grace period begins after our unlock), and frees them. */
+	reclaim(wait != 0);
 	return 0;
 }
 
