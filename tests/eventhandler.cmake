@@ -60,3 +60,6 @@ mark_test(test_eventhandler_cxx_disabled SOURCES eventhandler/test_eventhandler_
 # with MARK_AGENT=0 the process itself) may unshare a user namespace, and a
 # handler may fork after a NOWAIT deregistration.
 mark_test(test_eventhandler_fork SOURCES eventhandler/test_eventhandler_fork.c ENV MARK_AGENT=0)
+# The first run of an invoke site in a signal handler that interrupted
+# libmark holding the registry lock (found by a review): no lock is taken.
+mark_kind_test(test_eventhandler_signal SOURCES eventhandler/test_eventhandler_signal.c)

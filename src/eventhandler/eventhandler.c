@@ -20,7 +20,8 @@
  *   grace period or calls into the dynamic loader (dladdr runs before it is
  *   taken), because constructors run with the loader's lock held and take
  *   the registry lock, and invocations may run while we hold it.
- * - Readers (mark__eh_enter) take no lock once the list is cached: the
+ * - Readers (mark__eh_enter) take no lock, not even the first time a site
+ *   runs (list_find: the list table is insert-only, see list_hash): the
  *   urcu-bp read lock, an acquire load of the array, the calls.
  * - A handler's `dead` flag is set (relaxed atomic) before it leaves the
  *   array.  Readers test it before each call, so an invocation already
@@ -119,8 +120,18 @@ struct mark__eh_list {
 	struct mark__eh_list *next;
 };
 
+/*
+ * The lists, by name.  Written under the registry lock; read without it
+ * (list_find), so that an invoke site's first run takes no lock: it may
+ * run in a signal handler that interrupted this very thread inside
+ * libmark, holding the registry lock.  Lists are only ever added, at the
+ * head of a chain, with a release store after every field a reader reads
+ * (name, next) is written; they are never removed, freed or renamed, and
+ * `next` never changes once published.  So a reader walking a chain with
+ * acquire loads sees complete lists, and any pointer it finds stays valid.
+ */
 #define LIST_HASH_SIZE 256
-static struct mark__eh_list *list_hash[LIST_HASH_SIZE];   /* registry lock */
+static struct mark__eh_list *list_hash[LIST_HASH_SIZE];
 
 /*
  * Debug mode: before each invocation, check that every handler's code is
@@ -169,17 +180,21 @@ static unsigned hash_name(const char *s)
 	return mark_name_hash(s) % LIST_HASH_SIZE;
 }
 
-static struct mark__eh_list *list_find_locked(const char *name)
+/* With or without the registry lock; async-signal-safe (no lock, no allocation). */
+static struct mark__eh_list *list_find(const char *name)
 {
-	for (struct mark__eh_list *l = list_hash[hash_name(name)]; l; l = l->next)
+	/* Acquire: pairs with the release in list_get_locked (name and next). */
+	for (struct mark__eh_list *l = __atomic_load_n(&list_hash[hash_name(name)], __ATOMIC_ACQUIRE); l;
+	     l = __atomic_load_n(&l->next, __ATOMIC_ACQUIRE))
 		if (strcmp(l->name, name) == 0)
 			return l;
 	return NULL;
 }
 
+/* Find or create list `name` (registry lock held: the only writer). */
 static struct mark__eh_list *list_get_locked(const char *name)
 {
-	struct mark__eh_list *l = list_find_locked(name);
+	struct mark__eh_list *l = list_find(name);
 	if (l)
 		return l;
 	l = calloc(1, sizeof(*l));
@@ -188,8 +203,10 @@ static struct mark__eh_list *list_get_locked(const char *name)
 		return NULL;
 	}
 	unsigned h = hash_name(name);
-	l->next = list_hash[h];
-	list_hash[h] = l;
+	/* Relaxed: `l` is not published yet; the head only changes under our lock. */
+	__atomic_store_n(&l->next, __atomic_load_n(&list_hash[h], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	/* Release: name and next are visible to whoever loads the new head. */
+	__atomic_store_n(&list_hash[h], l, __ATOMIC_RELEASE);
 	return l;
 }
 
@@ -389,7 +406,7 @@ int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
 		wait = 0;
 	}
 	mark_registry_lock();
-	struct mark__eh_list *l = list_find_locked(name);
+	struct mark__eh_list *l = list_find(name);
 	struct eh_array *old = l ? l->handlers : NULL;
 	unsigned n = array_count(old);
 	unsigned removed = 0;
@@ -465,14 +482,19 @@ static __attribute__((noinline, cold)) void check_handlers_loaded(const struct m
 	}
 }
 
-/* First invocation through an invoke site: find the list, remember it. */
+/*
+ * First invocation through an invoke site: find the list, remember it.
+ * No lock and no setup() (pthread_once): the site may run in a signal
+ * handler that interrupted this thread inside libmark.  An armed site's
+ * list exists (it has handlers, so a registration created it, and ran
+ * setup()); a list that does not exist has no handler to call, and is
+ * neither created nor cached here (only a site that is never patched, under
+ * MARK_DISABLE, comes back, and looks it up again).
+ */
 static __attribute__((noinline, cold)) struct mark__eh_list *lookup_and_cache(struct mark__eh_list **cache,
 									   const char *name)
 {
-	setup();
-	mark_registry_lock();
-	struct mark__eh_list *l = list_get_locked(name);
-	mark_registry_unlock();
+	struct mark__eh_list *l = list_find(name);
 	if (l)
 		__atomic_store_n(cache, l, __ATOMIC_RELEASE);
 	return l;
@@ -488,7 +510,7 @@ const struct mark__eh_array *mark__eh_enter(struct mark__eh_list **cache, const 
 		l = lookup_and_cache(cache, name);
 	urcu_bp_read_lock();
 	if (!l)
-		return NULL;   /* out of memory: nothing can be registered either */
+		return NULL;   /* no such list yet: no handler */
 	/* Acquire (consume would do): the array's contents and its handlers. */
 	struct eh_array *a = __atomic_load_n(&l->handlers, __ATOMIC_ACQUIRE);
 	if (!a)
@@ -508,8 +530,9 @@ unsigned mark_eventhandler_count(const char *name)
 {
 	if (!name)
 		return 0;
+	/* The lock keeps the array from being freed while we read its count. */
 	mark_registry_lock();
-	const struct mark__eh_list *l = list_find_locked(name);
+	const struct mark__eh_list *l = list_find(name);
 	unsigned n = l ? array_count(l->handlers) : 0;
 	mark_registry_unlock();
 	return n;
