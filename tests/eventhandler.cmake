@@ -63,3 +63,6 @@ mark_test(test_eventhandler_fork SOURCES eventhandler/test_eventhandler_fork.c E
 # The first run of an invoke site in a signal handler that interrupted
 # libmark holding the registry lock (found by a review): no lock is taken.
 mark_kind_test(test_eventhandler_signal SOURCES eventhandler/test_eventhandler_signal.c)
+# exit() while another thread is blocked in a handler of an
+# EVENTHANDLER_DEFINE (found by a review): its destructor does not wait.
+mark_test(test_eventhandler_exit SOURCES eventhandler/test_eventhandler_exit.c ENV MARK_AGENT=0)

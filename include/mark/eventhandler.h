@@ -71,7 +71,10 @@ struct mark__eh_list;
  */
 unsigned mark_eventhandler_count(const char *name);
 
-/* Private: used by the macros below. */
+/* Private: used by the macros below.  wait: 0 NOWAIT, 1 DEREGISTER,
+ * MARK__EH_AT_UNLOAD an EVENTHANDLER_DEFINE destructor (waits at dlclose,
+ * not at exit, where nothing is unmapped). */
+#define MARK__EH_AT_UNLOAD 2
 eventhandler_tag mark__eh_register(const char *name, void (*func)(void), void *arg, int priority);
 int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait);
 /*
@@ -147,6 +150,8 @@ void mark__eh_exit(void);
 /*
  * EVENTHANDLER_DEFINE(name, func, arg, priority): register func when this
  * object is loaded, deregister it when it is unloaded (exit or dlclose).
+ * At dlclose the destructor waits until no invocation runs func (its code
+ * is unmapped next); at exit it does not wait (see docs/eventhandler.md).
  * func must be an identifier.
  */
 #define EVENTHANDLER_DEFINE(name, func, arg, priority)                                          \
@@ -158,7 +163,8 @@ void mark__eh_exit(void);
 	static void __attribute__((destructor, used)) mark__eh_fini_##name##_##func(void)       \
 	{                                                                                       \
 		if (mark__eh_tag_##name##_##func)                                               \
-			EVENTHANDLER_DEREGISTER(name, mark__eh_tag_##name##_##func);            \
+			mark__eh_deregister(#name, mark__eh_tag_##name##_##func,                \
+					    MARK__EH_AT_UNLOAD);                                \
 	}                                                                                       \
 	struct mark__eh_semicolon
 

@@ -73,6 +73,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <urcu-bp.h>
 
 /*
@@ -154,6 +155,53 @@ static size_t retired_bytes;
  * program that never calls DEREGISTER does not keep every array it
  * replaced (registering n handlers retires arrays of 1..n-1 slots). */
 #define RECLAIM_BYTES (64 * 1024)
+
+/*
+ * exit().  EVENTHANDLER_DEFINE's destructor deregisters its handler with
+ * MARK__EH_AT_UNLOAD, and waits for a grace period only because its object
+ * is about to be unmapped (dlclose).  At exit nothing is unmapped, and the
+ * wait would keep the process from exiting for as long as a handler blocks
+ * on another thread (for ever if it waits for the exiting thread).
+ *
+ * `exiting` is set by eh_at_exit, an atexit handler.  exit() runs the
+ * atexit handlers in reverse order of registration, and _dl_fini, which
+ * runs the destructors, is itself one of them, registered by
+ * __libc_start_main before the executable's constructors run and after
+ * every constructor of the shared objects loaded at startup (libmark's
+ * among them).  So a handler registered from libmark's constructor would
+ * run after the destructors; eh_at_exit is registered instead at the first
+ * EVENTHANDLER_REGISTER called from the main executable (its DEFINE
+ * constructors, or later code), which is after _dl_fini's registration.  A
+ * program whose executable never registers a handler keeps the old
+ * behaviour (DEFINE destructors wait at exit).  atexit() from libmark
+ * registers under libmark's own DSO handle: a dlclose of libmark itself
+ * runs and removes it.
+ *
+ * Only the exiting thread writes `exiting` (relaxed: it is read by the
+ * same thread's destructors, and a destructor on another thread that
+ * misses it merely waits as before).  Deregistrations after it is set by
+ * DEFINE destructors neither wait nor free (the memory stays on the
+ * retired list: readers may still hold it).  An explicit
+ * EVENTHANDLER_DEREGISTER still waits (its caller may free the handler's
+ * argument next), and so would a dlclose made after eh_at_exit ran - except
+ * that a DEFINE destructor cannot tell it from exit: documented.
+ */
+static int exiting;
+static int exit_hook_late;   /* atomic: eh_at_exit registered from the executable */
+
+static void eh_at_exit(void)
+{
+	__atomic_store_n(&exiting, 1, __ATOMIC_RELAXED);
+}
+
+/* mark__eh_register's caller is code of the main executable. */
+static bool called_from_executable(const void *caller)
+{
+	Dl_info exe, in;
+	const void *phdr = (const void *)(uintptr_t)getauxval(AT_PHDR);
+	return phdr && dladdr(phdr, &exe) && dladdr(caller, &in) && exe.dli_fbase &&
+	       exe.dli_fbase == in.dli_fbase;
+}
 
 static void setup_fn(void)
 {
@@ -347,6 +395,10 @@ eventhandler_tag mark__eh_register(const char *name, void (*func)(void), void *a
 	h->pub.arg = arg;
 	h->priority = priority;
 	/* Before the registry lock: dladdr takes the loader's lock. */
+	if (!__atomic_load_n(&exit_hook_late, __ATOMIC_RELAXED) &&
+	    called_from_executable(__builtin_extract_return_addr(__builtin_return_address(0))) &&
+	    !__atomic_exchange_n(&exit_hook_late, 1, __ATOMIC_RELAXED) && atexit(eh_at_exit) != 0)
+		__atomic_store_n(&exit_hook_late, 0, __ATOMIC_RELAXED);   /* try again next time */
 	Dl_info info;
 	if (dladdr((const void *)func, &info) && info.dli_fbase) {
 		h->object_base = info.dli_fbase;
@@ -397,6 +449,10 @@ int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
 		return mark_error(EINVAL, "mark: EVENTHANDLER_DEREGISTER: the list name is NULL or empty");
 	setup();
 	mark_error_clear();
+	/* An EVENTHANDLER_DEFINE destructor at exit: see `exiting`. */
+	bool at_exit = wait == MARK__EH_AT_UNLOAD && __atomic_load_n(&exiting, __ATOMIC_RELAXED);
+	if (at_exit)
+		wait = 0;
 	if (wait && urcu_bp_read_ongoing()) {
 		/* Waiting for the grace period from inside an invocation would wait
 		 * for ourselves forever.  Do what the caller can safely get. */
@@ -448,8 +504,10 @@ int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
 
 	/* wait: every invocation that could still see the handler began before
 	 * the new array was published; reclaim(true) returns after all of them
-	 * end (its grace period begins after our unlock), and frees them. */
-	reclaim(wait != 0);
+	 * end (its grace period begins after our unlock), and frees them.  At
+	 * exit: neither wait nor free. */
+	if (!at_exit)
+		reclaim(wait != 0);
 	return 0;
 }
 
