@@ -40,7 +40,6 @@
 #include "trace_value.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
@@ -59,8 +58,9 @@
 #define OTLP_BATCH_BYTES (4u << 20)            /* below the Collector's 20 MiB default body limit */
 #define OTLP_NAME_SLOTS 256
 #define HTTP_ATTEMPTS 6                        /* the first try and 5 retries */
-#define HTTP_CONNECT_MS 10000
-#define HTTP_IO_SECONDS 30
+#define HTTP_CONNECT_MS 10000                  /* per address, within the attempt's deadline */
+#define HTTP_ATTEMPT_SECONDS 30                /* one attempt: connect, send, the whole answer */
+#define HTTP_TOTAL_SECONDS 120                 /* one request: all its attempts and the waits between */
 #define HTTP_RETRY_AFTER_MAX 30                /* seconds: a longer Retry-After is cut to this */
 
 enum otlp_kind { OTLP_TRACES, OTLP_LOGS };
@@ -778,13 +778,47 @@ static int parse_endpoint(struct otlp_http *h, const char *url)
 	return 0;
 }
 
-/* A connected TCP socket to the endpoint, or -1 (errno; *what says which step). */
-static int http_connect(const struct otlp_http *h, const char **what)
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Wait until fd is ready for events or the deadline passes: 1 ready, 0 the
+ * deadline passed, -1 an error (errno).  Every wait of an attempt goes
+ * through here with the attempt's one deadline: per-call socket timeouts
+ * (SO_RCVTIMEO) restart with each byte, and a peer that trickles one byte
+ * every few seconds held an attempt for days.
+ */
+static int wait_fd(int fd, short events, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		if (left <= 0)
+			return 0;
+		struct pollfd pfd = { .fd = fd, .events = events };
+		int r = poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+		if (r > 0)
+			return 1;
+		if (r < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/*
+ * A connected, non-blocking TCP socket to the endpoint, or -1 (errno; what
+ * says which step).  Each address gets HTTP_CONNECT_MS, and none goes past
+ * the attempt's deadline.  (getaddrinfo is not bounded by it: the resolver
+ * has its own timeouts.)
+ */
+static int http_connect(const struct otlp_http *h, int64_t deadline, char *what, size_t what_len)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
 	int gai = getaddrinfo(h->host, h->port, &hints, &ai);
 	if (gai != 0) {
-		*what = gai_strerror(gai);
+		snprintf(what, what_len, "%s", gai_strerror(gai));
 		errno = 0;
 		return -1;
 	}
@@ -798,50 +832,49 @@ static int http_connect(const struct otlp_http *h, const char **what)
 		if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
 			err = errno;
 			if (err == EINPROGRESS) {
-				/* bounded: the connect timeout */
-				struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-				int r = poll(&pfd, 1, HTTP_CONNECT_MS);
+				int64_t until = now_ms() + HTTP_CONNECT_MS;
+				int r = wait_fd(fd, POLLOUT, until < deadline ? until : deadline);
 				socklen_t len = sizeof(err);
 				if (r == 0)
 					err = ETIMEDOUT;
 				else if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
 					err = errno;
 			}
-			if (err != 0 && err != EINPROGRESS) {
+			if (err != 0) {
 				close(fd);
 				fd = -1;
-				continue;
 			}
-		}
-		/* blocking from here on, every send and receive bounded */
-		int fl = fcntl(fd, F_GETFL);
-		struct timeval tv = { .tv_sec = HTTP_IO_SECONDS };
-		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0 ||
-		    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0 ||
-		    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) {
-			err = errno;
-			close(fd);
-			fd = -1;
 		}
 	}
 	freeaddrinfo(ai);
 	if (fd < 0) {
-		*what = "cannot connect";
+		snprintf(what, what_len, "cannot connect");
 		errno = err;
 	}
 	return fd;
 }
 
-/* Send every byte of iov[0..n) (modified); 0 or -1 (errno). */
-static int send_all(int fd, struct iovec *iov, int n)
+/* Send every byte of iov[0..n) (modified) before the deadline; 0, or -1
+ * (errno, ETIMEDOUT when the deadline passed); *sent counts the bytes sent. */
+static int send_all(int fd, struct iovec *iov, int n, int64_t deadline, size_t *sent)
 {
 	while (n > 0) {
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
 		ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);   /* a closed peer is an error, not SIGPIPE */
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			int r = wait_fd(fd, POLLOUT, deadline);
+			if (r <= 0) {
+				if (r == 0)
+					errno = ETIMEDOUT;
+				return -1;
+			}
+			continue;
+		}
 		if (w <= 0)
 			return -1;
+		*sent += (size_t)w;
 		while (n > 0 && (size_t)w >= iov->iov_len) {
 			w -= (ssize_t)iov->iov_len;
 			iov++;
@@ -856,19 +889,24 @@ static int send_all(int fd, struct iovec *iov, int n)
 }
 
 /*
- * One POST.  Returns the HTTP status, or -1 when no answer came (errno,
- * *what); *retry_after the Retry-After seconds (-1 if none); reply[] the
- * start of the answer's body, for messages.
+ * One POST, all of it (connecting, sending, the answer) before the
+ * deadline.  Returns the HTTP status, or -1 when no answer came (errno;
+ * what[] says what happened; *late when the deadline passed while sending
+ * or reading, what[] then with the bytes and seconds); *retry_after the
+ * Retry-After seconds (-1 if none); reply[] the start of the answer's body,
+ * for messages.
  */
-static int http_once(struct otlp_http *h, const char *path, const struct iovec *body, int nbody, const char **what,
-		     long *retry_after, char *reply, size_t reply_len)
+static int http_once(struct otlp_http *h, const char *path, const struct iovec *body, int nbody, int64_t deadline,
+		     char *what, size_t what_len, bool *late, long *retry_after, char *reply, size_t reply_len)
 {
+	*late = false;
 	*retry_after = -1;
 	reply[0] = '\0';
+	int64_t t0 = now_ms();
 	size_t len = 0;
 	for (int i = 0; i < nbody; i++)
 		len += body[i].iov_len;
-	int fd = http_connect(h, what);
+	int fd = http_connect(h, deadline, what, what_len);
 	if (fd < 0)
 		return -1;
 	char head[2048];
@@ -880,9 +918,15 @@ static int http_once(struct otlp_http *h, const char *path, const struct iovec *
 	iov[0] = (struct iovec){ head, (size_t)hl };
 	for (int i = 0; i < nbody && i < 7; i++)
 		iov[i + 1] = body[i];
-	if (send_all(fd, iov, nbody + 1) != 0) {
-		*what = "sending the request failed";
+	size_t sent = 0;
+	if (send_all(fd, iov, nbody + 1, deadline, &sent) != 0) {
 		int e = errno;
+		*late = e == ETIMEDOUT;
+		if (*late)
+			snprintf(what, what_len, "sending the request took too long: %zu of %zu bytes went in %" PRId64 " s",
+				 sent, (size_t)hl + len, (now_ms() - t0 + 500) / 1000);
+		else
+			snprintf(what, what_len, "sending the request failed");
 		close(fd);
 		errno = e;
 		return -1;
@@ -890,14 +934,26 @@ static int http_once(struct otlp_http *h, const char *path, const struct iovec *
 	/* the answer: status line and headers, and as much body as fits */
 	char buf[16384];
 	size_t got = 0;
+	buf[0] = '\0';
 	for (;;) {
 		ssize_t r = read(fd, buf + got, sizeof(buf) - 1 - got);
 		if (r < 0 && errno == EINTR)
 			continue;
+		int w = 1;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			w = wait_fd(fd, POLLIN, deadline);
+			if (w > 0)
+				continue;
+		}
 		if (r < 0) {
-			*what = errno == EAGAIN || errno == EWOULDBLOCK ? "no answer in time" : "reading the answer failed";
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			*late = w == 0;
+			if (*late) {
+				snprintf(what, what_len, "no complete answer in time: %zu byte%s came in %" PRId64 " s", got,
+					 got == 1 ? "" : "s", (now_ms() - t0 + 500) / 1000);
 				errno = ETIMEDOUT;
+			} else {
+				snprintf(what, what_len, "reading the answer failed");
+			}
 			int e = errno;
 			close(fd);
 			errno = e;
@@ -919,7 +975,7 @@ static int http_once(struct otlp_http *h, const char *path, const struct iovec *
 	close(fd);
 	int status = 0;
 	if (sscanf(buf, "HTTP/1.%*[01] %3d", &status) != 1 || status < 100) {
-		*what = "the answer is not HTTP";
+		snprintf(what, what_len, "the answer is not HTTP");
 		errno = EPROTO;
 		return -1;
 	}
@@ -945,38 +1001,62 @@ static void sleep_ms(long ms)
 		;
 }
 
-/* POST a request to ENDPOINT/v1/traces or /v1/logs, retrying what may pass later. */
+/*
+ * POST a request to ENDPOINT/v1/traces or /v1/logs, retrying what may pass
+ * later.  Bounded in time: each attempt ends HTTP_ATTEMPT_SECONDS after it
+ * starts, and the request (attempts and the waits between them) is given up
+ * HTTP_TOTAL_SECONDS after its first attempt started, or after HTTP_ATTEMPTS
+ * attempts.
+ */
 static int http_post(struct otlp_http *h, enum otlp_kind kind, const struct iovec *body, int nbody)
 {
 	const char *path = kind == OTLP_TRACES ? "/v1/traces" : "/v1/logs";
 	long backoff_ms = 500;
+	int64_t start = now_ms(), end = start + HTTP_TOTAL_SECONDS * 1000;
 	for (int attempt = 1;; attempt++) {
-		const char *what = "";
+		char what[160] = "";
 		long retry_after;
+		bool late;
 		char reply[256];
 		struct iovec copy[8];
 		memcpy(copy, body, (size_t)nbody * sizeof(*copy));
-		int status = http_once(h, path, copy, nbody, &what, &retry_after, reply, sizeof(reply));
+		int64_t deadline = now_ms() + HTTP_ATTEMPT_SECONDS * 1000;
+		if (deadline > end)
+			deadline = end;
+		int status = http_once(h, path, copy, nbody, deadline, what, sizeof(what), &late, &retry_after, reply,
+				       sizeof(reply));
 		int err = errno;
 		h->requests++;
 		if (status >= 200 && status < 300)
 			return 0;
 		bool again = status < 0 || status == 429 || status == 502 || status == 503 || status == 504;
-		if (!again || attempt == HTTP_ATTEMPTS) {
-			if (status < 0)
+		long ms = retry_after >= 0 ? (retry_after > HTTP_RETRY_AFTER_MAX ? HTTP_RETRY_AFTER_MAX : retry_after) * 1000
+					   : backoff_ms;
+		/* no attempt starts past the total limit */
+		bool out_of_time = now_ms() + ms >= end;
+		if (!again || attempt == HTTP_ATTEMPTS || out_of_time) {
+			char gave_up[96] = "";
+			if (again)
+				snprintf(gave_up, sizeof(gave_up), " (gave up after %d attempt%s in %" PRId64 " s)", attempt,
+					 attempt == 1 ? "" : "s", (now_ms() - start + 500) / 1000);
+			if (status < 0 && late)
+				cli_error("export: POST http://%s%s%s: %s%s; the endpoint, or something on the way to it, is "
+					  "too slow or stalls (each attempt may take %d s, all of them %d s): check it and "
+					  "export again",
+					  h->hostport, h->prefix, path, what, gave_up, HTTP_ATTEMPT_SECONDS,
+					  HTTP_TOTAL_SECONDS);
+			else if (status < 0)
 				cli_error("export: POST http://%s%s%s: %s: %s%s; is an OpenTelemetry Collector (otlp receiver, "
 					  "protocols: http) listening there?",
-					  h->hostport, h->prefix, path, what, err ? strerror(err) : "", again ? " (gave up after 6 attempts)" : "");
+					  h->hostport, h->prefix, path, what, err ? strerror(err) : "", gave_up);
 			else
-				cli_error("export: POST http://%s%s%s: HTTP status %d%s%s%s; %s", h->hostport, h->prefix, path,
+				cli_error("export: POST http://%s%s%s: HTTP status %d%s%s%s%s; %s", h->hostport, h->prefix, path,
 					  status,
-					  reply[0] ? " (" : "", reply, reply[0] ? ")" : "",
-					  again ? "the endpoint still refused after 6 attempts; try again later"
+					  reply[0] ? " (" : "", reply, reply[0] ? ")" : "", gave_up,
+					  again ? "the endpoint still refused; try again later"
 						: "the endpoint refused the data; check its logs");
 			return -1;
 		}
-		long ms = retry_after >= 0 ? (retry_after > HTTP_RETRY_AFTER_MAX ? HTTP_RETRY_AFTER_MAX : retry_after) * 1000
-					   : backoff_ms;
 		sleep_ms(ms);
 		if (backoff_ms < 8000)
 			backoff_ms *= 2;

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -534,6 +535,101 @@ def case_post_fail(mark, target, workdir):
     r = run([mark, "export", "--format", "otlp", "--endpoint", "http://[oops", trace])
     check(r.returncode == 2 and "endpoint" in r.stderr, "bad URL: exit %d: %s" % (r.returncode, r.stderr))
 
+
+class Dripper:
+    """A hostile endpoint (the review's slow_server.py): it takes the POST, then
+    answers one byte every `every` seconds and never ends the headers.  Each
+    byte comes well inside any per-read timeout, so only a deadline for the
+    whole attempt stops it.  A raw socket server: no HTTP library involved."""
+
+    def __init__(self, every=1.0):
+        self.every = every
+        self.conns = []                 # monotonic time of each connection
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.5)
+        self.stop = threading.Event()
+        threading.Thread(target=self.accept, daemon=True).start()
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+
+    def accept(self):
+        while not self.stop.is_set():
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            self.conns.append(time.monotonic())
+            threading.Thread(target=self.drip, args=(c,), daemon=True).start()
+
+    def drip(self, c):
+        c.settimeout(0.3)
+        try:
+            while c.recv(1 << 20):      # the request (small: one short batch)
+                pass
+        except OSError:
+            pass
+        answer = b"HTTP/1.1 200 OK\r\nX-Pad: "
+        i = 0
+        try:
+            while not self.stop.is_set():
+                c.sendall(answer[i:i + 1] or b"a")
+                i += 1
+                time.sleep(self.every)
+        except OSError:
+            pass                        # mark closed the connection
+        finally:
+            c.close()
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+
+
+# export_otlp.c's limits: an attempt ends HTTP_ATTEMPT_S after it starts; a
+# batch is given up HTTP_TOTAL_S after its first attempt started.
+HTTP_ATTEMPT_S = 30
+HTTP_TOTAL_S = 120
+
+
+def case_post_stall(mark, target, workdir):
+    """--endpoint against an endpoint that trickles its answer (F4 of a
+    review): every attempt ends at its deadline, the batch is given up within
+    the total limit, and the error names the endpoint, the time and the bytes
+    that came.  Before the fix a byte every second kept the first attempt
+    waiting for days (each read had its own 30 s timeout).  Needs neither
+    babeltrace2 nor opentelemetry: the trace is not checked here."""
+    trace = fresh(workdir, "stall")
+    r = run([mark, "record", "-q", "--mode", "block", "-o", trace, "--", target, "5"], timeout=600)
+    check(r.returncode == 0, "record: exit %d: %s" % (r.returncode, r.stderr[-400:]))
+    srv = Dripper()
+    t0 = time.monotonic()
+    limit = 3 * HTTP_TOTAL_S            # generous: the export must end well before
+    try:
+        r = run([mark, "export", "--format", "otlp", "--endpoint", srv.url, trace], timeout=limit)
+    except subprocess.TimeoutExpired:
+        srv.close()
+        check(False, "export --endpoint to a trickling endpoint still waiting after %d s (%d connections)" %
+              (limit, len(srv.conns)))
+        return
+    took = time.monotonic() - t0
+    srv.close()
+    check(r.returncode == 1, "trickling endpoint: exit %d, expected 1: %s" % (r.returncode, r.stderr))
+    check(HTTP_TOTAL_S - 5 <= took <= HTTP_TOTAL_S + HTTP_ATTEMPT_S,
+          "gave up after %.0f s, expected about %d s" % (took, HTTP_TOTAL_S))
+    # every attempt ended at its own deadline, so there were several (30 s
+    # each, with the backoff between them, in 120 s: 4)
+    gaps = [b - a for a, b in zip(srv.conns, srv.conns[1:])]
+    check(3 <= len(srv.conns) <= 6 and all(HTTP_ATTEMPT_S - 2 <= g <= HTTP_ATTEMPT_S + 10 for g in gaps),
+          "attempts at %s s, expected one every %d s or so" % ([round(c - t0) for c in srv.conns], HTTP_ATTEMPT_S))
+    err = r.stderr
+    print("gave up after %.0f s, %d connections; mark said: %s" % (took, len(srv.conns), err.strip()))
+    check(srv.url in err, "the error does not name the endpoint: %s" % err)
+    check(re.search(r"no complete answer in time: \d+ bytes? came in \d+ s", err) is not None,
+          "the error does not say the answer did not come in time, nor how much came: %s" % err)
+    check(re.search(r"gave up after \d attempts in \d+ s", err) is not None,
+          "the error does not say how long it tried: %s" % err)
+    check(err.count("\n") == 1, "one line of error expected: %r" % err)
 
 if __name__ == "__main__":
     main(globals())
