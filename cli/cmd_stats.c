@@ -58,7 +58,8 @@ static const char stats_usage[] =
 	"  --pair BEGIN,END  also pair these two markers (repeatable); the pair is\n"
 	"               called BEGIN..END\n"
 	"  --by FIELD   one line per value of the begin's argument FIELD (per lock\n"
-	"               name, say); at most 4096 values per pair, the rest as (other)\n"
+	"               name, say); at most 4096 values per pair and 16384 in all,\n"
+	"               the rest in their pair's (other) line\n"
 	"  --histogram  a log2 histogram of each pair's durations, as bpftrace's hist()\n"
 	"  -f, --filter EXPR\n"
 	"               count only events whose fields pass EXPR (the language of\n"
@@ -615,6 +616,11 @@ static int stats_run(int argc, char **argv)
 		if (print_pairs(st, histogram) != 0) {
 			cli_error("stats: out of memory printing the pairs");
 			status = 1;
+		} else if (pairs_folded(st->pairs)) {
+			/* the (other) rows would otherwise read as a value of FIELD */
+			printf("(--by %s: values past the first %d of a pair, or past the first %d values of all "
+			       "pairs together, are counted in their pair's (other) row)\n",
+			       cli_text(by), PAIRS_MAX_KEYS, PAIRS_MAX_KEYED_ROWS);
 		}
 	}
 	for (size_t i = 0; i < st->nall; i++) {

@@ -18,15 +18,24 @@ int histo_add_slow(struct histo *h, uint64_t v)
 		h->max = v;
 	h->total = h->total + v < h->total ? UINT64_MAX : h->total + v;
 	if (h->count < HISTO_EXACT) {
-		if (!h->exact && !(h->exact = malloc(HISTO_EXACT * sizeof(uint64_t)))) {
-			h->oom = true;
-			return -1;
+		/* Grown by doubling from HISTO_EXACT_FIRST: a row of one value
+		 * (stats --by gives many) takes 64 bytes here, not 8 KiB. */
+		if (h->count == h->exact_cap) {
+			uint32_t cap = h->exact_cap ? h->exact_cap * 2 : HISTO_EXACT_FIRST;
+			uint64_t *grown = realloc(h->exact, cap * sizeof(uint64_t));
+			if (!grown) {
+				h->oom = true;
+				return -1;
+			}
+			h->exact = grown;
+			h->exact_cap = cap;
 		}
 		h->exact[h->count] = v;
 	} else if (h->exact) {
 		/* from here on the histogram answers: the memory stays bounded */
 		free(h->exact);
 		h->exact = NULL;
+		h->exact_cap = 0;
 	}
 	h->count++;
 	return 0;

@@ -10,9 +10,12 @@
  * by at most half a bucket, 2^(e-8) for a value >= 2^e: a relative error
  * below 1/256 (0.4%).  count, min, max and total are always exact.
  *
- * Memory: the exact values (8 bytes each, at most HISTO_EXACT, freed once
- * exceeded) and 1 KiB per power of two that holds a value (at most 58 of
- * them), whatever the number of values.  Not thread-safe: one owner.
+ * Memory: the struct (about 0.5 KiB), the exact values (8 bytes each, in
+ * an array grown by doubling from HISTO_EXACT_FIRST, so at most 16 bytes a
+ * value and 8 KiB; freed once HISTO_EXACT are exceeded) and 1 KiB per power
+ * of two that holds a value (at most 58 of them), whatever the number of
+ * values: a histogram of one value takes about 1.6 KiB, of any number at
+ * most about 66 KiB.  Not thread-safe: one owner.
  */
 #ifndef MARK_CLI_HISTO_H
 #define MARK_CLI_HISTO_H
@@ -21,6 +24,7 @@
 #include <stdint.h>
 
 #define HISTO_EXACT 1024
+#define HISTO_EXACT_FIRST 8          /* the exact array's first size: doubled as needed */
 #define HISTO_SUB_BITS 7
 #define HISTO_SUB (1u << HISTO_SUB_BITS)
 /* chunk 0: values 0..127; chunk c >= 1: [2^(c+6), 2^(c+7)) */
@@ -30,6 +34,7 @@ struct histo {
 	uint64_t count, min, max;
 	uint64_t total;              /* saturates at UINT64_MAX (584 years of ns) */
 	uint64_t *exact;             /* the values while count <= HISTO_EXACT     */
+	uint32_t exact_cap;          /* exact's size in values                    */
 	uint64_t *chunk[HISTO_CHUNKS];
 	bool oom;                    /* memory ran out: the histogram misses values */
 };

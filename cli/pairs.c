@@ -112,6 +112,8 @@ struct pairs {
 	size_t thashcap;
 	struct thread *last;         /* the previous event's thread               */
 	bool every_event;            /* pairs_config.every_event                  */
+	size_t nkeyed;               /* --by values with a row, all pairs      */
+	bool folded;                 /* a --by value went to an "(other)" row  */
 	struct strbuf sb;
 	bool oom;
 };
@@ -386,7 +388,10 @@ static uint32_t row_for_key(struct pairs *p, uint32_t pair, const char *key, siz
 			if (d->keys[j].hash == h && d->keys[j].len == len && memcmp(d->keys[j].raw, key, len) == 0)
 				return d->keys[j].row;
 	}
-	if (d->nkeys >= PAIRS_MAX_KEYS) {
+	/* Both limits: per pair, and over all pairs, as a trace may hold
+	 * tens of thousands of pairs (each row costs about 2.5 KiB in stats). */
+	if (d->nkeys >= PAIRS_MAX_KEYS || p->nkeyed >= PAIRS_MAX_KEYED_ROWS) {
+		p->folded = true;
 		if (d->other == NO_ROW)
 			d->other = new_row(p, pair, strdup("(other)"));   /* NULL when out of memory: no key shown */
 		return d->other;
@@ -436,6 +441,7 @@ static uint32_t row_for_key(struct pairs *p, uint32_t pair, const char *key, siz
 		j = (j + 1) & (d->keycap - 1);
 	d->keys[j] = (struct key_slot){ .row = row, .len = (uint32_t)len, .hash = h, .raw = raw };
 	d->nkeys++;
+	p->nkeyed++;
 	return row;
 }
 
@@ -643,6 +649,11 @@ size_t pairs_rows(const struct pairs *p)
 const struct pair_row *pairs_row(const struct pairs *p, uint32_t row)
 {
 	return &p->rows[row];
+}
+
+bool pairs_folded(const struct pairs *p)
+{
+	return p->folded;
 }
 
 bool pairs_oom(const struct pairs *p)

@@ -34,14 +34,18 @@
  *
  * --by FIELD (pairs_config.by): each pair is split into rows by the text of
  * the begin's argument FIELD (the end's when the begin has none; "-" when
- * neither has it).  At most PAIRS_MAX_KEYS values per pair get a row of
- * their own; the others share the row "(other)", so memory stays bounded.
+ * neither has it).  Values get a row of their own in the order they come,
+ * at most PAIRS_MAX_KEYS per pair and PAIRS_MAX_KEYED_ROWS over all pairs
+ * together (a trace may declare some 32k pairs); the later ones share
+ * their pair's row "(other)" (pairs_folded() says whether any did), so the
+ * rows are at most PAIRS_MAX_KEYED_ROWS plus one "(other)" per pair.
  *
- * Memory: per thread a stack, per pair and row a few words, per trace its
- * list of event class names and per (trace, marker) a few words (so that a
- * trace of many processes costs no more per event than one of one
- * process); nothing per event.  Single-threaded: one owner calls every
- * function.
+ * Memory: per thread a stack, per pair and row a few words (and with --by
+ * each value's bytes twice, raw and as text: values that are in the
+ * trace), per trace its list of event class names and per (trace, marker)
+ * a few words (so that a trace of many processes costs no more per event
+ * than one of one process); nothing per event.  Single-threaded: one owner
+ * calls every function.
  */
 #ifndef MARK_CLI_PAIRS_H
 #define MARK_CLI_PAIRS_H
@@ -53,7 +57,8 @@
 #include <stdint.h>
 
 #define PAIRS_MAX_DEPTH 256
-#define PAIRS_MAX_KEYS 4096
+#define PAIRS_MAX_KEYS 4096          /* --by values with a row, per pair    */
+#define PAIRS_MAX_KEYED_ROWS 16384   /* --by values with a row, all pairs   */
 
 enum pair_role { PAIR_NONE, PAIR_BEGIN, PAIR_END };
 enum pair_given_up { PAIR_GIVEN_UP_INNER, PAIR_GIVEN_UP_AT_END, PAIR_GIVEN_UP_TOO_DEEP };
@@ -146,6 +151,8 @@ size_t pairs_count(const struct pairs *p);
 const char *pairs_name(const struct pairs *p, uint32_t pair);
 size_t pairs_rows(const struct pairs *p);
 const struct pair_row *pairs_row(const struct pairs *p, uint32_t row);
+/* With --by, some value went to its pair's "(other)" row (a limit above). */
+bool pairs_folded(const struct pairs *p);
 /* Memory ran out at some point: some events were not paired. */
 bool pairs_oom(const struct pairs *p);
 void pairs_free(struct pairs *p);

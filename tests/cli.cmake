@@ -63,7 +63,7 @@ add_test(NAME docs_numbers
 if(TARGET mark_cli)
   add_executable(cli_pairs_target cli/pairs_target.c)
   target_link_libraries(cli_pairs_target PRIVATE mark Threads::Threads)
-  foreach(case conventions pair_by lost_exact deep export memory)
+  foreach(case conventions pair_by lost_exact deep export memory memory_by)
     add_test(NAME pairs_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_pairs.py ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_pairs_target>

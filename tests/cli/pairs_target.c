@@ -22,17 +22,35 @@
  * `pairs_target N spins` instead fires N spin_begin/spin_end pairs (no
  * arguments) on the main thread only: a large trace of small events, for
  * the memory test.
+ *
+ * `pairs_target K keys` fires 64 pairs p00_begin(k)/p00_end(k) ...
+ * p77_begin(k)/p77_end(k) (two octal digits) for k = 0..K-1 (k-major: every pair's k, then
+ * k + 1): with `mark stats --by k`, 64 * K rows wanted, for the memory test
+ * of --by (the review's many_pairs.c).
  */
 #include <mark/mark.h>
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define THREADS 2
 
 static int rounds = 100;
 static const char *const locks[] = { "BufferContent", "WALWrite", "ProcArray" };
+
+#define KEY_PAIR(n) do { MARK(p##n##_begin, "%d", k); MARK(p##n##_end, "%d", k); } while (0)
+#define KEY_PAIRS8(t) do { KEY_PAIR(t##0); KEY_PAIR(t##1); KEY_PAIR(t##2); KEY_PAIR(t##3); \
+			   KEY_PAIR(t##4); KEY_PAIR(t##5); KEY_PAIR(t##6); KEY_PAIR(t##7); } while (0)
+
+static void keyed_pairs(int keys)
+{
+	for (int k = 0; k < keys; k++) {
+		KEY_PAIRS8(0); KEY_PAIRS8(1); KEY_PAIRS8(2); KEY_PAIRS8(3);
+		KEY_PAIRS8(4); KEY_PAIRS8(5); KEY_PAIRS8(6); KEY_PAIRS8(7);
+	}
+}
 
 static void *worker(void *arg)
 {
@@ -65,6 +83,10 @@ int main(int argc, char **argv)
 {
 	if (argc > 1)
 		rounds = atoi(argv[1]);
+	if (argc > 2 && strcmp(argv[2], "keys") == 0) {
+		keyed_pairs(rounds);
+		return 0;
+	}
 	if (argc > 2) {
 		for (int i = 0; i < rounds; i++) {
 			MARK(spin_begin, "");
