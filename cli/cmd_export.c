@@ -94,6 +94,8 @@ static const char export_usage[] =
 	"                     with 429/502/503/504 or a failed connection is retried with\n"
 	"                     backoff (Retry-After honoured), 6 attempts at most; each\n"
 	"                     attempt has 30 s, each batch 2 minutes in all\n"
+	"      --timeout SECONDS  otlp --endpoint: each attempt's time (30 by default;\n"
+	"                     each batch gets 4 times that), for slow links\n"
 	"      --progress     show the reading progress on stderr (by default only when\n"
 	"                     stderr is a terminal, and FILE is not stdout on it)\n"
 	"  -h, --help         this help\n"
@@ -451,10 +453,12 @@ static int export_run(int argc, char **argv)
 		{ "progress", no_argument, NULL, 'P' },
 		{ "pair", required_argument, NULL, 'p' },
 		{ "endpoint", required_argument, NULL, 'E' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *format = "chrome", *output = NULL, *endpoint = NULL;
 	bool progress = false;
+	unsigned timeout_s = 0;
 	int c;
 	const char **pair_args = calloc((size_t)argc + 1, sizeof(*pair_args));
 	size_t npair_args = 0;
@@ -470,6 +474,18 @@ static int export_run(int argc, char **argv)
 		case 'P': progress = true; break;
 		case 'p': pair_args[npair_args++] = optarg; break;
 		case 'E': endpoint = optarg; break;
+		case 'T': {
+			char *end;
+			errno = 0;
+			unsigned long t = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || t < 1 || t > 3600 || optarg[0] == '-') {
+				cli_error("export: --timeout %s: give whole seconds from 1 to 3600", cli_text(optarg));
+				free(pair_args);
+				return 2;
+			}
+			timeout_s = (unsigned)t;
+			break;
+		}
 		default:
 			cli_error("export: %s: unknown option or missing argument; see `mark export --help`",
 				  argv[optind - 1]);
@@ -477,9 +493,14 @@ static int export_run(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (timeout_s && !endpoint) {
+		cli_error("export: --timeout is for --format otlp --endpoint");
+		free(pair_args);
+		return 2;
+	}
 	if (strcmp(format, "otlp") == 0) {
 		struct export_otlp_options oo = { .output = output, .endpoint = endpoint, .pairs = pair_args,
-						  .npairs = npair_args, .progress = progress };
+						  .npairs = npair_args, .progress = progress, .timeout_s = timeout_s };
 		int st = export_otlp(&oo, argc - optind, argv + optind);
 		free(pair_args);
 		return st;

@@ -59,8 +59,9 @@
 #define OTLP_NAME_SLOTS 256
 #define HTTP_ATTEMPTS 6                        /* the first try and 5 retries */
 #define HTTP_CONNECT_MS 10000                  /* per address, within the attempt's deadline */
-#define HTTP_ATTEMPT_SECONDS 30                /* one attempt: connect, send, the whole answer */
-#define HTTP_TOTAL_SECONDS 120                 /* one request: all its attempts and the waits between */
+#define HTTP_ATTEMPT_SECONDS 30                /* one attempt: connect, send, the whole answer (--timeout) */
+#define HTTP_TOTAL_ATTEMPTS 4                  /* one request, all its attempts and the waits between:
+						  this many attempts' time */
 #define HTTP_RETRY_AFTER_MAX 30                /* seconds: a longer Retry-After is cut to this */
 
 enum otlp_kind { OTLP_TRACES, OTLP_LOGS };
@@ -73,6 +74,8 @@ struct otlp_http {
 	char port[6];
 	char prefix[1024];                     /* the URL's path, without a trailing '/' */
 	unsigned requests;
+	unsigned attempt_s;                    /* seconds per attempt (--timeout)     */
+	unsigned total_s;                      /* seconds per request, attempts and waits */
 };
 
 /* A span open on a thread: its begin was seen, its end not yet. */
@@ -1003,16 +1006,16 @@ static void sleep_ms(long ms)
 
 /*
  * POST a request to ENDPOINT/v1/traces or /v1/logs, retrying what may pass
- * later.  Bounded in time: each attempt ends HTTP_ATTEMPT_SECONDS after it
- * starts, and the request (attempts and the waits between them) is given up
- * HTTP_TOTAL_SECONDS after its first attempt started, or after HTTP_ATTEMPTS
- * attempts.
+ * later.  Bounded in time: each attempt ends h->attempt_s after it starts
+ * (--timeout, HTTP_ATTEMPT_SECONDS by default), and the request (attempts
+ * and the waits between them) is given up h->total_s after its first
+ * attempt started, or after HTTP_ATTEMPTS attempts.
  */
 static int http_post(struct otlp_http *h, enum otlp_kind kind, const struct iovec *body, int nbody)
 {
 	const char *path = kind == OTLP_TRACES ? "/v1/traces" : "/v1/logs";
 	long backoff_ms = 500;
-	int64_t start = now_ms(), end = start + HTTP_TOTAL_SECONDS * 1000;
+	int64_t start = now_ms(), end = start + (int64_t)h->total_s * 1000;
 	for (int attempt = 1;; attempt++) {
 		char what[160] = "";
 		long retry_after;
@@ -1020,7 +1023,7 @@ static int http_post(struct otlp_http *h, enum otlp_kind kind, const struct iove
 		char reply[256];
 		struct iovec copy[8];
 		memcpy(copy, body, (size_t)nbody * sizeof(*copy));
-		int64_t deadline = now_ms() + HTTP_ATTEMPT_SECONDS * 1000;
+		int64_t deadline = now_ms() + (int64_t)h->attempt_s * 1000;
 		if (deadline > end)
 			deadline = end;
 		int status = http_once(h, path, copy, nbody, deadline, what, sizeof(what), &late, &retry_after, reply,
@@ -1041,10 +1044,9 @@ static int http_post(struct otlp_http *h, enum otlp_kind kind, const struct iove
 					 attempt == 1 ? "" : "s", (now_ms() - start + 500) / 1000);
 			if (status < 0 && late)
 				cli_error("export: POST http://%s%s%s: %s%s; the endpoint, or something on the way to it, is "
-					  "too slow or stalls (each attempt may take %d s, all of them %d s): check it and "
-					  "export again",
-					  h->hostport, h->prefix, path, what, gave_up, HTTP_ATTEMPT_SECONDS,
-					  HTTP_TOTAL_SECONDS);
+					  "too slow or stalls (each attempt may take %u s, all of them %u s): check it, or "
+					  "give a longer --timeout, and export again",
+					  h->hostport, h->prefix, path, what, gave_up, h->attempt_s, h->total_s);
 			else if (status < 0)
 				cli_error("export: POST http://%s%s%s: %s: %s%s; is an OpenTelemetry Collector (otlp receiver, "
 					  "protocols: http) listening there?",
@@ -1079,6 +1081,8 @@ int export_otlp(const struct export_otlp_options *o, int nargs, char **args)
 		return 2;
 	}
 	struct otlp_http http = { 0 };
+	http.attempt_s = o->timeout_s ? o->timeout_s : HTTP_ATTEMPT_SECONDS;
+	http.total_s = http.attempt_s * HTTP_TOTAL_ATTEMPTS;
 	if (o->endpoint && parse_endpoint(&http, o->endpoint) != 0)
 		return 2;
 	const char *dir = args[0];

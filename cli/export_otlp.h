@@ -16,6 +16,7 @@ struct export_otlp_options {
 	const char *const *pairs;      /* --pair A,B (pairs.h)                    */
 	size_t npairs;
 	bool progress;                 /* --progress                              */
+	unsigned timeout_s;            /* --timeout: seconds per attempt (0: 30)  */
 };
 
 /* Export the one trace directory in args[0..nargs); the exit status

@@ -586,10 +586,11 @@ class Dripper:
         self.sock.close()
 
 
-# export_otlp.c's limits: an attempt ends HTTP_ATTEMPT_S after it starts; a
-# batch is given up HTTP_TOTAL_S after its first attempt started.
-HTTP_ATTEMPT_S = 30
-HTTP_TOTAL_S = 120
+# export_otlp.c's limits with --timeout 5 (30 s by default, to keep the
+# test short): an attempt ends HTTP_ATTEMPT_S after it starts; a batch is
+# given up HTTP_TOTAL_S (4 attempts' time) after its first attempt started.
+HTTP_ATTEMPT_S = 5
+HTTP_TOTAL_S = 4 * HTTP_ATTEMPT_S
 
 
 def case_post_stall(mark, target, workdir):
@@ -606,7 +607,8 @@ def case_post_stall(mark, target, workdir):
     t0 = time.monotonic()
     limit = 3 * HTTP_TOTAL_S            # generous: the export must end well before
     try:
-        r = run([mark, "export", "--format", "otlp", "--endpoint", srv.url, trace], timeout=limit)
+        r = run([mark, "export", "--format", "otlp", "--endpoint", srv.url, "--timeout", str(HTTP_ATTEMPT_S), trace],
+                timeout=limit)
     except subprocess.TimeoutExpired:
         srv.close()
         check(False, "export --endpoint to a trickling endpoint still waiting after %d s (%d connections)" %
@@ -617,10 +619,10 @@ def case_post_stall(mark, target, workdir):
     check(r.returncode == 1, "trickling endpoint: exit %d, expected 1: %s" % (r.returncode, r.stderr))
     check(HTTP_TOTAL_S - 5 <= took <= HTTP_TOTAL_S + HTTP_ATTEMPT_S,
           "gave up after %.0f s, expected about %d s" % (took, HTTP_TOTAL_S))
-    # every attempt ended at its own deadline, so there were several (30 s
-    # each, with the backoff between them, in 120 s: 4)
+    # every attempt ended at its own deadline, so there were several (5 s
+    # each, with the backoff between them, in 20 s: 3 or 4)
     gaps = [b - a for a, b in zip(srv.conns, srv.conns[1:])]
-    check(3 <= len(srv.conns) <= 6 and all(HTTP_ATTEMPT_S - 2 <= g <= HTTP_ATTEMPT_S + 10 for g in gaps),
+    check(3 <= len(srv.conns) <= 6 and all(HTTP_ATTEMPT_S - 2 <= g <= HTTP_ATTEMPT_S + 5 for g in gaps),
           "attempts at %s s, expected one every %d s or so" % ([round(c - t0) for c in srv.conns], HTTP_ATTEMPT_S))
     err = r.stderr
     print("gave up after %.0f s, %d connections; mark said: %s" % (took, len(srv.conns), err.strip()))
@@ -630,6 +632,15 @@ def case_post_stall(mark, target, workdir):
     check(re.search(r"gave up after \d attempts in \d+ s", err) is not None,
           "the error does not say how long it tried: %s" % err)
     check(err.count("\n") == 1, "one line of error expected: %r" % err)
+    check("longer --timeout" in err, "the error does not name --timeout: %s" % err)
+    # --timeout is checked
+    for bad in ("0", "x", "-3", "3601"):
+        b = run([mark, "export", "--format", "otlp", "--endpoint", srv.url, "--timeout", bad, trace], timeout=60)
+        check(b.returncode == 2 and "--timeout" in b.stderr, "--timeout %s: exit %d: %s" % (bad, b.returncode,
+                                                                                           b.stderr))
+    b = run([mark, "export", "--timeout", "5", "-o", "-", trace], timeout=60)
+    check(b.returncode == 2 and "--endpoint" in b.stderr, "--timeout without --endpoint: exit %d: %s" %
+          (b.returncode, b.stderr))
 
 if __name__ == "__main__":
     main(globals())
