@@ -132,3 +132,8 @@ mark_kind_test(test_page_protection SOURCES test_page_protection.c)
 mark_kind_test(test_patch_rollback SOURCES test_patch_rollback.c KINDS jump immediate)
 # A jump site at an odd address (an object of an older header) is refused.
 mark_kind_test(test_odd_site SOURCES test_odd_site.c KINDS jump)
+
+# A marker in a signal handler that interrupts a thread's exit (liburcu-bp's
+# TSD destructor) must neither hang nor lose the event (review finding).
+mark_test(test_exit_signal SOURCES test_exit_signal.c)
+set_tests_properties(test_exit_signal PROPERTIES TIMEOUT 90)

@@ -175,6 +175,25 @@ MARK_HIDDEN void mark_probes_retire(void **retired, size_t nretired);
  * would have freed, since other threads may still read it.
  */
 MARK_HIDDEN bool mark_grace_period(void);
+/*
+ * libmark's read-side sections (probes.c, mark_read_lock_slow()): like
+ * urcu_bp_read_lock()/unlock(), but a thread whose liburcu-bp registration
+ * its exit has torn down is never registered again (that deadlocked inside
+ * liburcu-bp's exit path); it takes a fallback section the grace periods
+ * also wait for.  Include <urcu-bp.h> (with _LGPL_SOURCE) before using them.
+ */
+#if defined(__x86_64__)
+#define MARK_TLS_IE __attribute__((tls_model("initial-exec")))
+#else
+#define MARK_TLS_IE
+#endif
+MARK_HIDDEN extern __thread unsigned mark_fallback_depth MARK_TLS_IE;
+MARK_HIDDEN void mark_read_lock_slow(void);
+MARK_HIDDEN void mark_read_unlock_fallback(void);
+/* In a read-side section of either kind?  Never registers the thread. */
+MARK_HIDDEN bool mark_read_ongoing(void);
+MARK_HIDDEN void mark_read_fallback_after_fork_child(void);
+/* The inline mark_read_lock()/mark_read_unlock(): core/rcu.h. */
 MARK_HIDDEN bool mark_glob_match(const char *glob, const struct mark_marker *m);
 /* glob.c: does glob match the marker shown as `display` ("name" or
  * "provider:name"; `probe` is the name without provider, or NULL)?  A glob

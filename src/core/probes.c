@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <urcu-bp.h>
+#include "core/rcu.h"
 
 /*
  * ThreadSanitizer does not see the grace period as synchronisation: tell it
@@ -84,9 +86,99 @@ void mark_probes_rebuild_locked(struct mark_marker *m, void ***retired, size_t *
 	}
 }
 
+/*
+ * Read-side sections on a thread whose liburcu-bp registration was torn
+ * down (review finding: signal handler during thread exit).
+ *
+ * liburcu-bp 0.13 unregisters an exiting thread from its TSD destructor
+ * (urcu_bp_unregister: urcu_bp_reader = NULL), then restores the signal
+ * mask and calls urcu_bp_exit(), which takes its init_lock.  A signal
+ * handler that entered a read-side section there re-registered the thread
+ * (urcu_bp_register -> _urcu_bp_init -> init_lock, held by this very
+ * thread): a self-deadlock that then blocked every registering thread.
+ *
+ * So libmark registers a thread with liburcu-bp only once: the first time
+ * it finds urcu_bp_reader NULL (rcu_registered still 0).  Found NULL again
+ * later, the registration was torn down by the thread's exit, and this
+ * thread may be inside urcu_bp_exit() holding init_lock: it never
+ * registers again and takes a "fallback" section instead, a count of such
+ * readers in fallback_readers that mark_grace_period()/mark_synchronize()
+ * wait for after urcu_bp_synchronize_rcu().  Nothing is dropped: probes run
+ * as usual, in signal handlers and in TSD destructors alike.
+ *
+ * Ordering (a Dekker pair): the reader's seq_cst increment is followed by
+ * a seq_cst fence before it loads any RCU-protected pointer; the writer
+ * unpublished its pointer before the grace period, and issues a seq_cst
+ * fence before loading the count.  Either the writer sees the reader
+ * counted (and waits for the decrement, whose release pairs with the
+ * writer's acquire load, so the reader's accesses happen before the free),
+ * or the reader's loads follow the writer's fence and see the new pointer.
+ * The writer may in theory wait long while fallback readers overlap; they
+ * exist only on exiting threads, for the length of one probe.
+ *
+ * rcu_registered and fallback_depth are this thread's own: touched by it
+ * and its signal handlers only, which nest (a handler's changes are undone
+ * before it returns), so relaxed atomics with signal fences suffice.  At
+ * any instant the sections on one thread's stack are all of one kind:
+ * urcu_bp_reader is NULL under a fallback section and nothing re-registers,
+ * and the TSD destructor that clears it cannot run inside a urcu section.
+ * So fallback_depth != 0 tells an unlock which kind to end.
+ */
+static __thread unsigned char rcu_registered MARK_TLS_IE;
+__thread unsigned mark_fallback_depth MARK_TLS_IE;
+static unsigned long fallback_readers;
+
+void mark_read_lock_slow(void)
+{
+	if (!__atomic_load_n(&rcu_registered, __ATOMIC_RELAXED)) {
+		/* First section of this thread: register (a signal handler that
+		 * registers it meanwhile is fine: urcu_bp_register checks again). */
+		urcu_bp_read_lock();
+		__atomic_store_n(&rcu_registered, 1, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		return;
+	}
+	__atomic_store_n(&mark_fallback_depth, mark_fallback_depth + 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&fallback_readers, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+void mark_read_unlock_fallback(void)
+{
+	/* Release: this section's accesses happen before a waiting writer's free. */
+	__atomic_fetch_sub(&fallback_readers, 1, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&mark_fallback_depth, mark_fallback_depth - 1, __ATOMIC_RELAXED);
+}
+
+bool mark_read_ongoing(void)
+{
+	/* Unlike urcu_bp_read_ongoing(), never registers the thread. */
+	struct urcu_bp_reader *r = URCU_TLS(urcu_bp_reader);
+	return (r && (r->ctr & URCU_BP_GP_CTR_NEST_MASK)) ||
+	       __atomic_load_n(&mark_fallback_depth, __ATOMIC_RELAXED) != 0;
+}
+
+void mark_read_fallback_after_fork_child(void)
+{
+	/* Only this thread exists in the child: its own sections remain. */
+	__atomic_store_n(&fallback_readers, mark_fallback_depth, __ATOMIC_RELAXED);
+}
+
+static void synchronize_all(void)
+{
+	urcu_bp_synchronize_rcu();
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);   /* see the Dekker pair above */
+	while (__atomic_load_n(&fallback_readers, __ATOMIC_ACQUIRE) != 0) {
+		struct timespec ts = { 0, 20000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 bool mark_grace_period(void)
 {
-	if (urcu_bp_read_ongoing()) {
+	if (mark_read_ongoing()) {
 		static int said;
 		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
 			mark_warn("mark: this thread is inside a marker's probe (did a signal handler leave one "
@@ -94,7 +186,7 @@ bool mark_grace_period(void)
 				  "and keeps the memory they may read instead of freeing it\n");
 		return false;
 	}
-	urcu_bp_synchronize_rcu();
+	synchronize_all();
 	return true;
 }
 
@@ -118,7 +210,7 @@ int mark_synchronize(void)
 	/* Inside a probe this thread holds the read-side section that the
 	 * grace period waits for: it would wait for itself, for ever (with
 	 * every signal blocked by liburcu meanwhile). */
-	if (urcu_bp_read_ongoing()) {
+	if (mark_read_ongoing()) {
 		static int said;
 		if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
 			mark_warn("mark: mark_synchronize() called inside a probe (or an event handler) cannot wait "
@@ -127,7 +219,7 @@ int mark_synchronize(void)
 		return mark_error(EDEADLK, "mark: mark_synchronize() called inside a probe cannot wait for "
 				  "probes to finish (its own is one); call it after the probe returns");
 	}
-	urcu_bp_synchronize_rcu();
+	synchronize_all();
 	return 0;
 }
 
@@ -255,10 +347,10 @@ int mark_probe_unregister_fast(const char *name, mark_fast_probe_fn probe, void 
 
 unsigned mark_marker_probe_count(const struct mark_marker *m)
 {
-	urcu_bp_read_lock();
+	mark_read_lock();
 	const struct mark_probe_array *a = __atomic_load_n(&m->probes, __ATOMIC_CONSUME);
 	unsigned n = a ? a->count : 0;
-	urcu_bp_read_unlock();
+	mark_read_unlock();
 	return n;
 }
 
@@ -312,6 +404,34 @@ static void __attribute__((noinline)) read_unlock(void)
 }
 
 /*
+ * mark__fire() on a thread not registered with liburcu-bp: its first
+ * event, or one during its exit (see mark_read_lock_slow()).
+ */
+static void __attribute__((noinline, cold)) fire_unregistered(struct mark__site *site,
+								struct mark_marker *m,
+								const uint64_t *args)
+{
+	mark_read_lock();
+	/* Inside the read-side section: see struct mark__site.armed. */
+	struct mark_probe_array *a = __atomic_load_n(&site->armed, __ATOMIC_RELAXED)
+					     ? __atomic_load_n(&m->probes, __ATOMIC_CONSUME) : NULL;
+	if (a) {
+		const struct mark_probe *p = &a->probes[0];
+		if (__builtin_expect(a->count == 1 && p->fast != NULL, 1)) {
+			p->fast(m, p->priv, args);
+			/* For TSan, the probe's accesses too happen before the
+			 * array (and, after the same grace period, what the probe
+			 * used) is freed.  Nothing otherwise. */
+			TSAN_RELEASE(a);
+		} else {
+			fire_all(m, a, args);
+			TSAN_RELEASE(a);
+		}
+	}
+	mark_read_unlock();
+}
+
+/*
  * One fast probe (the tracer, a bench or a user's) is the case that
  * counts: it is called straight from here, and the read-side section is
  * closed by a tail call, so that this frame keeps nothing live across the
@@ -322,6 +442,12 @@ void mark__fire(struct mark__site *site, const uint64_t *args)
 	struct mark_marker *m = __atomic_load_n(&site->marker, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(m == NULL, 0))
 		return;   /* constructor not run yet */
+	/* The same TLS load as urcu_bp_read_lock()'s own check (merged): the
+	 * fast path costs nothing more. */
+	if (__builtin_expect(URCU_TLS(urcu_bp_reader) == NULL, 0)) {
+		fire_unregistered(site, m, args);
+		return;
+	}
 	urcu_bp_read_lock();
 	/* Inside the read-side section: see struct mark__site.armed. */
 	struct mark_probe_array *a = __atomic_load_n(&site->armed, __ATOMIC_RELAXED)

@@ -170,6 +170,7 @@ static void after_fork_parent(void)
 
 static void after_fork_child(void)
 {
+	mark_read_fallback_after_fork_child();
 	if (!fork_locked)
 		return;
 	fork_locked = false;

@@ -75,6 +75,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <urcu-bp.h>
+#include "core/rcu.h"
 
 /*
  * ThreadSanitizer does not see a grace period as synchronisation.  Readers
@@ -314,7 +315,7 @@ static void publish_locked(struct mark__eh_list *l, struct eh_array *next)
  */
 static void reclaim(bool always)
 {
-	if (urcu_bp_read_ongoing())
+	if (mark_read_ongoing())
 		return;
 	mark_registry_lock();
 	struct eh_retired *take = NULL;
@@ -453,7 +454,7 @@ int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
 	bool at_exit = wait == MARK__EH_AT_UNLOAD && __atomic_load_n(&exiting, __ATOMIC_RELAXED);
 	if (at_exit)
 		wait = 0;
-	if (wait && urcu_bp_read_ongoing()) {
+	if (wait && mark_read_ongoing()) {
 		/* Waiting for the grace period from inside an invocation would wait
 		 * for ourselves forever.  Do what the caller can safely get. */
 		mark_warn("mark: EVENTHANDLER_DEREGISTER(%s) called from inside an event handler "
@@ -566,7 +567,7 @@ const struct mark__eh_array *mark__eh_enter(struct mark__eh_list **cache, const 
 	struct mark__eh_list *l = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(l == NULL, 0))
 		l = lookup_and_cache(cache, name);
-	urcu_bp_read_lock();
+	mark_read_lock();
 	if (!l)
 		return NULL;   /* no such list yet: no handler */
 	/* Acquire (consume would do): the array's contents and its handlers. */
@@ -581,7 +582,7 @@ const struct mark__eh_array *mark__eh_enter(struct mark__eh_list **cache, const 
 void mark__eh_exit(void)
 {
 	TSAN_READER_DONE();
-	urcu_bp_read_unlock();
+	mark_read_unlock();
 }
 
 unsigned mark_eventhandler_count(const char *name)

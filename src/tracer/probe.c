@@ -52,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <urcu-bp.h>
+#include "core/rcu.h"
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -509,7 +510,7 @@ static struct tracer_ring *ring_claim(struct tracer_session *s, unsigned depth)
 
 void tracer_thread_release(void)
 {
-	urcu_bp_read_lock();   /* the session is freed only after a grace period */
+	mark_read_lock();   /* the session is freed only after a grace period */
 	struct tracer_session *s = __atomic_load_n(&tracer_current, __ATOMIC_ACQUIRE);
 	/*
 	 * Detach the rings from the thread before handing them over: a signal
@@ -551,7 +552,7 @@ void tracer_thread_release(void)
 			nanosleep(&ts, NULL);
 		}
 	}
-	urcu_bp_read_unlock();
+	mark_read_unlock();
 }
 
 uint64_t tracer_thread_slow_events(void)
