@@ -103,6 +103,7 @@ struct stats_state {
 	struct marker_stats **all;
 	size_t nall, allcap;
 	uint64_t events, lost, untimed;
+	uint64_t read_events;         /* every event read, --filter or not (for live_warn_unrecorded) */
 	uint64_t lost_unknown;        /* "events may have been lost" reports without a count */
 	int64_t first_ns, last_ns;
 	int have_time;
@@ -144,6 +145,7 @@ static struct marker_stats *find_marker(struct stats_state *st, const char *name
 static int stats_event(const struct trace_event *ev, void *arg)
 {
 	struct stats_state *st = arg;
+	st->read_events++;
 	if (st->filter && !trace_event_filter_pass(ev, st->filter))
 		return 0;
 	/*
@@ -307,6 +309,22 @@ static void sum_rotated(int fd, int depth, struct rotated *sum)
 		close(sub);
 	}
 	closedir(d);
+}
+
+void cli_rotated_read(const char *dir, uint64_t *events, uint64_t *lost)
+{
+	struct rotated rotated = { 0, 0, 0 };
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		/* DIR itself may be one process's pid-P (the chunks
+		 * beside it are not part of DIR, nor counted as such). */
+		add_rotated(-1, dfd, "", &rotated);
+		sum_rotated(dfd, 0, &rotated);
+		close(dfd);
+	}
+	*events = rotated.events;
+	*lost = rotated.lost;
+	/* chunks: only for stats_run's wording */
 }
 
 static int cmp_marker(const void *a, const void *b)
@@ -589,6 +607,12 @@ static int stats_run(int argc, char **argv)
 		if (rotated.lost)
 			printf("(and %" PRIu64 " events lost in the deleted chunks, beside the %" PRIu64 " lost above)\n",
 			       rotated.lost, st->lost);
+		/* Losses no packet reports because the stream files could not
+		 * be written (a full disk): the statistics files count them,
+		 * and the totals must add up to what was recorded. */
+		const uint64_t in_trace = st->read_events + st->lost + rotated.events + rotated.lost;
+		if (live_warn_unrecorded(stdout, dir, true, in_trace) && !isatty(STDOUT_FILENO))
+			live_warn_unrecorded(stderr, dir, false, in_trace);
 		if (st->lost_unknown)
 			printf("(and events may have been lost %" PRIu64 " more time(s): babeltrace2 gives no count "
 			       "for a stream's first packet, nor where its counter goes backwards; `mark view` shows where)\n", st->lost_unknown);

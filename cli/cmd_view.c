@@ -92,6 +92,7 @@ struct view_state {
 	struct ctx_slot ctx[VIEW_CTX_SLOTS];
 	uint64_t lost;
 	uint64_t shown;      /* events printed                                    */
+	uint64_t read;       /* events read, shown or not (-e)                    */
 	char *names[16];     /* marker names seen while nothing matched -e        */
 	size_t nnames;
 };
@@ -227,6 +228,7 @@ static void view_state_release(struct view_state *v)
 static int view_event(const struct trace_event *ev, void *arg)
 {
 	struct view_state *v = arg;
+	v->read++;
 	if (ev->has_time && !v->have_first) {
 		v->first_ns = ev->ns;
 		v->have_first = 1;
@@ -498,6 +500,13 @@ static int view_run(int argc, char **argv)
 	}
 	/* Last, so that it is seen after the events (one line, on stderr). */
 	live_warn_incomplete(stderr, argv[optind], false);
+	/* Losses the trace could not record (a full disk): see `mark stats`.
+	 * Not with --filter, which the reader applies before view_event. */
+	if (r == 0 && !filter_text) {
+		uint64_t rot_events, rot_lost;
+		cli_rotated_read(argv[optind], &rot_events, &rot_lost);
+		live_warn_unrecorded(stderr, argv[optind], false, v.read + v.lost + rot_events + rot_lost);
+	}
 	view_state_release(&v);
 	return status;
 }

@@ -29,6 +29,7 @@
 #include "tracer/tracer.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <stddef.h>
 #include <inttypes.h>
@@ -376,6 +377,84 @@ bool live_warn_incomplete(FILE *out, const char *dir, bool bare)
 		fprintf(out, "a process died without stopping its tracer; run `mark recover %s` to add the "
 			"events left in its buffers\n", cli_text(dir));
 	return true;
+}
+
+/* ---- losses only the statistics know (a full disk) ---- */
+
+struct recorded_acc {
+	uint64_t total;           /* events_written + lost, saturated */
+	unsigned unfinished;
+};
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static void add_recorded(const struct stats_copy *c, void *arg)
+{
+	struct recorded_acc *a = arg;
+	a->total = add_sat(a->total, add_sat(c->hdr.events_written, c->hdr.lost));
+	if (c->hdr.state != MARK_TF_STATE_STOPPED && c->hdr.state != MARK_TF_STATE_RECOVERED)
+		a->unfinished++;
+}
+
+/* Is the directory dfd one process's pid-P/ with sealed chunks beside it
+ * (PARENT/pid-P.chunk-K/)?  They hold part of its events, but reading DIR
+ * does not read them. */
+static bool has_sibling_chunks(int dfd)
+{
+	struct stat self;
+	int parent = openat(dfd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (parent < 0 || fstat(dfd, &self) != 0) {
+		if (parent >= 0)
+			close(parent);
+		return true;   /* cannot tell: do not judge */
+	}
+	DIR *d = list_dir(parent);
+	bool found = !d;
+	struct dirent *de;
+	while (d && !found && (de = readdir(d))) {
+		const char *infix = strstr(de->d_name, MARK_TF_CHUNK_INFIX);
+		if (!infix || infix == de->d_name || (size_t)(infix - de->d_name) >= NAME_MAX)
+			continue;
+		char name[NAME_MAX + 1];
+		memcpy(name, de->d_name, (size_t)(infix - de->d_name));
+		name[infix - de->d_name] = '\0';
+		struct stat st;
+		found = fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == self.st_dev &&
+			st.st_ino == self.st_ino;
+	}
+	if (d)
+		closedir(d);
+	close(parent);
+	return found;
+}
+
+uint64_t live_stats_unrecorded(const char *dir, uint64_t in_trace)
+{
+	struct recorded_acc a = { 0, 0 };
+	int dfd = open_dir(dir);
+	if (dfd < 0)
+		return 0;
+	/* DIR's own .mark-stats: DIR is one process's directory. */
+	struct stat st;
+	const bool process_dir = fstatat(dfd, MARK_TF_STATS, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	const bool judge = !process_dir || !has_sibling_chunks(dfd);
+	/* for_each_stats_fd closes dfd.  One small header per process. */
+	if (for_each_stats_fd(dfd, 0, 1, add_recorded, &a) != 0 || a.unfinished || !judge)
+		return 0;
+	return a.total > in_trace ? a.total - in_trace : 0;
+}
+
+uint64_t live_warn_unrecorded(FILE *out, const char *dir, bool bare, uint64_t in_trace)
+{
+	const uint64_t n = live_stats_unrecorded(dir, in_trace);
+	if (n)
+		fprintf(out, "%s%" PRIu64 " more events lost that the trace could not record (the disk was full? "
+			"the tracer could not write them, nor the packets that were to count them): the tracer's "
+			"statistics (%s/.../%s) count them\n", bare ? "" : "mark: ", n, cli_text(dir), MARK_TF_STATS);
+	return n;
 }
 
 /*

@@ -108,6 +108,31 @@ int live_trace_incomplete(const char *dir, struct live_incomplete *out);
 bool live_warn_incomplete(FILE *out, const char *dir, bool bare);
 
 /*
+ * Events the tracer counted that the trace in DIR does not hold, neither
+ * as events nor as losses: its packets could not be written (a full disk
+ * or quota), so the losses they were to report are known only to the
+ * statistics files.  `in_trace` is what the caller read from the trace:
+ * every event (before any filter), every loss, and the events and losses
+ * of chunks deleted under --max-size.  Compared with the sum of
+ * events_written + lost of every .mark-stats (DIR/ and DIR/pid-P/), and
+ * only when each says STOPPED or RECOVERED (counts are exact then; a
+ * trace still recording or not recovered is live_warn_incomplete's case);
+ * 0 when they agree, as they do whenever the stream files could be
+ * written, or when DIR is one process's directory whose chunks lie beside
+ * it (pid-P.chunk-K/, not part of DIR).  The files belong to the traced
+ * user: a value they made up can make this line say so, nothing more.
+ */
+uint64_t live_stats_unrecorded(const char *dir, uint64_t in_trace);
+/*
+ * If live_stats_unrecorded() is not 0, print "N more events lost that the
+ * trace could not record ..." (with "mark: " unless `bare`) and return it.
+ */
+uint64_t live_warn_unrecorded(FILE *out, const char *dir, bool bare, uint64_t in_trace);
+/* The events and losses of the chunks deleted under --max-size (the
+ * .mark-chunks files in and below DIR), for `in_trace` (cmd_stats.c). */
+void cli_rotated_read(const char *dir, uint64_t *events, uint64_t *lost);
+
+/*
  * Start redrawing, about 4 times a second on stderr, the line
  *     mark: 1234567 events (345678/s), 12 lost, 12.3 MB written
  * from a thread of its own.  Returns NULL, and draws nothing, when stderr is
