@@ -66,7 +66,8 @@ test-quick: deps-test build
 test-asan: deps-test
 	cmake -S . -B build-asan -G Ninja -DMARK_SANITIZE=address -DCMAKE_BUILD_TYPE=Debug
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  MARK_TEST_SANITIZER=address ctest --output-on-failure -j 2
 
 test-tsan: deps-test

@@ -17,6 +17,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,7 +167,12 @@ bool mark_read_ongoing(void)
 {
 	/* Unlike urcu_bp_read_ongoing(), never registers the thread. */
 	struct urcu_bp_reader *r = URCU_TLS(urcu_bp_reader);
-	return (r && (r->ctr & URCU_BP_GP_CTR_NEST_MASK)) ||
+	/* Copied out, not read through r: liburcu-bp's records may be
+	 * misaligned for their declared type (UBSan; see eventhandler.c). */
+	unsigned long ctr = 0;
+	if (r)
+		memcpy(&ctr, (const char *)r + offsetof(struct urcu_bp_reader, ctr), sizeof(ctr));
+	return (ctr & URCU_BP_GP_CTR_NEST_MASK) ||
 	       __atomic_load_n(&mark_fallback_depth, __ATOMIC_RELAXED) != 0;
 }
 
@@ -454,7 +460,7 @@ void mark__fire(struct mark__site *site, const uint64_t *args)
 		return;   /* constructor not run yet */
 	/* The same TLS load as urcu_bp_read_lock()'s own check (merged): the
 	 * fast path costs nothing more. */
-	if (__builtin_expect(URCU_TLS(urcu_bp_reader) == NULL, 0)) {
+	if (__builtin_expect(mark_urcu_bp_reader == NULL, 0)) {
 		fire_unregistered(site, m, args);
 		return;
 	}
