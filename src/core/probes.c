@@ -420,14 +420,12 @@ static void __attribute__((noinline)) read_unlock(void)
 }
 
 /*
- * mark__fire() on a thread not registered with liburcu-bp: its first
- * event, or one during its exit (see mark_read_lock_slow()).
+ * The probes of an armed site, called inside a read-side section (either
+ * kind).  Inlined in both callers, so that mark__fire() keeps its shape.
  */
-static void __attribute__((noinline, cold)) fire_unregistered(struct mark__site *site,
-								struct mark_marker *m,
-								const uint64_t *args)
+static inline __attribute__((always_inline)) void call_probes(struct mark__site *site, struct mark_marker *m,
+							      const uint64_t *args)
 {
-	mark_read_lock();
 	/* Inside the read-side section: see struct mark__site.armed. */
 	struct mark_probe_array *a = __atomic_load_n(&site->armed, __ATOMIC_RELAXED)
 					     ? __atomic_load_n(&m->probes, __ATOMIC_CONSUME) : NULL;
@@ -444,6 +442,18 @@ static void __attribute__((noinline, cold)) fire_unregistered(struct mark__site 
 			TSAN_RELEASE(a);
 		}
 	}
+}
+
+/*
+ * mark__fire() on a thread not registered with liburcu-bp: its first
+ * event, or one during its exit (see mark_read_lock_slow()).
+ */
+static void __attribute__((noinline, cold)) fire_unregistered(struct mark__site *site,
+								struct mark_marker *m,
+								const uint64_t *args)
+{
+	mark_read_lock();
+	call_probes(site, m, args);
 	mark_read_unlock();
 }
 
@@ -460,26 +470,11 @@ void mark__fire(struct mark__site *site, const uint64_t *args)
 		return;   /* constructor not run yet */
 	/* The same TLS load as urcu_bp_read_lock()'s own check (merged): the
 	 * fast path costs nothing more. */
-	if (__builtin_expect(mark_urcu_bp_reader == NULL, 0)) {
+	if (__builtin_expect(MARK_URCU_BP_READER() == NULL, 0)) {
 		fire_unregistered(site, m, args);
 		return;
 	}
 	urcu_bp_read_lock();
-	/* Inside the read-side section: see struct mark__site.armed. */
-	struct mark_probe_array *a = __atomic_load_n(&site->armed, __ATOMIC_RELAXED)
-					     ? __atomic_load_n(&m->probes, __ATOMIC_CONSUME) : NULL;
-	if (a) {
-		const struct mark_probe *p = &a->probes[0];
-		if (__builtin_expect(a->count == 1 && p->fast != NULL, 1)) {
-			p->fast(m, p->priv, args);
-			/* For TSan, the probe's accesses too happen before the
-			 * array (and, after the same grace period, what the probe
-			 * used) is freed.  Nothing otherwise. */
-			TSAN_RELEASE(a);
-		} else {
-			fire_all(m, a, args);
-			TSAN_RELEASE(a);
-		}
-	}
+	call_probes(site, m, args);
 	read_unlock();
 }

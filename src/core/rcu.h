@@ -13,13 +13,20 @@
  * with NULL here: the record it points to may be misaligned for its
  * declared type (see eventhandler.c), so nothing here dereferences it.
  */
+#ifdef _LGPL_SOURCE
+/* liburcu-bp's own declaration: the compiler merges this load with those of
+ * the inlined urcu_bp_read_lock() (one TLS access in mark__fire). */
+#define MARK_URCU_BP_READER() URCU_TLS(urcu_bp_reader)
+#else
 struct urcu_bp_reader;
 extern __thread struct urcu_bp_reader *mark_urcu_bp_reader __asm__("urcu_bp_reader");
+#define MARK_URCU_BP_READER() mark_urcu_bp_reader
+#endif
 
 /* Enter: the inline liburcu-bp section, or (unregistered thread) the slow path. */
 static inline void mark_read_lock(void)
 {
-	if (__builtin_expect(mark_urcu_bp_reader == NULL, 0))
+	if (__builtin_expect(MARK_URCU_BP_READER() == NULL, 0))
 		mark_read_lock_slow();
 	else
 		urcu_bp_read_lock();
