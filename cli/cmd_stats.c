@@ -311,7 +311,8 @@ static void sum_rotated(int fd, int depth, struct rotated *sum)
 	closedir(d);
 }
 
-void cli_rotated_read(const char *dir, uint64_t *events, uint64_t *lost)
+/* The chunks deleted under DIR (--max-size), summed over its processes. */
+static struct rotated read_rotated(const char *dir)
 {
 	struct rotated rotated = { 0, 0, 0 };
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -322,9 +323,14 @@ void cli_rotated_read(const char *dir, uint64_t *events, uint64_t *lost)
 		sum_rotated(dfd, 0, &rotated);
 		close(dfd);
 	}
+	return rotated;
+}
+
+void cli_rotated_read(const char *dir, uint64_t *events, uint64_t *lost)
+{
+	const struct rotated rotated = read_rotated(dir);
 	*events = rotated.events;
 	*lost = rotated.lost;
-	/* chunks: only for stats_run's wording */
 }
 
 static int cmp_marker(const void *a, const void *b)
@@ -589,15 +595,7 @@ static int stats_run(int argc, char **argv)
 		 * report goes to a file or a pipe, where no one may read it. */
 		if (live_warn_incomplete(stdout, dir, true) && !isatty(STDOUT_FILENO))
 			live_warn_incomplete(stderr, dir, false);
-		struct rotated rotated = { 0, 0, 0 };
-		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			/* DIR itself may be one process's pid-P (the chunks
-			 * beside it are not part of DIR, nor counted as such). */
-			add_rotated(-1, dfd, "", &rotated);
-			sum_rotated(dfd, 0, &rotated);
-			close(dfd);
-		}
+		const struct rotated rotated = read_rotated(dir);
 		struct live_stats live;
 		if (live_stats_read(dir, &live) == 0)
 			live_print_snapshots(stdout, "", dir, &live);
