@@ -22,6 +22,8 @@
 #define _GNU_SOURCE
 #include <mark/mark.h>
 
+#include "testutil_wait.h"
+
 #include <pthread.h>
 #include <stdint.h>
 #include <signal.h>
@@ -116,20 +118,15 @@ int main(int argc, char **argv)
 		execl(argv[0], argv[0], "child", (char *)NULL);
 		_exit(3);
 	}
-	/* liburcu blocks signals while it waits: SIGKILL, not a timer in the child. */
+	/* liburcu blocks signals while it waits: SIGKILL, not a timer in the child.
+	 * 120 s: qemu-user takes ~25 s, natively ~1 s. */
 	int status = 0;
-	for (int i = 0; i < 12000; i++) {   /* 120 s: qemu-user takes ~25 s, natively ~1 s */
-		if (waitpid(pid, &status, WNOHANG) == pid) {
-			if (WIFEXITED(status))
-				return WEXITSTATUS(status);
-			fprintf(stderr, "FAIL: child died of signal %d\n", WTERMSIG(status));
-			return 1;
-		}
-		struct timespec ts = { 0, 10000000 };
-		nanosleep(&ts, NULL);
+	if (!testutil_wait_bounded(pid, 120, &status, NULL)) {
+		fprintf(stderr, "FAIL: the child hung for 120 s (signal handler marker during thread exit)\n");
+		return 1;
 	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
-	fprintf(stderr, "FAIL: the child hung for 120 s (signal handler marker during thread exit)\n");
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	fprintf(stderr, "FAIL: child died of signal %d\n", WTERMSIG(status));
 	return 1;
 }

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <mark/eventhandler.h>
 #include "testutil.h"
+#include "testutil_wait.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -66,24 +67,13 @@ static int run(int how)
 		return -1;         /* main returns 0 */
 	}
 	int st = 0;
-	struct timespec start, now;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		if (waitpid(p, &st, WNOHANG) == p)
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec > 20) {
-			fprintf(stderr, "%s: the process did not exit within 20 s (a thread is inside a handler)\n",
-				how == 0 ? "exit(0)" : "return from main");
-			kill(p, SIGKILL);
-			waitpid(p, &st, 0);
-			return 0;
-		}
-		usleep(5 * 1000);
+	double secs;
+	if (!testutil_wait_bounded(p, 20, &st, &secs)) {
+		fprintf(stderr, "%s: the process did not exit within 20 s (a thread is inside a handler)\n",
+			how == 0 ? "exit(0)" : "return from main");
+		return 0;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	printf("%s: exited in %.3f s, status %d\n", how == 0 ? "exit(0)" : "return from main",
-	       (double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9,
+	printf("%s: exited in %.3f s, status %d\n", how == 0 ? "exit(0)" : "return from main", secs,
 	       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <mark/eventhandler.h>
 #include "testutil.h"
+#include "testutil_wait.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -108,22 +109,10 @@ static void fork_in_handler(void)
 		_exit(ok ? 0 : 1);
 	}
 	int st = 0;
-	struct timespec start;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		pid_t w = waitpid(p, &st, WNOHANG);
-		if (w == p)
-			break;
-		struct timespec now;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec > 20) {
-			fprintf(stderr, "fork() inside a handler after a NOWAIT deregistration hung for 20 s\n");
-			kill(p, SIGKILL);
-			waitpid(p, &st, 0);
-			CHECK(!"fork in handler hung");
-			return;
-		}
-		usleep(10 * 1000);
+	if (!testutil_wait_bounded(p, 20, &st, NULL)) {
+		fprintf(stderr, "fork() inside a handler after a NOWAIT deregistration hung for 20 s\n");
+		CHECK(!"fork in handler hung");
+		return;
 	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fprintf(stderr, "the child that forked in a handler: status %#x\n", st);

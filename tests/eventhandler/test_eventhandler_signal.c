@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <mark/eventhandler.h>
 #include "testutil.h"
+#include "testutil_wait.h"
 
 #include <signal.h>
 #include <sys/time.h>
@@ -68,24 +69,13 @@ int main(void)
 	if (p == 0)
 		child();
 	int st = 0;
-	struct timespec start, now;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		if (waitpid(p, &st, WNOHANG) == p)
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec > 20) {
-			fprintf(stderr, "the first invocations from a signal handler hung for 20 s\n");
-			kill(p, SIGKILL);
-			waitpid(p, &st, 0);
-			CHECK(!"hung");
-			TEST_DONE();
-		}
-		usleep(5 * 1000);
+	double secs;
+	if (!testutil_wait_bounded(p, 20, &st, &secs)) {
+		fprintf(stderr, "the first invocations from a signal handler hung for 20 s\n");
+		CHECK(!"hung");
+		TEST_DONE();
 	}
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	printf("%d sites run from a signal handler in %.3f s, child status %d\n", SITES,
-	       (double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9,
+	printf("%d sites run from a signal handler in %.3f s, child status %d\n", SITES, secs,
 	       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	TEST_DONE();
