@@ -84,9 +84,14 @@ def run(case, mark, prog, mnt):
     env = dict(os.environ, MARK_TRACE=trace, MARK_MODE="block", MARK_BUFFER="64k")
     p = subprocess.Popen([prog, str(BATCH), "stdin"], env=env, stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-    # The tracer starts when the program loads: its statistics and metadata first.
+    # The tracer starts when the program loads: its statistics and metadata
+    # first.  Both must be there before the disk is filled: a tracer that
+    # cannot write its metadata turns itself off, and there is no trace to
+    # read (seen under qemu, where the fill could overtake the metadata).
     wait_for("the tracer's statistics file",
              lambda: glob.glob(os.path.join(trace, "pid-*", ".mark-stats")))
+    wait_for("the tracer's metadata",
+             lambda: glob.glob(os.path.join(trace, "pid-*", "metadata")))
     if case == "full_later":
         p.stdin.write("\n")
         p.stdin.flush()
