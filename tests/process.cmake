@@ -9,12 +9,13 @@ set_tests_properties(process_fork_unshare_traced PROPERTIES TIMEOUT 60 SKIP_RETU
   ENVIRONMENT "MARK_TRACE=${CMAKE_CURRENT_BINARY_DIR}/process-work/unshare-trace")
 #   process_agent_fds_*         the agent never touches a descriptor the program
 #                               reused (dup2 onto its fds, close_range + reopen,
-#                               exit with its fds replaced)
+#                               close_range as the agent starts, exit with
+#                               its fds replaced)
 add_executable(test_agent_fds process/test_agent_fds.c)
 target_link_libraries(test_agent_fds PRIVATE mark)
 file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/process-xdg)
 file(CHMOD ${CMAKE_CURRENT_BINARY_DIR}/process-xdg DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
-foreach(case dup2 close_range exit)
+foreach(case dup2 close_range startup exit)
   add_test(NAME process_agent_fds_${case} COMMAND test_agent_fds ${case})
   set_tests_properties(process_agent_fds_${case} PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77
     ENVIRONMENT "XDG_RUNTIME_DIR=${CMAKE_CURRENT_BINARY_DIR}/process-xdg")

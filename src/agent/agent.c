@@ -106,8 +106,13 @@
  * closing every fd, dup2 onto them): before every use we check, with
  * fstat, that the number still names the same file (sockets and pipes have
  * inode numbers of their own), and never read, write, accept on or close a
- * descriptor that fails the check.  A program that swaps the file between
- * our check and our use (microseconds) is not defended against.
+ * descriptor that fails the check.  The record is taken the moment the
+ * descriptor exists (the next system call after socket() or pipe2()), long
+ * before the socket's name appears, so that a program that closes every
+ * descriptor as soon as it sees the agent, while this thread is still
+ * setting up, cannot have its own file recorded as ours.  A program that
+ * swaps the file between our check and our use, or between the creation
+ * and the record (microseconds), is not defended against.
  */
 struct fd_id {
 	dev_t dev;
@@ -311,7 +316,7 @@ static int socket_is_live(const char *path)
 
 /*
  * Bind under a temporary name, listen, then rename into place.  Returns the
- * listening fd or -errno.
+ * listening fd, whose identity is in *id, or -errno.
  *
  * Pid namespaces that share /tmp (containers of one user) can hold two
  * processes with the same pid number, so <pid>.sock is not ours just
@@ -327,7 +332,7 @@ static int socket_is_live(const char *path)
  * same instant that a third pid-N died, and costs that agent its socket,
  * never a wrong answer, thanks to the client's check.)
  */
-static int create_socket(char *path_out, size_t path_len)
+static int create_socket(char *path_out, size_t path_len, struct fd_id *id)
 {
 	uid_t uid = geteuid();
 	char dir[sizeof(socket_path)];
@@ -355,6 +360,10 @@ static int create_socket(char *path_out, size_t path_len)
 		agent_log("socket: %s; the agent is off", strerror(e));
 		return -e;
 	}
+	if (!fd_id_take(fd, id)) {
+		agent_log("cannot inspect the socket just created (the program closed it?); the agent is off");
+		return -EBADF;   /* not ours to close any more */
+	}
 	bool bound = false;
 	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0)
 		goto fail;
@@ -373,7 +382,7 @@ static int create_socket(char *path_out, size_t path_len)
 				  "its socket (set XDG_RUNTIME_DIR to a directory of this namespace)",
 				  final_path);
 			unlink(addr.sun_path);
-			close(fd);
+			close_if_ours(&fd, id);
 			return -EADDRINUSE;
 		}
 		/* Stale: a dead process's socket (exec or SIGKILL leaves it). */
@@ -387,7 +396,7 @@ fail: {
 	agent_log("cannot listen on %s: %s; the agent is off", final_path, strerror(e));
 	if (bound)
 		unlink(addr.sun_path);
-	close(fd);
+	close_if_ours(&fd, id);
 	return -e;
 }
 }
@@ -1156,27 +1165,39 @@ static void expire_connections(int64_t now)
 /* ---------------- the thread ---------------- */
 
 /*
- * Create the wake-up pipe and the listening socket and record what they
- * are.  false: the agent cannot run (logged).
+ * One attempt of open_descriptors().  1: created and published; 0: the
+ * program closed or replaced one of them before they were published (what
+ * is still ours is closed, and the socket's name removed); -1: the agent
+ * cannot run (logged).
  */
-static bool open_descriptors(void)
+static int try_open_descriptors(void)
 {
 	int pipefd[2] = { -1, -1 };
 	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0) {
 		agent_log("pipe: %s; the agent is off", strerror(errno));
-		return false;
+		return -1;
 	}
+	/* Recorded at once (see struct fd_id); both ends of one pipe share
+	 * its inode, which a pair of unrelated files would not. */
+	struct fd_id pipe_id[2] = { { 0, 0 }, { 0, 0 } }, sock_id = { 0, 0 };
+	bool pipe_known = fd_id_take(pipefd[0], &pipe_id[0]) && fd_id_take(pipefd[1], &pipe_id[1]) &&
+			  pipe_id[0].dev == pipe_id[1].dev && pipe_id[0].ino == pipe_id[1].ino;
 	char path[sizeof(socket_path)];
 	int fd = -1;
-	if (!__atomic_load_n(&stopping, __ATOMIC_RELAXED))
-		fd = create_socket(path, sizeof(path));
+	if (pipe_known && !__atomic_load_n(&stopping, __ATOMIC_RELAXED))
+		fd = create_socket(path, sizeof(path), &sock_id);
 	pthread_mutex_lock(&fd_lock);
-	bool ok = fd >= 0 && fd_id_take(pipefd[0], &wake_id[0]) && fd_id_take(pipefd[1], &wake_id[1]) &&
-		  fd_id_take(fd, &listen_id);
+	/* Still ours now that the socket's name is visible (a program may
+	 * have closed every descriptor the moment it saw it). */
+	bool ok = fd >= 0 && fd_ours(pipefd[0], &pipe_id[0]) && fd_ours(pipefd[1], &pipe_id[1]) &&
+		  fd_ours(fd, &sock_id);
 	if (ok) {
 		wake_fd[0] = pipefd[0];
 		wake_fd[1] = pipefd[1];
+		wake_id[0] = pipe_id[0];
+		wake_id[1] = pipe_id[1];
 		listen_fd = fd;
+		listen_id = sock_id;
 		snprintf(socket_path, sizeof(socket_path), "%s", path);
 		struct stat st;
 		if (lstat(path, &st) == 0) {
@@ -1185,15 +1206,34 @@ static bool open_descriptors(void)
 		}
 	}
 	pthread_mutex_unlock(&fd_lock);
-	if (!ok) {
-		if (fd >= 0) {
-			unlink(path);
-			close(fd);
-		}
-		close(pipefd[0]);
-		close(pipefd[1]);
+	if (ok)
+		return 1;
+	if (fd >= 0)
+		unlink(path);   /* the name this call created */
+	if (pipe_known) {
+		close_if_ours(&pipefd[0], &pipe_id[0]);
+		close_if_ours(&pipefd[1], &pipe_id[1]);
 	}
-	return ok;
+	/* A failure of our own (the socket) was logged; losing the
+	 * descriptors to the program is retried. */
+	return fd >= 0 || !pipe_known ? 0 : -1;
+}
+
+/*
+ * Create the wake-up pipe and the listening socket and record what they
+ * are.  A program that closes every descriptor while they are being
+ * created costs a retry (at most 3).  false: the agent cannot run (logged).
+ */
+static bool open_descriptors(void)
+{
+	for (int attempt = 0; attempt < 3; attempt++) {
+		int r = try_open_descriptors();
+		if (r != 0)
+			return r > 0;
+	}
+	agent_log("the program closed the agent's descriptors as they were created, 3 times; the agent "
+		  "is off (the program is not affected)");
+	return false;
 }
 
 /* How often the agent re-creates descriptors the program took from it
@@ -1298,8 +1338,12 @@ static enum agent_round_result agent_round(bool block)
 	if (r > 0 && ((pfd[0].revents | pfd[1].revents) & POLLNVAL))
 		return ROUND_CONTINUE;   /* closed by the program: the check above recovers */
 	if (r > 0 && (pfd[0].revents & POLLIN) && fd_ours(wake_fd[0], &wake_id[0])) {
+		/* Bounded: should the number be swapped between the check and
+		 * the read, a file of the program's loses at most 256 bytes of
+		 * its offset, not all of it (the pipe holds a byte per wake-up;
+		 * more than this is read at the next round). */
 		char drain[16];
-		while (read(wake_fd[0], drain, sizeof(drain)) > 0)
+		for (int i = 0; i < 16 && read(wake_fd[0], drain, sizeof(drain)) > 0; i++)
 			;
 	}
 	if (__atomic_load_n(&stopping, __ATOMIC_RELAXED))
