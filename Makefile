@@ -76,10 +76,17 @@ test-tsan: deps-test
 	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  MARK_TEST_SANITIZER=thread ctest --output-on-failure -j 2
 
+# clang builds everything with -Werror, and runs the tests of what the compiler
+# shapes: libmark (sites, patching, the tracer, the agent, event handlers) and
+# the programs and tools built on it.  It leaves out the tests of the CLI's
+# readers, exporters and text alone (plain C that gcc's run and ASan+UBSan's
+# already check, about 4 minutes): CLANG_TEST_EXCLUDE.
+CLANG_TEST_EXCLUDE = ^(cli_|reader_|pairs_|export_|perfetto_|e2e_)|^dtrace_corpus$$
 test-clang: deps-test
 	CC=clang CXX=clang++ cmake -S . -B build-clang -G Ninja
 	cmake --build build-clang -j $(JOBS)
-	cd build-clang && ctest --output-on-failure -j 2
+	@echo "clang: not run here (gcc, ASan+UBSan and TSan run them): tests matching $(CLANG_TEST_EXCLUDE)"
+	cd build-clang && ctest --output-on-failure -j 2 -E '$(CLANG_TEST_EXCLUDE)'
 
 demo: deps build
 	./examples/demo.sh $(BUILD)
