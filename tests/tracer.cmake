@@ -60,7 +60,7 @@ endif()
 # symlink case needs root (it is root's recovery that is attacked) and skips
 # otherwise; `ok` is the positive case (every event of a SIGKILLed process).
 if(TARGET mark_cli)
-  foreach(case ok ok_wrapped nobody_ok symlink pid0 stats_header_size stats_entry_size stats_max_entries stats_markers_described
+  foreach(case ok ok_wrapped ok_large sparse_ring nobody_ok symlink pid0 stats_header_size stats_entry_size stats_max_entries stats_markers_described
           stats_short stats_race stats_truncate ring_capacity ring_head ring_tail ring_stream_index ring_header_size ring_short
           pid_stats_header_size)
     add_test(NAME recover_${case}

@@ -36,7 +36,10 @@
  *     to writing into files the owner owns and could write itself.
  *   - Files are read with pread() into our own memory and written back
  *     with pwrite(), never mapped: the owner could truncate a mapped file
- *     under us and kill us with SIGBUS.
+ *     under us and kill us with SIGBUS.  A ring is read a window of at
+ *     most RECOVER_WINDOW bytes at a time, never whole: its header says
+ *     how large it is, and a sparse file of the owner's could otherwise
+ *     make us allocate and read up to the largest buffer, 4 GiB.
  *   - Every field is checked against the file's size and the format's
  *     bounds before it is used (stats_check(), ring_check()).  A bad field
  *     is an error that names the file and the field; that file is left as
@@ -374,9 +377,62 @@ static uint64_t count_stream_events(const struct rdir *d, const char *sname, int
 }
 
 /*
+ * The records of a ring are read through a window of this many bytes (a
+ * power of two; several packets of TRACER_PACKET_MAX, so that packets are
+ * cut at a window's end once in 4 times at most).
+ */
+#define RECOVER_WINDOW (4u << 20)
+
+/*
+ * Read the ring positions [from, to) of the ring file fd (capacity cap)
+ * into the window win of w bytes, each at its position modulo w, as the
+ * ring itself holds it modulo cap (w divides cap, to - from <= w).
+ * 0 or -errno.
+ */
+static int read_window(int fd, uint64_t cap, uint64_t *win, uint64_t w, uint64_t from, uint64_t to)
+{
+	while (from < to) {
+		const uint64_t in_ring = from & (cap - 1), in_win = from & (w - 1);
+		uint64_t n = to - from;
+		if (n > cap - in_ring)
+			n = cap - in_ring;
+		if (n > w - in_win)
+			n = w - in_win;
+		int rc = read_full(fd, (char *)win + in_win, n, (off_t)(MARK_TF_RING_HEADER_SIZE + in_ring));
+		if (rc < 0)
+			return rc;
+		from += n;
+	}
+	return 0;
+}
+
+/*
+ * The records from pos to head that could not be written (a damaged record
+ * or an undescribed marker): counted as tracer_count_records() counts them,
+ * reading the ring through the window.
+ */
+static uint64_t count_unwritten(int fd, uint64_t cap, uint64_t *win, uint64_t w, uint64_t pos, uint64_t head)
+{
+	uint64_t n = 0, filled_to = pos;
+	while (pos < head) {
+		if (pos + 16 > filled_to) {
+			filled_to = pos + w;
+			if (read_window(fd, cap, win, w, pos, filled_to) != 0)
+				return n + 1;   /* cannot read on: at least this one */
+		}
+		const uint64_t len = (win[(pos / 8 + 1) & (w / 8 - 1)] >> 16) & 0xffff;
+		n++;
+		if (len < 16)
+			break;
+		pos += MARK_TF_RECORD_SPAN(len);
+	}
+	return n;
+}
+
+/*
  * Recover one ring, d/name (= .mark-ring-index).  Returns 0 or -errno
- * (reported).  The ring is read into our memory (see the top of the
- * file); its consumer fields are updated there by the commit protocol and
+ * (reported).  The ring is read into our memory a window at a time (see
+ * the top of the file); its consumer fields are updated there by the commit protocol and
  * written back only if the ring file stays (an error after some packets),
  * so that a second recovery resumes where this one stopped.
  * counted: the stream lengths the statistics' counts include, by index
@@ -410,19 +466,14 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 				    "not recovered)", d->path, name, field, why);
 	}
 	const uint64_t cap = hdr.capacity;
-	uint64_t *data = malloc(cap);
+	const uint64_t window = cap < RECOVER_WINDOW ? cap : RECOVER_WINDOW;
+	uint64_t *data = malloc(window);
 	if (!data) {
 		close(fd);
-		return recover_fail(ctx, ENOMEM, "mark: recover: out of memory for the %" PRIu64 " bytes of %s/%s; "
-				    "left as it is", cap, d->path, name);
+		return recover_fail(ctx, ENOMEM, "mark: recover: out of memory for %" PRIu64 " bytes to read %s/%s; "
+				    "left as it is", window, d->path, name);
 	}
-	int rc = read_full(fd, data, cap, MARK_TF_RING_HEADER_SIZE);
-	if (rc < 0) {
-		free(data);
-		close(fd);
-		return recover_fail(ctx, -rc, "mark: recover: cannot read %s/%s: %s (did it shrink meanwhile?); "
-				    "left as it is", d->path, name, strerror(-rc));
-	}
+	int rc = 0;
 	char sname[32];
 	snprintf(sname, sizeof(sname), "%s%" PRIu32, MARK_TF_STREAM_PREFIX, index);
 	struct stat ss;
@@ -516,17 +567,33 @@ static int recover_ring(struct recover_ctx *ctx, const struct rdir *d, const cha
 	};
 	/* The name the owner stored (an untrusted file: cleaned again). */
 	mark_thread_name_clean(sink.thread_name, (const char *)hdr.thread_name, sizeof(hdr.thread_name));
+	/* A window at a time.  A record that crosses the window's end stops
+	 * tracer_write_records() there, and the next window starts with it;
+	 * a window without progress holds a damaged record or an undescribed
+	 * marker id.  Inside the ring (not its last window) the sink is
+	 * `live`: losses a packet could not carry go in the next packet, or
+	 * in the empty packet below, not in one between two windows. */
 	uint64_t consumed = start;
-	if (start < head) {
-		if ((rc = tracer_write_records(&sink, data, cap, start, head, &consumed)) < 0) {
+	while (consumed < head) {
+		const uint64_t from = consumed, to = head - from > window ? from + window : head;
+		if ((rc = read_window(fd, cap, data, window, from, to)) < 0) {
+			recover_fail(ctx, -rc, "mark: recover: cannot read %s/%s: %s (did it shrink meanwhile?); "
+				     "left as it is from ring position %" PRIu64, d->path, name, strerror(-rc), from);
+			goto partial;
+		}
+		sink.live = to < head;
+		if ((rc = tracer_write_records(&sink, data, window, from, to, &consumed)) < 0) {
 			recover_fail(ctx, -rc, "mark: recover: cannot write %s/%s: %s", d->path, sname, strerror(-rc));
 			goto partial;
 		}
-		if (consumed < head) {
-			/* Undescribed marker ids or a damaged record: count the rest lost. */
-			hdr.lost_consumer += tracer_count_records(data, cap, consumed, head);
-			consumed = head;
-		}
+		if (consumed == from || (consumed < to && to == head))
+			break;
+	}
+	sink.live = false;
+	if (consumed < head) {
+		/* Undescribed marker ids or a damaged record: count the rest lost. */
+		hdr.lost_consumer += count_unwritten(fd, cap, data, window, consumed, head);
+		consumed = head;
 	}
 	sink.lost = hdr.lost + hdr.lost_consumer;
 	if (sink.lost != hdr.lost_reported) {

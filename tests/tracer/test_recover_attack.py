@@ -32,6 +32,13 @@ exits; `mark record` then completes the trace with mark_trace_recover().
   ok_wrapped (positive) SIGKILL of a flight recorder (overwrite mode) whose
             buffer has wrapped: its newest events are recovered, kept + lost
             = every event.
+  ok_large  (positive) the same with a 16 MiB buffer, which recovery reads a
+            4 MiB window at a time: the events kept are the newest, in order,
+            none missing at a window's or the ring's end.
+  sparse_ring a ring whose header says 2 GiB, in a sparse file of that
+            size (costless to the traced user): recovery reads what the
+            ring holds, not 2 GiB into its memory (the old code took 2 GiB
+            of RSS; now the largest process of the run stays under 256 MiB).
 
 Exit 0 = pass, 1 = fail, 77 = skip.
 """
@@ -167,6 +174,10 @@ def attacker(case, prog):
         os._exit(r.returncode)
     if case == "ok_wrapped":
         p = start_prog(prog, "overwrite", 1000, "killseq", "4k")   # the ring wraps many times
+    elif case == "ok_large":
+        p = start_prog(prog, "overwrite", LARGE_EVENTS, "killseq", "16m")   # wraps once
+    elif case == "sparse_ring":
+        p = start_prog(prog, "overwrite", 100, "killseq")
     elif case == "nobody_ok":
         p = start_prog(prog, "overwrite", 100, "killseq")   # no stream file yet: recovery makes it
     else:
@@ -191,6 +202,12 @@ def attacker(case, prog):
         else:
             poke(st, STATS, field, {"header_size": 0xfffffff8, "entry_size": 0, "max_entries": 0xffffffff,
                                     "markers_described": 0xffffffff}[field])
+    elif case == "sparse_ring":
+        # 100 events, far from the end of 64 KiB: at the same offsets in a
+        # ring of 2 GiB.  Header and sparse size say 2 GiB.
+        r = os.path.join(pdir, ring_with_events(pdir))
+        poke(r, RING, "capacity", SPARSE_CAPACITY)
+        os.truncate(r, 4096 + SPARSE_CAPACITY)
     elif case.startswith("ring_"):
         field = case[len("ring_"):]
         r = os.path.join(pdir, ring_with_events(pdir))
@@ -207,6 +224,10 @@ def attacker(case, prog):
             poke(r, RING, field, {"capacity": 1 << 62, "head": 1 << 60, "stream_index": 0xffffffff,
                                   "tail": 1 << 61, "header_size": 0}[field])
     os._exit(0)
+
+
+LARGE_EVENTS = 1000000
+SPARSE_CAPACITY = 1 << 31
 
 
 def main():
@@ -325,6 +346,27 @@ def main():
         m = re.search(r"recovered (\d+) events.*\n(?:.*\n)*?mark: (\d+) events written, (\d+) lost", r.stderr)
         check(m and int(m.group(1)) > 0 and int(m.group(2)) + int(m.group(3)) == 1000,
               "a wrapped flight-recorder buffer not recovered (kept + lost must be 1000): %s" % r.stderr)
+        check(not rings_of(pdir), "buffer files left after recovery: %s" % rings_of(pdir))
+    elif case == "ok_large":
+        m = re.search(r"recovered (\d+) events.*\n(?:.*\n)*?mark: (\d+) events written, (\d+) lost", r.stderr)
+        check(m and int(m.group(1)) > 0 and int(m.group(2)) + int(m.group(3)) == LARGE_EVENTS,
+              "a 16 MiB flight-recorder buffer not recovered (kept + lost must be %d): %s" % (LARGE_EVENTS, r.stderr))
+        v = subprocess.run([mark, "view", d], capture_output=True, text=True, env=env, timeout=100)
+        seq = [int(x) for x in re.findall(r"t_seq: \w+=(\d+)$", v.stdout, re.M)]
+        kept = int(m.group(2)) if m else -1
+        check(len(seq) == kept, "mark view shows %d t_seq events, the summary says %d were written"
+              % (len(seq), kept))
+        check(seq == list(range(LARGE_EVENTS - len(seq), LARGE_EVENTS)),
+              "the recovered events are not the newest, in order and without a hole (first %s, last %s)"
+              % (seq[:3], seq[-3:]))
+        print("ok_large: %d newest events of %d recovered in order" % (len(seq), LARGE_EVENTS))
+    elif case == "sparse_ring":
+        import resource
+        rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print("largest process of the run: %.0f MiB" % rss_mib)
+        check("recovered 100 events" in r.stderr, "the ring's 100 events not recovered: %s" % r.stderr)
+        check(rss_mib < 256, "recovery of a sparse ring whose header says %d bytes took %.0f MiB of memory"
+              % (SPARSE_CAPACITY, rss_mib))
         check(not rings_of(pdir), "buffer files left after recovery: %s" % rings_of(pdir))
     elif case == "nobody_ok":
         check("recovered 100 events" in r.stderr, "root did not recover nobody's trace: %s" % r.stderr)
