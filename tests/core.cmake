@@ -137,3 +137,9 @@ mark_kind_test(test_odd_site SOURCES test_odd_site.c KINDS jump)
 # TSD destructor) must neither hang nor lose the event (review finding).
 mark_test(test_exit_signal SOURCES test_exit_signal.c)
 set_tests_properties(test_exit_signal PROPERTIES TIMEOUT 90)
+
+# mark_arm/mark_disarm when an allocation fails: all or nothing (every
+# allocation point in turn; the rule also holds for objects loaded later).
+mark_test(test_arm_oom SOURCES test_arm_oom.c DEFS DL_MARKERS_PATH="$<TARGET_FILE:dl_markers_jump>"
+          ENV MARK_AGENT=0)
+add_dependencies(test_arm_oom dl_markers_jump)

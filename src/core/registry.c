@@ -451,31 +451,44 @@ struct mark_marker *mark_eventhandler_marker_get_locked(const char *name)
 	return m && m->eventhandler ? m : NULL;
 }
 
-static void add_rule_locked(const char *glob, bool arm)
+/* A rule for `glob`, or NULL (out of memory).  Made before anything is
+ * patched, so that a rule that cannot be stored fails the whole call: sites
+ * armed now without the rule that arms the same markers in objects loaded
+ * later would disagree. */
+static struct arm_rule *rule_new(const char *glob, bool arm)
+{
+	struct arm_rule *r = calloc(1, sizeof(*r));
+	if (r && !(r->glob = strdup(glob))) {
+		free(r);
+		return NULL;
+	}
+	if (r)
+		r->arm = arm;
+	return r;
+}
+
+static void rule_free(struct arm_rule *r)
+{
+	free(r->glob);
+	free(r);
+}
+
+/* Append `rule` (taken over).  A rule for "*" overrides everything before
+ * it; an identical glob replaces its older rule.  Either way the list stays
+ * short. */
+static void add_rule_locked(struct arm_rule *rule)
 {
 	struct arm_rule **pp = &rules;
-	/* A rule for "*" overrides everything before it; an identical glob
-	 * replaces its older rule.  Either way the list stays short. */
 	while (*pp) {
 		struct arm_rule *r = *pp;
-		if (strcmp(glob, "*") == 0 || strcmp(r->glob, glob) == 0) {
+		if (strcmp(rule->glob, "*") == 0 || strcmp(r->glob, rule->glob) == 0) {
 			*pp = r->next;
-			free(r->glob);
-			free(r);
+			rule_free(r);
 		} else {
 			pp = &r->next;
 		}
 	}
-	struct arm_rule *r = calloc(1, sizeof(*r));
-	if (!r)
-		return;
-	r->glob = strdup(glob);
-	if (!r->glob) {
-		free(r);
-		return;
-	}
-	r->arm = arm;
-	*pp = r;
+	*pp = rule;
 }
 
 static int arm_glob(const char *glob, bool arm)
@@ -485,6 +498,9 @@ static int arm_glob(const char *glob, bool arm)
 		return mark_error(EINVAL, "mark: %s: %s", arm ? "mark_arm" : "mark_disarm", why);
 	mark_init();
 	mark_error_clear();
+	struct arm_rule *rule = rule_new(glob, arm);
+	if (!rule)
+		return mark_error(ENOMEM, "mark: out of memory; no site was changed");
 	registry_lock();
 	struct mark_marker **matched = nmarkers ? malloc(nmarkers * sizeof(*matched)) : NULL;
 	bool *previous = nmarkers ? malloc(nmarkers * sizeof(*previous)) : NULL;
@@ -493,7 +509,8 @@ static int arm_glob(const char *glob, bool arm)
 		free(matched);
 		free(previous);
 		registry_unlock();
-		return mark_error(ENOMEM, "mark: out of memory");
+		rule_free(rule);
+		return mark_error(ENOMEM, "mark: out of memory; no site was changed");
 	}
 	for (size_t i = 0; i < nmarkers; i++) {
 		struct mark_marker *m = markers[i];
@@ -511,8 +528,9 @@ static int arm_glob(const char *glob, bool arm)
 	if (r < 0) {
 		for (size_t i = 0; i < nm; i++)
 			matched[i]->user_armed = previous[i];
+		rule_free(rule);
 	} else {
-		add_rule_locked(glob, arm);
+		add_rule_locked(rule);
 	}
 	registry_unlock();
 	free(sites);

@@ -122,31 +122,44 @@ static int page_runs(const struct mark_patch *p, size_t count, struct spans *run
  * Split the runs into spans of one protection each, from /proc/self/maps
  * (sorted by address).  Assumes no other thread changes the protection
  * of these pages during the batch (the program owns its code pages; mark
- * owns them only while it patches).  Without procfs at /proc (a chroot),
- * the pages are taken to be r-x, which is what code pages normally are
- * and which never leaves a page writable.
+ * owns them only while it patches).  Without procfs at /proc (a chroot, a
+ * sandbox that hides it), the pages are taken to be r-x, which is what
+ * code pages normally are and which never leaves a page writable.  Any
+ * other failure to read it (out of memory or of descriptors) fails the
+ * batch: guessing r-x then would take the write right from a page that
+ * had it (a JIT's rwx page).
  */
-static FILE *open_maps(void)
+
+/* *out: the maps file, or NULL when there is no procfs at /proc.  0 or
+ * -errno. */
+static int open_maps(FILE **out)
 {
+	*out = NULL;
 	/* The mount namespace is not ours to trust: accept only procfs, so a
 	 * file bound over /proc cannot choose the protections we restore. */
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	struct statfs fs;
 	if (fd < 0)
-		return NULL;
+		return errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
 	if (fstatfs(fd, &fs) != 0 || fs.f_type != PROC_SUPER_MAGIC) {
 		close(fd);
-		return NULL;
+		return 0;
 	}
-	FILE *f = fdopen(fd, "r");
-	if (!f)
+	*out = fdopen(fd, "r");
+	if (!*out) {
+		int e = errno;
 		close(fd);
-	return f;
+		return -e;
+	}
+	return 0;
 }
 
 static int read_protections(const struct spans *runs, struct spans *out)
 {
-	FILE *f = open_maps();
+	FILE *f;
+	int err = open_maps(&f);
+	if (err)
+		return err;
 	if (!f) {
 		for (size_t r = 0; r < runs->n; r++)
 			if (spans_push(out, runs->v[r].start, runs->v[r].end, PROT_READ | PROT_EXEC) != 0)
@@ -156,8 +169,8 @@ static int read_protections(const struct spans *runs, struct spans *out)
 	char *line = NULL;
 	size_t cap = 0, r = 0;
 	uintptr_t at = runs->n ? runs->v[0].start : 0;   /* first byte not yet covered */
-	int err = 0;
-	while (r < runs->n && getline(&line, &cap, f) > 0) {
+	ssize_t got = 0;
+	while (r < runs->n && (got = getline(&line, &cap, f)) > 0) {
 		unsigned long ms, me;
 		char perms[5];
 		if (sscanf(line, "%lx-%lx %4s", &ms, &me, perms) != 3)
@@ -177,6 +190,9 @@ static int read_protections(const struct spans *runs, struct spans *out)
 		if (err || (r < runs->n && ms > at))
 			break;
 	}
+	/* getline's failure, not the end of the file (errno is getline's). */
+	if (!err && got < 0 && !feof(f))
+		err = errno ? -errno : -EIO;
 	free(line);
 	fclose(f);
 	if (err)
@@ -242,8 +258,13 @@ int mark_arch_patch(struct mark_patch *patches, size_t count)
 	free(runs.v);
 	if (err) {
 		free(prot.v);
-		return err == -ENOMEM ? mark_error(ENOMEM, "mark: out of memory while arming %zu sites", count)
-				      : err;
+		if (err == -ENOMEM)
+			return mark_error(ENOMEM, "mark: out of memory while arming %zu sites; no site was changed",
+					  count);
+		if (err != -EFAULT)   /* EFAULT is reported where it is found */
+			return mark_error(-err, "mark: cannot read /proc/self/maps for the protection of the code "
+					  "pages: %s; no site was changed", strerror(-err));
+		return err;
 	}
 
 	size_t done;
