@@ -51,40 +51,114 @@ static bool registration_matches(const struct probe_registration *r, const struc
 	return !r->format || (m->format_known && strcmp(r->format, m->format) == 0);
 }
 
-void mark_probes_rebuild_locked(struct mark_marker *m, void ***retired, size_t *nretired)
+/* The probe array that marker m needs now (NULL: no probe matches), in
+ * *out.  0, or -ENOMEM (nothing changed). */
+static int probe_array_build_locked(const struct mark_marker *m, struct mark_probe_array **out)
 {
 	unsigned count = 0;
 	for (const struct probe_registration *r = registrations; r; r = r->next)
 		count += registration_matches(r, m);
-	struct mark_probe_array *array = NULL;
-	if (count) {
-		array = malloc(sizeof(*array) + count * sizeof(array->probes[0]));
-		if (!array) {
-			mark_warn("mark: out of memory connecting probes to %s; its probes are unchanged\n",
-				m->name);
-			return;
-		}
-		array->count = 0;
-		for (const struct probe_registration *r = registrations; r; r = r->next) {
-			if (!registration_matches(r, m))
-				continue;
-			struct mark_probe *p = &array->probes[array->count++];
-			p->va = r->va;
-			p->fast = r->fast;
-			p->priv = r->priv;
-		}
+	*out = NULL;
+	if (!count)
+		return 0;
+	struct mark_probe_array *array = malloc(sizeof(*array) + count * sizeof(array->probes[0]));
+	if (!array)
+		return -ENOMEM;
+	array->count = 0;
+	for (const struct probe_registration *r = registrations; r; r = r->next) {
+		if (!registration_matches(r, m))
+			continue;
+		struct mark_probe *p = &array->probes[array->count++];
+		p->va = r->va;
+		p->fast = r->fast;
+		p->priv = r->priv;
 	}
+	*out = array;
+	return 0;
+}
+
+/* Publish m's new array; the old one goes to retired[(*nretired)++], for
+ * which the caller made room. */
+static void probe_array_publish_locked(struct mark_marker *m, struct mark_probe_array *array, void **retired,
+				       size_t *nretired)
+{
 	struct mark_probe_array *old = m->probes;
 	/* Release: the array's contents are visible before the pointer. */
 	__atomic_store_n(&m->probes, array, __ATOMIC_RELEASE);
-	if (old) {
-		void **n = realloc(*retired, (*nretired + 1) * sizeof(void *));
-		if (n) {
-			*retired = n;
-			n[(*nretired)++] = old;
-		}
-		/* else: leak the old array rather than free it under readers. */
+	if (old)
+		retired[(*nretired)++] = old;
+}
+
+void mark_probes_rebuild_locked(struct mark_marker *m, void ***retired, size_t *nretired)
+{
+	struct mark_probe_array *array;
+	void **room = realloc(*retired, (*nretired + 1) * sizeof(void *));
+	if (room)
+		*retired = room;
+	if (!room || probe_array_build_locked(m, &array) != 0) {
+		/* A marker of an object being loaded: nobody to return an error to. */
+		mark_warn("mark: out of memory connecting probes to %s; its probes are unchanged\n", m->name);
+		return;
 	}
+	probe_array_publish_locked(m, array, *retired, nretired);
+}
+
+/*
+ * The new probe arrays of every marker that `name` matches, built before
+ * any is published, so that a registration or unregistration that runs out
+ * of memory changes no marker (all or nothing).  Registry lock held.
+ */
+struct probe_rebuild {
+	struct mark_marker **markers;
+	struct mark_probe_array **arrays;
+	size_t n;
+	void **retired;       /* room for n old arrays */
+	size_t nretired;
+};
+
+static int rebuild_prepare_locked(const char *name, struct probe_rebuild *rb)
+{
+	size_t n;
+	struct mark_marker **ms = mark_markers_locked(&n);
+	memset(rb, 0, sizeof(*rb));
+	size_t matching = 0;
+	for (size_t i = 0; i < n; i++)
+		matching += mark_glob_match(name, ms[i]);
+	if (!matching)
+		return 0;
+	rb->markers = malloc(matching * sizeof(*rb->markers));
+	rb->arrays = malloc(matching * sizeof(*rb->arrays));
+	rb->retired = malloc(matching * sizeof(*rb->retired));
+	if (!rb->markers || !rb->arrays || !rb->retired)
+		goto oom;
+	for (size_t i = 0; i < n; i++) {
+		if (!mark_glob_match(name, ms[i]))
+			continue;
+		rb->markers[rb->n] = ms[i];
+		if (probe_array_build_locked(ms[i], &rb->arrays[rb->n]) != 0)
+			goto oom;
+		rb->n++;
+	}
+	return 0;
+oom:
+	for (size_t i = 0; i < rb->n; i++)
+		free(rb->arrays[i]);
+	free(rb->markers);
+	free(rb->arrays);
+	free(rb->retired);
+	memset(rb, 0, sizeof(*rb));
+	return -ENOMEM;
+}
+
+/* Publish what rebuild_prepare_locked() built (cannot fail); the old
+ * arrays are retired by the caller after the registry lock
+ * (mark_probes_retire(rb->retired, rb->nretired), which frees the list). */
+static void rebuild_publish_locked(struct probe_rebuild *rb)
+{
+	for (size_t i = 0; i < rb->n; i++)
+		probe_array_publish_locked(rb->markers[i], rb->arrays[i], rb->retired, &rb->nretired);
+	free(rb->markers);
+	free(rb->arrays);
 }
 
 /*
@@ -239,15 +313,6 @@ int mark_synchronize(void)
 	return 0;
 }
 
-static void rebuild_matching_locked(const char *name, void ***retired, size_t *nretired)
-{
-	size_t n;
-	struct mark_marker **ms = mark_markers_locked(&n);
-	for (size_t i = 0; i < n; i++)
-		if (mark_glob_match(name, ms[i]))
-			mark_probes_rebuild_locked(ms[i], retired, nretired);
-}
-
 static int probe_register(const char *name, const char *fmt, mark_probe_fn va, mark_fast_probe_fn fast,
 			  void *priv)
 {
@@ -301,11 +366,18 @@ static int probe_register(const char *name, const char *fmt, mark_probe_fn va, m
 		tail = &(*tail)->next;
 	*tail = reg;
 
-	void **retired = NULL;
-	size_t nretired = 0;
-	rebuild_matching_locked(name, &retired, &nretired);
+	struct probe_rebuild rb;
+	if (rebuild_prepare_locked(name, &rb) != 0) {
+		*tail = NULL;   /* it was last */
+		mark_registry_unlock();
+		free(reg->name);
+		free(reg->format);
+		free(reg);
+		return mark_error(ENOMEM, "mark: out of memory registering a probe for %s; nothing was changed", name);
+	}
+	rebuild_publish_locked(&rb);
 	mark_registry_unlock();
-	mark_probes_retire(retired, nretired);
+	mark_probes_retire(rb.retired, rb.nretired);
 	return 0;
 }
 
@@ -325,12 +397,17 @@ static int probe_unregister(const char *name, mark_probe_fn va, mark_fast_probe_
 		return mark_error(ENOENT, "mark: no such probe is registered for %s", name);
 	}
 	*pp = reg->next;
-	void **retired = NULL;
-	size_t nretired = 0;
-	rebuild_matching_locked(name, &retired, &nretired);
+	struct probe_rebuild rb;
+	if (rebuild_prepare_locked(name, &rb) != 0) {
+		*pp = reg;   /* still registered, still connected */
+		mark_registry_unlock();
+		return mark_error(ENOMEM, "mark: out of memory unregistering a probe for %s; it is still "
+					  "registered (try again)", name);
+	}
+	rebuild_publish_locked(&rb);
 	mark_registry_unlock();
 	/* After this grace period no thread still runs the probe through an old array. */
-	mark_probes_retire(retired, nretired);
+	mark_probes_retire(rb.retired, rb.nretired);
 	free(reg->name);
 	free(reg->format);
 	free(reg);
