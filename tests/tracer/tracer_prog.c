@@ -408,22 +408,32 @@ static void fire_seq(long n)
 			MARK(t_seq, "%ld", i);
 		}
 		if (pause_ns && (i + 1) % burst == 0) {
-			struct timespec ts = { pause_ns / 1000000000L, pause_ns % 1000000000L };
-			nanosleep(&ts, NULL);
 			/*
 			 * The consumer at SCHED_IDLE gets our CPU only when nothing
 			 * else wants it: on a loaded machine (ctest -j, qemu) it may
 			 * not have run in any pause.  Before the last burst, wait
-			 * (up to 10 s) until it has written something, so that the
-			 * test can see recording resume after a drain.
+			 * (up to 10 s) until it has drained the ring: the burst just
+			 * ended left records in it, so it has once it wrote more than
+			 * before the pause.  (Waiting only for a first write passed
+			 * on a drain long before, and under qemu on 2 busy cores the
+			 * last burst once found the ring still full: 256 events kept,
+			 * all from the first burst.)
 			 */
-			struct mark_trace_stats st;
-			for (int waited = 0; i + 1 == n - burst && waited < 10000; waited++) {
+			const bool last_pause = i + 1 == n - burst;
+			struct mark_trace_stats before = { 0 }, st;
+			if (last_pause)
+				mark_tracer_get_stats(&before);
+			struct timespec ts = { pause_ns / 1000000000L, pause_ns % 1000000000L };
+			nanosleep(&ts, NULL);
+			int waited = 0;
+			for (; last_pause && waited < 10000; waited++) {
 				mark_tracer_get_stats(&st);
-				if (st.bytes_written > 0)
+				if (st.bytes_written > before.bytes_written)
 					break;
 				usleep(1000);
 			}
+			if (waited == 10000)
+				fprintf(stderr, "tracer_prog: the consumer wrote nothing in 10 s before the last burst\n");
 		}
 	}
 }
