@@ -328,6 +328,30 @@ static void case_dup2(void)
 		FAIL("after a fourth replacement the agent thread still runs; it should stop");
 }
 
+/*
+ * Six files of the program, left open (program_file) at the lowest free
+ * numbers after a close_range; fds[k]: the descriptor of paths[k], found
+ * by its link (the agent's re-created descriptors may come between).
+ */
+static void open_program_files(char paths[6][256], int fds[6])
+{
+	for (int k = 0; k < 6; k++) {
+		program_file(k, -1, paths[k], sizeof(paths[k]));
+		fds[k] = -1;
+	}
+	for (int fd = 3, found = 0; fd < 64 && found < 6; fd++) {
+		char link[256], p[64];
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+		ssize_t l = readlink(p, link, sizeof(link) - 1);
+		if (l <= 0)
+			continue;
+		link[l] = '\0';
+		for (int j = 0; j < 6; j++)
+			if (strcmp(link, paths[j]) == 0)
+				fds[j] = fd, found++;
+	}
+}
+
 static void case_close_range(void)
 {
 	skip_under_tsan("closing");
@@ -337,23 +361,7 @@ static void case_close_range(void)
 	}
 	char paths[6][256];
 	int fds[6];
-	for (int k = 0; k < 6; k++) {
-		program_file(k, -1, paths[k], sizeof(paths[k]));
-		fds[k] = -1;
-	}
-	/* program_file leaves each file open at the lowest free numbers. */
-	for (int fd = 3, k = 0; fd < 64 && k < 6; fd++) {
-		char link[256], p[64];
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-		ssize_t l = readlink(p, link, sizeof(link) - 1);
-		if (l <= 0)
-			continue;
-		link[l] = '\0';
-		for (int j = 0; j < 6; j++)
-			if (strcmp(link, paths[j]) == 0)
-				fds[j] = fd;
-		k++;
-	}
+	open_program_files(paths, fds);
 	poke_and_measure("close_range then reuse");
 	for (int k = 0; k < 6; k++)
 		check_file(k, fds[k], paths[k]);
@@ -392,22 +400,8 @@ static void case_startup_child(const char *dir)
 	if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
 		exit(77);
 	char paths[6][256];
-	for (int k = 0; k < 6; k++)
-		program_file(k, -1, paths[k], sizeof(paths[k]));
-	/* Descriptors 3..8 are the program's files, in order (lowest free
-	 * number; the agent's re-created ones come after, or between). */
-	int fds[6] = { -1, -1, -1, -1, -1, -1 };
-	for (int fd = 3, k = 0; fd < 64 && k < 6; fd++) {
-		char link[256], p[64];
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-		ssize_t l = readlink(p, link, sizeof(link) - 1);
-		if (l <= 0)
-			continue;
-		link[l] = '\0';
-		for (int j = 0; j < 6; j++)
-			if (strcmp(link, paths[j]) == 0)
-				fds[j] = fd, k++;
-	}
+	int fds[6];
+	open_program_files(paths, fds);
 	long t0 = agent_ticks();
 	for (int i = 0; i < 5; i++) {
 		agent_answers();
