@@ -30,6 +30,7 @@
 #include "output.h"
 #include "export_otlp.h"
 #include "export_perfetto.h"
+#include "liveline.h"
 #include "pairs.h"
 #include "trace_reader.h"
 #include "trace_time.h"
@@ -627,6 +628,12 @@ close:
 	if (status == 0 && x->out != stdout)
 		fprintf(stderr, "mark export: %" PRIu64 " events (%" PRIu64 " lost by the tracer) written to %s\n",
 			x->events, x->lost, cli_text(output));
+	/* What the file cannot show: a trace still being written or never
+	 * recovered, and losses its packets could not record (a full disk). */
+	if (status == 0) {
+		live_warn_incomplete(stderr, dir, false);
+		live_warn_unrecorded_after_read(dir, x->events, x->lost);
+	}
 	for (size_t i = 0; i < EXPORT_NAME_SLOTS; i++) {
 		free(x->names[i].json_full);
 		free(x->names[i].instant);

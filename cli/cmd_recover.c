@@ -11,7 +11,7 @@
 #include "liveline.h"
 #include "text.h"
 
-#include "tracer/tracer.h"
+#include <mark/tracer.h>
 
 #include <mark/mark.h>
 

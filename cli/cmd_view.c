@@ -502,11 +502,8 @@ static int view_run(int argc, char **argv)
 	live_warn_incomplete(stderr, argv[optind], false);
 	/* Losses the trace could not record (a full disk): see `mark stats`.
 	 * Not with --filter, which the reader applies before view_event. */
-	if (r == 0 && !filter_text) {
-		uint64_t rot_events, rot_lost;
-		cli_rotated_read(argv[optind], &rot_events, &rot_lost);
-		live_warn_unrecorded(stderr, argv[optind], false, v.read + v.lost + rot_events + rot_lost);
-	}
+	if (r == 0 && !filter_text)
+		live_warn_unrecorded_after_read(argv[optind], v.read, v.lost);
 	view_state_release(&v);
 	return status;
 }

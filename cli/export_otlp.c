@@ -32,6 +32,7 @@
  */
 #define _GNU_SOURCE   /* strcasestr */
 #include "export_otlp.h"
+#include "liveline.h"
 #include "output.h"
 
 #include "command.h"
@@ -158,6 +159,7 @@ struct otlp_export {
 	struct otlp_time_text time_text;
 	struct strbuf tmp;
 	uint64_t spans, logs, lost, ended_by_export, orphans;
+	uint64_t events;                       /* every event read */
 	bool warned_clock;
 	bool failed;                           /* an error was printed: stop */
 };
@@ -618,6 +620,7 @@ static int otlp_event(const struct trace_event *ev, void *arg)
 	struct otlp_export *x = arg;
 	if (x->failed)
 		return 1;
+	x->events++;
 	if (ev->has_time && !ev->clock_is_epoch && !x->warned_clock) {
 		x->warned_clock = true;
 		fprintf(stderr, "mark export: warning: the trace's clock has no offset from the Unix epoch; "
@@ -1144,6 +1147,11 @@ int export_otlp(const struct export_otlp_options *o, int nargs, char **args)
 	if (x.orphans)
 		fprintf(stderr, "mark export: warning: %" PRIu64 " span ends matched no begin this export saw "
 				"(left out); please report it with the trace\n", x.orphans);
+	/* What the export cannot show (see cmd_export.c). */
+	if (status == 0) {
+		live_warn_incomplete(stderr, dir, false);
+		live_warn_unrecorded_after_read(dir, x.events, x.lost);
+	}
 	for (size_t i = 0; i < x.table_size; i++) {
 		struct otlp_thread *t = x.threads[i];
 		if (!t)

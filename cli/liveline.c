@@ -26,7 +26,7 @@
 #include "text.h"
 
 #include "tracer/trace_format.h"
-#include "tracer/tracer.h"
+#include <mark/tracer.h>
 
 #include <dirent.h>
 #include <limits.h>
@@ -455,6 +455,14 @@ uint64_t live_warn_unrecorded(FILE *out, const char *dir, bool bare, uint64_t in
 			"the tracer could not write them, nor the packets that were to count them): the tracer's "
 			"statistics (%s/.../%s) count them\n", bare ? "" : "mark: ", n, cli_text(dir), MARK_TF_STATS);
 	return n;
+}
+
+void live_warn_unrecorded_after_read(const char *dir, uint64_t events, uint64_t lost)
+{
+	uint64_t rot_events, rot_lost;
+	cli_rotated_read(dir, &rot_events, &rot_lost);
+	live_warn_unrecorded(stderr, dir, false,
+			     add_sat(add_sat(events, lost), add_sat(rot_events, rot_lost)));
 }
 
 /*

@@ -131,6 +131,12 @@ uint64_t live_warn_unrecorded(FILE *out, const char *dir, bool bare, uint64_t in
 /* The events and losses of the chunks deleted under --max-size (the
  * .mark-chunks files in and below DIR), for `in_trace` (cmd_stats.c). */
 void cli_rotated_read(const char *dir, uint64_t *events, uint64_t *lost);
+/*
+ * After a whole trace was read (`mark view` without --filter, `mark
+ * export`): live_warn_unrecorded() on stderr, with `in_trace` = the events
+ * and losses read plus those of the deleted chunks.
+ */
+void live_warn_unrecorded_after_read(const char *dir, uint64_t events, uint64_t lost);
 
 /*
  * Start redrawing, about 4 times a second on stderr, the line

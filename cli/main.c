@@ -6,7 +6,7 @@
 #include "core/internal.h"
 #include "filter/filter.h"
 #include "tracer/trace_format.h"
-#include "tracer/tracer.h"
+#include <mark/tracer.h>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -88,9 +88,9 @@ int cli_trigger_option(const char *cmd, const char *option, const char *value, s
 	if (strcmp(option, "max-snapshots") == 0) {
 		char *end;
 		unsigned long long v = strtoull(value, &end, 10);
-		if (*value < '0' || *value > '9' || *end || v == 0 || v > TRACER_MAX_SNAPSHOTS) {
+		if (*value < '0' || *value > '9' || *end || v == 0 || v > MARK_TRACE_MAX_SNAPSHOTS) {
 			cli_error("%s: bad --max-snapshots \"%s\": give a count from 1 to %u", cmd, value,
-				  TRACER_MAX_SNAPSHOTS);
+				  MARK_TRACE_MAX_SNAPSHOTS);
 			return 2;
 		}
 		t->max_text = value;

@@ -33,6 +33,9 @@ enum mark_trace_mode {
 #define MARK_TRACE_BUFFER_DEFAULT (2u << 20)
 #define MARK_TRACE_BUFFER_MIN 4096u
 #define MARK_TRACE_BUFFER_MAX (1ull << 32)
+/* The most snapshots one --snapshot-on trigger (MARK_SNAPSHOT_ON) may take
+ * in a session (its --max-snapshots / MARK_MAX_SNAPSHOTS). */
+#define MARK_TRACE_MAX_SNAPSHOTS 1000000u
 
 struct mark_trace_config {
 	const char *directory;        /* CTF trace directory (created if missing) */

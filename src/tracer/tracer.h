@@ -45,7 +45,7 @@ struct tracer_trigger_config {
 	uint64_t interval_ms;
 };
 #define TRACER_DEFAULT_MAX_SNAPSHOTS 100
-#define TRACER_MAX_SNAPSHOTS 1000000
+#define TRACER_MAX_SNAPSHOTS MARK_TRACE_MAX_SNAPSHOTS
 
 /* mark_tracer_start() with chunk limits (NULL: none), a --filter
  * expression (NULL: none) and a snapshot trigger (NULL: none). */

@@ -1049,8 +1049,8 @@ def start_waiting(mark, target, workdir, name, extra=()):
 
 
 def case_recover(mark, target, workdir):
-    """A trace whose process died (SIGKILL, nobody recovered it): view and stats
-    say it is incomplete and name `mark recover DIR`; `mark recover DIR`
+    """A trace whose process died (SIGKILL, nobody recovered it): view, stats
+    and export say it is incomplete and name `mark recover DIR`; `mark recover DIR`
     completes it (every event), says so, and a second run changes nothing."""
     need_babeltrace2()
     trace = fresh(workdir, "dead")
@@ -1066,6 +1066,11 @@ def case_recover(mark, target, workdir):
     st = run([mark, "stats", trace])
     check(re.search(r"incomplete.*mark recover", st.stdout) is not None,
           "stats output says incomplete + mark recover: %r" % st.stdout[:600])
+    for fmt in ("chrome", "otlp"):
+        ex = run([mark, "export", "--format", fmt, "-o", os.path.join(workdir, "dead." + fmt), trace])
+        warn = [l for l in ex.stderr.splitlines() if "incomplete" in l]
+        check(ex.returncode == 0 and len(warn) == 1 and "mark recover" in warn[0],
+              "export --format %s: one line saying incomplete + mark recover: %r" % (fmt, ex.stderr))
     rc = run([mark, "recover", trace])
     check(rc.returncode == 0, "mark recover: exit %d: %s" % (rc.returncode, rc.stderr))
     check(re.search(r"recovered \d+ events", rc.stdout + rc.stderr) is not None, "recover says what it did: %r" % rc)
@@ -1074,6 +1079,8 @@ def case_recover(mark, target, workdir):
     check("incomplete" not in v.stderr, "view still says incomplete after recovery: %r" % v.stderr)
     st = run([mark, "stats", trace])
     check("incomplete" not in st.stdout + st.stderr, "stats still says incomplete after recovery")
+    ex = run([mark, "export", "--format", "chrome", "-o", os.path.join(workdir, "recovered.json"), trace])
+    check("incomplete" not in ex.stderr, "export still says incomplete after recovery: %r" % ex.stderr)
     again = run([mark, "recover", trace])
     check(again.returncode == 0 and "already complete" in again.stdout + again.stderr,
           "second recover: %r" % (again,))

@@ -10,7 +10,7 @@ the last page, so the tracer cannot write what follows and counts it
 lost.  Those losses are exact in .mark-stats, but the packets that were
 to report them cannot be written either: `mark stats` must still add up
 (events + lost + lost that the trace could not record == produced), and
-`mark view` must say how many it lacks.
+`mark view` and `mark export` (each format) must say how many it lacks.
 
 full_later: one batch is written with room to spare (a buffer and its
   stream file exist), then the disk is filled: the stream file cannot
@@ -138,6 +138,18 @@ def run(case, mark, prog, mnt):
     mo = re.search(r"(\d+) more events? lost that the trace could not record", v.stderr)
     if (int(mo.group(1)) if mo else 0) != missing:
         fail("mark view does not report the %d events lost that the trace could not record" % missing)
+    # The exports say so too: their files cannot show those losses.
+    for fmt, ext in (("chrome", "json"), ("perfetto", "pftrace"), ("otlp", "jsonl")):
+        out = os.path.join(os.path.dirname(mnt), "export." + ext)
+        e = subprocess.run([mark, "export", "--format", fmt, "-o", out, trace], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        print("mark export --format %s (stderr):\n%s" % (fmt, e.stderr))
+        if e.returncode != 0:
+            fail("mark export --format %s failed (%d)" % (fmt, e.returncode))
+        mo = re.search(r"(\d+) more events? lost that the trace could not record", e.stderr)
+        if (int(mo.group(1)) if mo else 0) != missing:
+            fail("mark export --format %s does not report the %d events lost that the trace could not record"
+                 % (fmt, missing))
     print("OK: %d events + %d lost in the trace + %d lost that it could not record == %d produced"
           % (events, lost, missing, produced))
 
