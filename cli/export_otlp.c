@@ -814,18 +814,73 @@ static int wait_fd(int fd, short events, int64_t deadline)
 }
 
 /*
+ * The endpoint's addresses, resolved before the attempt's deadline: 0 with
+ * *out (freeaddrinfo), or a getaddrinfo error (EAI_AGAIN with *timed_out
+ * when the deadline passed first).  getaddrinfo() itself waits as long as
+ * the resolver's own timeouts say (resolv.conf: 5 s times attempts times
+ * name servers, per address family), which --timeout could not shorten;
+ * getaddrinfo_a() runs the lookup on a thread of the C library's and we
+ * wait for it with the deadline.  A lookup still running when an attempt
+ * gives up cannot be stopped (gai_cancel only cancels what has not
+ * started), so the request lives in static storage, and the next attempt
+ * goes on waiting for the same lookup instead of starting another.
+ * Single-threaded use (the export), like the rest of this file.
+ */
+static struct addrinfo resolve_hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+static struct gaicb resolve_request;
+static bool resolve_started;
+
+static int resolve(const struct otlp_http *h, int64_t deadline, struct addrinfo **out, bool *timed_out)
+{
+	*out = NULL;
+	*timed_out = false;
+	if (!resolve_started) {
+		resolve_request = (struct gaicb){ .ar_name = h->host, .ar_service = h->port,
+						  .ar_request = &resolve_hints };
+		struct gaicb *list[1] = { &resolve_request };
+		int r = getaddrinfo_a(GAI_NOWAIT, list, 1, NULL);
+		if (r != 0)
+			return r;
+		resolve_started = true;
+	}
+	for (;;) {
+		int r = gai_error(&resolve_request);
+		if (r != EAI_INPROGRESS) {
+			resolve_started = false;   /* done: the next attempt looks up afresh */
+			if (r == 0) {
+				*out = resolve_request.ar_result;
+				resolve_request.ar_result = NULL;
+			}
+			return r;
+		}
+		int64_t left = deadline - now_ms();
+		if (left <= 0) {
+			*timed_out = true;
+			return EAI_AGAIN;
+		}
+		struct timespec ts = { (time_t)(left / 1000), (long)(left % 1000) * 1000000L };
+		const struct gaicb *wait_list[1] = { &resolve_request };
+		(void)gai_suspend(wait_list, 1, &ts);   /* done, timed out, or a signal: look again */
+	}
+}
+
+/*
  * A connected, non-blocking TCP socket to the endpoint, or -1 (errno; what
- * says which step).  Each address gets HTTP_CONNECT_MS, and none goes past
- * the attempt's deadline.  (getaddrinfo is not bounded by it: the resolver
- * has its own timeouts.)
+ * says which step).  The name is resolved, and each address gets
+ * HTTP_CONNECT_MS, within the attempt's deadline.
  */
 static int http_connect(const struct otlp_http *h, int64_t deadline, char *what, size_t what_len)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai = NULL;
-	int gai = getaddrinfo(h->host, h->port, &hints, &ai);
+	struct addrinfo *ai = NULL;
+	bool timed_out;
+	int gai = resolve(h, deadline, &ai, &timed_out);
 	if (gai != 0) {
-		snprintf(what, what_len, "%s", gai_strerror(gai));
-		errno = 0;
+		if (timed_out)
+			snprintf(what, what_len, "the name %s was not resolved in time (is the resolver of "
+				 "/etc/resolv.conf slow or unreachable?)", cli_text(h->host));
+		else
+			snprintf(what, what_len, "%s", gai_strerror(gai));
+		errno = timed_out ? ETIMEDOUT : 0;
 		return -1;
 	}
 	int fd = -1, err = ECONNREFUSED;
@@ -913,8 +968,10 @@ static int http_once(struct otlp_http *h, const char *path, const struct iovec *
 	for (int i = 0; i < nbody; i++)
 		len += body[i].iov_len;
 	int fd = http_connect(h, deadline, what, what_len);
-	if (fd < 0)
+	if (fd < 0) {
+		*late = errno == ETIMEDOUT && now_ms() >= deadline;   /* the resolver's answer did not come */
 		return -1;
+	}
 	char head[2048];
 	int hl = snprintf(head, sizeof(head),
 			  "POST %s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: mark-export\r\n"
@@ -1020,7 +1077,7 @@ static int http_post(struct otlp_http *h, enum otlp_kind kind, const struct iove
 	long backoff_ms = 500;
 	int64_t start = now_ms(), end = start + (int64_t)h->total_s * 1000;
 	for (int attempt = 1;; attempt++) {
-		char what[160] = "";
+		char what[512] = "";
 		long retry_after;
 		bool late;
 		char reply[256];

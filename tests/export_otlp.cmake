@@ -4,7 +4,7 @@
 if(TARGET mark_cli)
   add_executable(cli_otlp_target cli/otlp_target.c)
   target_link_libraries(cli_otlp_target PRIVATE mark Threads::Threads)
-  foreach(case file names fork lossy post post_fail post_stall)
+  foreach(case file names fork lossy post post_fail post_stall resolve_stall)
     add_test(NAME export_otlp_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_export_otlp.py ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_otlp_target>

@@ -642,5 +642,74 @@ def case_post_stall(mark, target, workdir):
     check(b.returncode == 2 and "--endpoint" in b.stderr, "--timeout without --endpoint: exit %d: %s" %
           (b.returncode, b.stderr))
 
+
+RESOLVE_NAME = "collector.example.com"   # in no hosts file: the resolver is asked
+
+
+def case_resolve_stall(mark, target, workdir):
+    """--endpoint whose host name the resolver never answers (a review: the
+    getaddrinfo() of each attempt waited as long as resolv.conf says, 150 s
+    here, whatever --timeout said).  In a network and mount namespace of its
+    own (root, unshare): loopback up, /etc/resolv.conf bound to one naming
+    127.0.0.1, where a socket takes the queries and never answers.  The
+    export must give up like any stalled attempt, within the total limit,
+    and say the name was not resolved in time."""
+    if os.geteuid() != 0:
+        skip("needs root for a network and mount namespace of its own (unshare --net --mount)")
+    trace = fresh(workdir, "resolve")
+    r = run([mark, "record", "-q", "--mode", "block", "-o", trace, "--", target, "5"], timeout=600)
+    check(r.returncode == 0, "record: exit %d: %s" % (r.returncode, r.stderr[-400:]))
+    resolv = os.path.join(workdir, "resolv.conf")
+    with open(resolv, "w") as f:
+        f.write("nameserver 127.0.0.1\noptions timeout:30 attempts:5\n")
+    t0 = time.monotonic()
+    limit = 3 * HTTP_TOTAL_S
+    try:
+        r = run(["unshare", "--net", "--mount", sys.executable, os.path.abspath(__file__), "resolve_inner", mark,
+                 trace, workdir], timeout=limit)
+    except subprocess.TimeoutExpired:
+        check(False, "export --endpoint http://%s still waiting for the resolver after %d s" % (RESOLVE_NAME, limit))
+        return
+    took = time.monotonic() - t0
+    if r.returncode == 77:
+        skip(r.stdout.strip())
+    print("gave up after %.0f s; mark said: %s" % (took, r.stderr.strip()))
+    check(r.returncode == 1, "unanswered resolver: exit %d, expected 1: %s %s" % (r.returncode, r.stdout, r.stderr))
+    check(took <= HTTP_TOTAL_S + HTTP_ATTEMPT_S, "gave up after %.0f s, expected about %d s" % (took, HTTP_TOTAL_S))
+    check(RESOLVE_NAME in r.stderr and "not resolved in time" in r.stderr,
+          "the error does not say the name was not resolved in time: %s" % r.stderr)
+    check("longer --timeout" in r.stderr, "the error does not name --timeout: %s" % r.stderr)
+
+
+def case_resolve_inner(mark, trace, workdir):
+    """Inside the namespaces of case_resolve_stall (argv: MARK TRACE WORKDIR,
+    which holds the resolv.conf to use)."""
+    import fcntl
+    resolv = os.path.join(workdir, "resolv.conf")
+    import struct
+    # loopback up (SIOCGIFFLAGS / SIOCSIFFLAGS | IFF_UP), without iproute2
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    ifreq = struct.pack("16sH14x", b"lo", 0)
+    flags = struct.unpack("16sH14x", fcntl.ioctl(s, 0x8913, ifreq))[1]
+    fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", b"lo", flags | 1))
+    s.close()
+    m = subprocess.run(["mount", "--bind", resolv, "/etc/resolv.conf"], capture_output=True, text=True)
+    if m.returncode != 0:
+        print("cannot bind a resolv.conf over /etc/resolv.conf: %s" % m.stderr.strip())
+        sys.exit(77)
+    # A name server that takes every query and answers none (UDP; TCP too,
+    # should the resolver switch: it connects, and nothing comes).
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 53))
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.bind(("127.0.0.1", 53))
+    tcp.listen(64)
+    r = subprocess.run([mark, "export", "--format", "otlp", "--endpoint", "http://%s:4318" % RESOLVE_NAME,
+                        "--timeout", str(HTTP_ATTEMPT_S), trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    sys.stdout.write(r.stdout)
+    sys.stderr.write(r.stderr)
+    sys.exit(r.returncode)
+
 if __name__ == "__main__":
     main(globals())
