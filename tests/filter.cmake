@@ -13,6 +13,14 @@ if(TARGET mark_cli)
     set_tests_properties(filter_cli_${case} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
   endforeach()
 endif()
+# A %s longer than the trace keeps: the probe judges the kept text (tracer_prog).
+if(TARGET mark_cli)
+  add_test(NAME filter_cli_long_strings
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/filter/test_filter_cli.py long_strings
+            $<TARGET_FILE:mark_cli> $<TARGET_FILE:tracer_prog>
+            ${CMAKE_CURRENT_BINARY_DIR}/filter-work/long_strings)
+  set_tests_properties(filter_cli_long_strings PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()
 # A filter replaced while threads fire; exact counts after.
 mark_test(test_filter_live SOURCES filter/test_filter_live.c)
 set_tests_properties(test_filter_live PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})

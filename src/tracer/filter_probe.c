@@ -54,8 +54,22 @@ static uint64_t __attribute__((noinline, cold)) bind_marker(const struct tracer_
 	return b;
 }
 
-/* The value of argument slot `slot` as the trace would show it. */
-static void slot_value(const struct mark_arg *a, uint64_t raw, struct mark_filter_value *v)
+/*
+ * A %s longer than the trace keeps: record_with_strings() (probe.c) keeps
+ * a string of string_max bytes or more as its first string_max - 4 bytes
+ * followed by "..." (string_max - 1 bytes).  Every session's string_max is
+ * MARK_TF_STRING_MAX (session.c; a forked child copies its parent's).
+ */
+#define KEPT_CUT (MARK_TF_STRING_MAX - 4)
+#define KEPT_LEN (MARK_TF_STRING_MAX - 1)
+
+/*
+ * The value of argument slot `slot` as the trace would show it.  False
+ * for a %s the recorder truncates: v then holds the program's first
+ * MARK_TF_STRING_MAX bytes (str.len == MARK_TF_STRING_MAX), which
+ * judge_kept() replaces with the kept text.
+ */
+static bool slot_value(const struct mark_arg *a, uint64_t raw, struct mark_filter_value *v)
 {
 	unsigned size = a->size == 0 || a->size > 8 ? 8 : a->size;
 	switch (a->type) {
@@ -77,7 +91,7 @@ static void slot_value(const struct mark_arg *a, uint64_t raw, struct mark_filte
 		v->type = MARK_FILTER_STRING;
 		v->str.s = p;
 		v->str.len = strnlen(p, MARK_TF_STRING_MAX);
-		break;
+		return v->str.len < MARK_TF_STRING_MAX;
 	}
 	case MARK_ARG_POINTER:
 		v->type = MARK_FILTER_UINT;
@@ -88,6 +102,32 @@ static void slot_value(const struct mark_arg *a, uint64_t raw, struct mark_filte
 		v->u = size == 8 ? raw : raw & ((1ull << (8 * size)) - 1);
 		break;
 	}
+	return true;
+}
+
+/*
+ * Judge an event with a %s the recorder truncates by the text the trace
+ * keeps of it, which is what `mark view --filter` reads back: judged by
+ * the program's own longer string, `s == "*.html"` recorded events that
+ * the same filter on read does not show, and `s == "*..."` dropped events
+ * it does.  Out of line: the copies take 2 KiB of stack, and only such
+ * events pay for them (no allocation: the probe may run in a signal
+ * handler).  vals[k] of a truncated string holds the program's first
+ * MARK_TF_STRING_MAX bytes (slot_value()).
+ */
+static bool __attribute__((noinline, cold)) judge_kept(const struct mark_filter *f, struct mark_filter_value *vals,
+						       unsigned nf)
+{
+	char kept[MARK_FILTER_MAX_FIELDS][MARK_TF_STRING_MAX];
+	for (unsigned k = 0; k < nf; k++) {
+		if (vals[k].type != MARK_FILTER_STRING || vals[k].str.len < MARK_TF_STRING_MAX)
+			continue;
+		memcpy(kept[k], vals[k].str.s, KEPT_CUT);
+		memcpy(kept[k] + KEPT_CUT, "...", KEPT_LEN - KEPT_CUT);
+		vals[k].str.s = kept[k];
+		vals[k].str.len = KEPT_LEN;
+	}
+	return mark_filter_eval(f, vals);
 }
 
 bool tracer_filter_rejects(struct tracer_filter *tf, const struct mark_marker *m, const uint64_t *args)
@@ -136,11 +176,12 @@ bool tracer_filter_rejects(struct tracer_filter *tf, const struct mark_marker *m
 	}
 general:;
 	const unsigned nf = mark_filter_nfields(f);
+	bool whole = true;
 	for (unsigned k = 0; k < nf; k++) {
 		const unsigned slot = (unsigned)(b >> (k * BIND_SLOT_BITS)) & ((1u << BIND_SLOT_BITS) - 1);
-		slot_value(&m->args[slot], args[slot], &vals[k]);
+		whole &= slot_value(&m->args[slot], args[slot], &vals[k]);
 	}
-	const bool reject = !mark_filter_eval(f, vals);
+	const bool reject = whole ? !mark_filter_eval(f, vals) : !judge_kept(f, vals, nf);
 	/* TSan does not see the grace period that orders these reads before
 	 * tracer_filter_set() frees the filter: say so (nothing otherwise). */
 	MARK_TSAN_RELEASE(tf);

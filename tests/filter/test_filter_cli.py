@@ -4,8 +4,8 @@ bad expression before the program runs.
 
     test_filter_cli.py CASE MARK_BINARY RECORD_TARGET WORKDIR
 
-RECORD_TARGET is tests/cli/record_target.c: 2 threads x 1000 of
-cli_req_begin "%d %p %s" (id, ptr, name = "req<id>"), cli_req_end "%d" (id),
+RECORD_TARGET is tests/cli/record_target.c (tests/tracer/tracer_prog for the
+case long_strings): 2 threads x 1000 of cli_req_begin "%d %p %s" (id, ptr, name = "req<id>"), cli_req_end "%d" (id),
 cli_tick "%u" (tick = 0..999 per thread), and one cli_once "%x %f".
 Exit 0 = pass, 1 = fail, 77 = skip.
 """
@@ -118,6 +118,40 @@ def case_read(mark, target, workdir):
     for cmd in ("view", "stats"):
         b = run([mark, cmd, "--filter", "tick >", trace])
         check(b.returncode == 2 and "column 7" in b.stderr, "%s bad --filter: %d %r" % (cmd, b.returncode, b.stderr))
+
+
+def case_long_strings(mark, prog, workdir):
+    """A %s of 256 bytes or more is recorded as its first 252 bytes and "...":
+    the probe must judge that text, not the program's longer string, so that
+    `record --filter X` keeps exactly the events `view --filter X` shows of
+    the same program recorded unfiltered.  PROG is tests/tracer/tracer_prog
+    ("strings 10 1": t_str "%d %ld %s %s" tid, i, s, next, s cycling through
+    "", "b", 255 x "m" (kept whole), "" and 1000 x "z" (kept truncated))."""
+    trace = t.fresh(workdir, "all")
+    r = run([prog, "strings", "10", "1"], env=dict(os.environ, MARK_TRACE=trace, MARK_ENABLE="t_str"))
+    check(r.returncode == 0, "unfiltered run: %d %s" % (r.returncode, r.stderr))
+
+    def ids(path, expr=None):
+        v = run([mark, "view"] + (["--filter", expr] if expr else []) + [path])
+        check(v.returncode == 0, "view %s: %d %s" % (path, v.returncode, v.stderr))
+        return sorted(int(x.split(" i=")[1].split()[0]) for x in v.stdout.splitlines() if " i=" in x)
+
+    check(len(ids(trace)) == 10, "unfiltered: %d events, want 10" % len(ids(trace)))
+    for name, expr, want in (
+            ("tail", 's == "*zzzz"', []),                 # the kept text ends with "..."
+            ("dots", 's == "*z..."', [4, 9]),
+            ("exact", 's == "%s..."' % ("z" * 252), [4, 9]),
+            ("head", 'next == "zzz*" && s != "*..."', [3, 8]),
+            ("whole", 's == "%s"' % ("m" * 255), [2, 7])):  # 255 bytes: kept whole
+        shown = ids(trace, expr)
+        check(shown == want, "%s: view --filter shows i=%r, want %r" % (name, shown, want))
+        kept = t.fresh(workdir, name)
+        r = run([prog, "strings", "10", "1"],
+                env=dict(os.environ, MARK_TRACE=kept, MARK_ENABLE="t_str", MARK_FILTER=expr))
+        check(r.returncode == 0, "%s: MARK_FILTER run: %d %s" % (name, r.returncode, r.stderr))
+        got = ids(kept)
+        check(got == shown, "%s: record with MARK_FILTER='%s' kept i=%r; view --filter on the unfiltered "
+              "trace shows i=%r" % (name, expr if len(expr) < 40 else expr[:36] + "...", got, shown))
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
