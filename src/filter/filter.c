@@ -610,14 +610,18 @@ bool mark_filter_eval(const struct mark_filter *f, const struct mark_filter_valu
 			break;
 		}
 		case OP_BITAND: {
+			/* Two's complement bits.  Two signed operands give a signed
+			 * result (as in C): -3 & -1 is -3, and `x & -1 == x` holds for
+			 * a negative %d.  With an unsigned operand it is unsigned. */
 			const struct mark_filter_value *a = &st[sp - 2], *b = &st[sp - 1];
 			uint64_t r = 0;
 			if ((a->type == MARK_FILTER_INT || a->type == MARK_FILTER_UINT) &&
 			    (b->type == MARK_FILTER_INT || b->type == MARK_FILTER_UINT))
 				r = a->u & b->u;   /* same bits in i and u */
+			const bool is_signed = a->type == MARK_FILTER_INT && b->type == MARK_FILTER_INT;
 			sp--;
-			st[sp - 1].type = MARK_FILTER_UINT;
-			st[sp - 1].u = r;
+			st[sp - 1].type = is_signed ? MARK_FILTER_INT : MARK_FILTER_UINT;
+			st[sp - 1].u = r;   /* the same bits as .i: int64_t and uint64_t share them */
 			break;
 		}
 		default: {

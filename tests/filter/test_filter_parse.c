@@ -92,6 +92,13 @@ int main(void)
 		{ "flags & 1", 0 },
 		{ "flags & 4 == 4", 1 },           /* & binds tighter than == */
 		{ "(flags & 0x2) != 0", 1 },
+		/* & of two signed integers is signed: -3 & -1 is -3, not 2^64 - 3 */
+		{ "neg & -1 == neg", 1 },
+		{ "neg & -1 < 0", 1 },
+		{ "neg & -4 == -4", 1 },
+		{ "neg & neg == -3 && (neg & status) == 500", 1 },
+		{ "big & neg == 0xfffffffffffffffd", 1 },   /* with an unsigned one: unsigned */
+		{ "flags & -1 == 6", 1 },
 		{ "path == \"/api/*\"", 1 },
 		{ "\"/api/*\" == path", 1 },
 		{ "path == \"/api\"", 0 },
