@@ -546,9 +546,10 @@ static int64_t complete_trace(const char *dir, const char *cmd, pid_t cmd_pid, b
 /*
  * `removed`: the program never started the tracer and the empty directory
  * this call made was removed (done before, with or without -q: -q changes
- * what is printed, never what is kept).
+ * what is printed, never what is kept).  `filter`: --filter, or NULL.
  */
-static void print_summary(const struct out_dir *o, const char *cmd, int wstatus, bool removed)
+static void print_summary(const struct out_dir *o, const char *cmd, int wstatus, bool removed,
+			  const char *filter)
 {
 	const char *dir = o->path;
 	struct live_stats s;
@@ -576,7 +577,15 @@ static void print_summary(const struct out_dir *o, const char *cmd, int wstatus,
 	live_print_snapshots(stderr, "mark: ", dir, &s);
 	if (s.lost)
 		fprintf(stderr, "mark: events were lost: use a larger --buffer, or --mode block to lose none\n");
-	if (s.events == 0 && s.lost == 0)
+	/* The tracer does not count the events a filter rejects (the probe's
+	 * reject path stays a load and the program): with one, both causes
+	 * are possible, and the filter is the likelier. */
+	if (s.events == 0 && s.lost == 0 && filter && *filter)
+		fprintf(stderr, "mark: no event was recorded: none passed --filter \"%s\" (an event whose "
+				"marker has no field the filter names is dropped too: record without --filter "
+				"and `mark view` the trace to see the fields), or no armed marker fired (check "
+				"the -e globs; `mark list %s` shows its markers)\n", cli_text(filter), cli_text(cmd));
+	else if (s.events == 0 && s.lost == 0)
 		fprintf(stderr, "mark: no event was recorded: no armed marker fired (check the -e globs; "
 				"`mark list %s` shows its markers)\n", cli_text(cmd));
 	if (s.unfinished)
@@ -828,7 +837,7 @@ static int record_run(int argc, char **argv)
 		struct live_stats totals;
 		bool removed = live_stats_read(dir, &totals) != 0 && out_dir_remove_empty(&out);
 		if (!quiet)
-			print_summary(&out, cmd[0], wstatus, removed);
+			print_summary(&out, cmd[0], wstatus, removed, filter);
 	}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	sigaction(SIGCHLD, &old_chld, NULL);

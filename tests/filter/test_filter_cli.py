@@ -66,6 +66,15 @@ def case_record(mark, target, workdir):
         full = dict({"cli_req_begin": 0, "cli_req_end": 0, "cli_tick": 0, "cli_once": 0}, **want)
         check(got == full, "--filter '%s' recorded %r, want %r" % (expr, got, full))
 
+    # a filter that rejects every event: the summary says the filter may be
+    # why nothing was recorded (markers did fire), not only the -e globs
+    trace, r = t.record(mark, target, workdir, "none", "exit", "0", extra=("--filter", "id < 0"))
+    check(r.returncode == 0, "--filter 'id < 0': exit %d %s" % (r.returncode, r.stderr))
+    check(sum(counts_of(mark, trace).values()) == 0, "--filter 'id < 0' recorded events")
+    line = [l for l in r.stderr.splitlines() if "no event was recorded" in l]
+    check(len(line) == 1 and 'none passed --filter "id < 0"' in line[0],
+          "--filter 'id < 0': the summary does not name the filter: %r" % line)
+
     # MARK_FILTER in the environment, without `mark record`
     trace = t.fresh(workdir, "env")
     r = run([target, "exit", "0"], env=dict(os.environ, MARK_TRACE=trace, MARK_ENABLE="*",
