@@ -546,10 +546,11 @@ static int64_t complete_trace(const char *dir, const char *cmd, pid_t cmd_pid, b
 /*
  * `removed`: the program never started the tracer and the empty directory
  * this call made was removed (done before, with or without -q: -q changes
- * what is printed, never what is kept).  `filter`: --filter, or NULL.
+ * what is printed, never what is kept).  `filter`: --filter, `trigger`:
+ * --snapshot-on, or NULL.
  */
 static void print_summary(const struct out_dir *o, const char *cmd, int wstatus, bool removed,
-			  const char *filter)
+			  const char *filter, const char *trigger)
 {
 	const char *dir = o->path;
 	struct live_stats s;
@@ -574,7 +575,7 @@ static void print_summary(const struct out_dir *o, const char *cmd, int wstatus,
 	if (s.processes > 1)
 		fprintf(stderr, " (%u processes)", s.processes);
 	fprintf(stderr, "\nmark: trace written to %s\n", cli_text(dir));
-	live_print_snapshots(stderr, "mark: ", dir, &s);
+	live_print_snapshots(stderr, "mark: ", dir, &s, trigger);
 	if (s.lost)
 		fprintf(stderr, "mark: events were lost: use a larger --buffer, or --mode block to lose none\n");
 	/* The tracer does not count the events a filter rejects (the probe's
@@ -837,7 +838,7 @@ static int record_run(int argc, char **argv)
 		struct live_stats totals;
 		bool removed = live_stats_read(dir, &totals) != 0 && out_dir_remove_empty(&out);
 		if (!quiet)
-			print_summary(&out, cmd[0], wstatus, removed, filter);
+			print_summary(&out, cmd[0], wstatus, removed, filter, trigger.spec);
 	}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	sigaction(SIGCHLD, &old_chld, NULL);

@@ -243,7 +243,8 @@ struct rec_target {
 	char sub_name[32];           /* pid-P: the same inside DIR                      */
 };
 
-static void print_totals(int dir_fd, const char *dir, const struct rec_target *t, size_t n, bool multi)
+static void print_totals(int dir_fd, const char *dir, const struct rec_target *t, size_t n, bool multi,
+			 const char *trigger)
 {
 	struct live_stats s;
 	if (live_stats_read_at(dir_fd, ".", &s) != 0) {
@@ -256,7 +257,7 @@ static void print_totals(int dir_fd, const char *dir, const struct rec_target *t
 	live_stats_markers_at(dir_fd, &markers, &nm);
 	live_print_marker_counts(stderr, markers, nm);
 	free(markers);
-	live_print_snapshots(stderr, "mark: ", dir, &s);
+	live_print_snapshots(stderr, "mark: ", dir, &s, trigger);
 	if (!multi) {
 		fprintf(stderr, "mark: %" PRIu64 " events written, %" PRIu64 " lost, %.1f MB from process %d (%s)\n",
 			s.events_written, s.lost, (double)s.bytes_written / 1e6, (int)t[0].pid, t[0].c.comm);
@@ -792,7 +793,7 @@ int cli_record_pid(int argc, char **argv)
 		}
 	}
 	if (!quiet)
-		print_totals(dir_fd, dir, t, n, multi);
+		print_totals(dir_fd, dir, t, n, multi, trigger.spec);
 out:
 	for (size_t i = 0; t && i < n; i++)
 		if (t[i].connected)

@@ -598,7 +598,7 @@ static int stats_run(int argc, char **argv)
 		const struct rotated rotated = read_rotated(dir);
 		struct live_stats live;
 		if (live_stats_read(dir, &live) == 0)
-			live_print_snapshots(stdout, "", dir, &live);
+			live_print_snapshots(stdout, "", dir, &live, NULL);   /* the spec is not in the trace */
 		if (rotated.chunks)
 			printf("(and %" PRIu64 " events rotated away: the tracer deleted %" PRIu64 " oldest chunk(s) "
 			       "to keep the trace within --max-size)\n", rotated.events, rotated.chunks);

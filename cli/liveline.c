@@ -287,11 +287,19 @@ int live_stats_read_one_at(int dirfd, const char *name, struct live_stats *out)
 	return for_each_stats_fd(open_dir_at(dirfd, name), 0, 0, add_totals, out);
 }
 
-void live_print_snapshots(FILE *out, const char *prefix, const char *dir, const struct live_stats *s)
+void live_print_snapshots(FILE *out, const char *prefix, const char *dir, const struct live_stats *s,
+			  const char *spec)
 {
 	const uint64_t none = s->triggers_busy + s->triggers_over_max + s->triggers_in_interval + s->triggers_failed;
-	if (!s->snapshots && !none)
+	if (!s->snapshots && !none) {
+		/* Silence here read as "nothing went wrong" when the trigger could
+		 * not fire at all (its marker not among the -e globs). */
+		if (spec && *spec)
+			fprintf(out, "%sno snapshot: --snapshot-on \"%s\" never fired (it fires on a recorded "
+				"event of a marker its glob matches that passes its condition: is that marker among "
+				"the -e globs, and do its events pass --filter?)\n", prefix, cli_text(spec));
 		return;
+	}
 	fprintf(out, "%s%" PRIu64 " snapshot(s) written by --snapshot-on (%s/%s*/)", prefix, s->snapshots,
 		cli_text(dir), MARK_TF_SNAPSHOT_PREFIX);
 	if (none)

@@ -61,9 +61,12 @@ int live_stats_read_at(int dirfd, const char *name, struct live_stats *out);
 int live_stats_read_one_at(int dirfd, const char *name, struct live_stats *out);
 /*
  * "<prefix>N snapshots written ...": the snapshot triggers' line (with
- * the triggers that wrote none and why), if a trigger fired; else nothing.
+ * the triggers that wrote none and why), if a trigger fired; else, when
+ * `spec` (the --snapshot-on the recording was given, NULL: not known) is
+ * set, a line saying it never fired and what to check.
  */
-void live_print_snapshots(FILE *out, const char *prefix, const char *dir, const struct live_stats *s);
+void live_print_snapshots(FILE *out, const char *prefix, const char *dir, const struct live_stats *s,
+			  const char *spec);
 
 /* Events written per marker, summed by name over all processes. */
 struct live_marker_count {

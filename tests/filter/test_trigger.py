@@ -177,6 +177,17 @@ def case_record(mark, target, workdir):
         evs = events_of(snap)
         evs = [e for e in evs if e[1] != DISCARDED]
         check(evs and evs[-1][1] == "trig_tick", "%s does not end with trig_tick: %r" % (snap, evs[-1:]))
+    # A trigger on a marker that is not recorded (-e leaves trig_req out:
+    # 200 failing requests, none recorded) never fires: the summary of
+    # `mark record` must say so, not stay silent about --snapshot-on.
+    trace = t.fresh(workdir, "unarmed")
+    r = run([mark, "record", "-o", trace, "-e", "trig_tick", "--snapshot-on", TRIGGER, "--", target, "run", "2",
+             "1000", "10"], timeout=240)
+    check(r.returncode == 0, "unarmed: exit %d: %s" % (r.returncode, r.stderr))
+    check(snapshots_of(trace) == [], "unarmed: snapshots %r of a marker never recorded" % snapshots_of(trace))
+    line = [l for l in r.stderr.splitlines() if "--snapshot-on" in l]
+    check(len(line) == 1 and "never fired" in line[0] and "-e globs" in line[0],
+          "unarmed: the summary does not say the trigger never fired: %r" % r.stderr[-600:])
 
 
 def case_gaps(mark, target, workdir):
