@@ -239,100 +239,6 @@ static void stats_span(const struct pair_span *span, void *arg)
 		st->oom = 1;
 }
 
-/*
- * Events in chunks the tracer deleted under --max-size: the sum of the
- * DIR/pid-P/.mark-chunks files (src/tracer/chunks.c) in fd itself (`mark
- * stats DIR/pid-P`) and below it, at most 8 levels deep: events, the
- * losses those chunks' packets reported (format 2), and chunks.  A chunk
- * being deleted when the process died (deleting_chunk K) and still visible
- * as pid-P.chunk-K beside pid-P is still part of the trace: its counts are
- * taken back out.  The files are untrusted input: opened relative to the
- * directory, never through a link, only regular files, at most 255 bytes
- * read, and a malformed file counts nothing.
- */
-struct rotated {
-	uint64_t events, lost, chunks;
-};
-
-/* Adds DIR/NAME/.mark-chunks (sub: DIR/NAME, parent: DIR) to *sum. */
-static void add_rotated(int parent, int sub, const char *name, struct rotated *sum)
-{
-	int cf = openat(sub, MARK_TF_CHUNKS, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (cf < 0)
-		return;
-	struct stat st;
-	char buf[256];
-	ssize_t n = fstat(cf, &st) == 0 && S_ISREG(st.st_mode) ? pread(cf, buf, sizeof(buf) - 1, 0) : -1;
-	close(cf);
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	unsigned long long e = 0, c = 0, de_events = 0, l = 0, de_lost = 0;
-	unsigned version = 0;
-	long k = -1;
-	int got = sscanf(buf, "mark-chunks %u\nrotated_events %llu\nrotated_chunks %llu\ndeleting_chunk "
-			      "%ld\ndeleting_events %llu\nrotated_lost %llu\ndeleting_lost %llu",
-			 &version, &e, &c, &k, &de_events, &l, &de_lost);
-	if (!((version == 1 && got >= 5) || (version == 2 && got == 7)) || de_events > e || de_lost > l || c == 0)
-		return;
-	char pending[512];
-	if (k >= 0 && parent >= 0 &&
-	    (size_t)snprintf(pending, sizeof(pending), "%s%s%ld", name, MARK_TF_CHUNK_INFIX, k) < sizeof(pending) &&
-	    fstatat(parent, pending, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
-		e -= de_events;
-		l -= de_lost;
-		c--;
-	}
-	if (sum->events + e >= sum->events && sum->lost + l >= sum->lost) {
-		sum->events += e;
-		sum->lost += l;
-		sum->chunks += c;
-	}
-}
-
-static void sum_rotated(int fd, int depth, struct rotated *sum)
-{
-	if (depth >= 8)
-		return;
-	DIR *d = mark_dir_list_at(fd);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub < 0)
-			continue;
-		add_rotated(fd, sub, de->d_name, sum);
-		sum_rotated(sub, depth + 1, sum);
-		close(sub);
-	}
-	closedir(d);
-}
-
-/* The chunks deleted under DIR (--max-size), summed over its processes. */
-static struct rotated read_rotated(const char *dir)
-{
-	struct rotated rotated = { 0, 0, 0 };
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		/* DIR itself may be one process's pid-P (the chunks
-		 * beside it are not part of DIR, nor counted as such). */
-		add_rotated(-1, dfd, "", &rotated);
-		sum_rotated(dfd, 0, &rotated);
-		close(dfd);
-	}
-	return rotated;
-}
-
-void cli_rotated_read(const char *dir, uint64_t *events, uint64_t *lost)
-{
-	const struct rotated rotated = read_rotated(dir);
-	*events = rotated.events;
-	*lost = rotated.lost;
-}
-
 static int cmp_marker(const void *a, const void *b)
 {
 	const struct marker_stats *x = *(struct marker_stats *const *)a, *y = *(struct marker_stats *const *)b;
@@ -595,7 +501,7 @@ static int stats_run(int argc, char **argv)
 		 * report goes to a file or a pipe, where no one may read it. */
 		if (live_warn_incomplete(stdout, dir, true) && !isatty(STDOUT_FILENO))
 			live_warn_incomplete(stderr, dir, false);
-		const struct rotated rotated = read_rotated(dir);
+		const struct live_rotated rotated = live_rotated_read(dir);
 		struct live_stats live;
 		if (live_stats_read(dir, &live) == 0)
 			live_print_snapshots(stdout, "", dir, &live, NULL);   /* the spec is not in the trace */

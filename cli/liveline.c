@@ -26,6 +26,7 @@
 #include "text.h"
 
 #include "tracer/trace_format.h"
+#include "util/safe_dir.h"
 #include <mark/tracer.h>
 
 #include <dirent.h>
@@ -465,12 +466,84 @@ uint64_t live_warn_unrecorded(FILE *out, const char *dir, bool bare, uint64_t in
 	return n;
 }
 
+/* ---- chunks deleted under --max-size (see live_rotated_read()) ---- */
+
+/* Adds DIR/NAME/.mark-chunks (sub: DIR/NAME, parent: DIR) to *sum. */
+static void add_rotated(int parent, int sub, const char *name, struct live_rotated *sum)
+{
+	int cf = openat(sub, MARK_TF_CHUNKS, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (cf < 0)
+		return;
+	struct stat st;
+	char buf[256];
+	ssize_t n = fstat(cf, &st) == 0 && S_ISREG(st.st_mode) ? pread(cf, buf, sizeof(buf) - 1, 0) : -1;
+	close(cf);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	unsigned long long e = 0, c = 0, de_events = 0, l = 0, de_lost = 0;
+	unsigned version = 0;
+	long k = -1;
+	int got = sscanf(buf, "mark-chunks %u\nrotated_events %llu\nrotated_chunks %llu\ndeleting_chunk "
+			      "%ld\ndeleting_events %llu\nrotated_lost %llu\ndeleting_lost %llu",
+			 &version, &e, &c, &k, &de_events, &l, &de_lost);
+	if (!((version == 1 && got >= 5) || (version == 2 && got == 7)) || de_events > e || de_lost > l || c == 0)
+		return;
+	char pending[512];
+	if (k >= 0 && parent >= 0 &&
+	    (size_t)snprintf(pending, sizeof(pending), "%s%s%ld", name, MARK_TF_CHUNK_INFIX, k) < sizeof(pending) &&
+	    fstatat(parent, pending, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+		e -= de_events;
+		l -= de_lost;
+		c--;
+	}
+	if (sum->events + e >= sum->events && sum->lost + l >= sum->lost) {
+		sum->events += e;
+		sum->lost += l;
+		sum->chunks += c;
+	}
+}
+
+static void sum_rotated(int fd, int depth, struct live_rotated *sum)
+{
+	if (depth >= 8)
+		return;
+	DIR *d = mark_dir_list_at(fd);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		int sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			continue;
+		add_rotated(fd, sub, de->d_name, sum);
+		sum_rotated(sub, depth + 1, sum);
+		close(sub);
+	}
+	closedir(d);
+}
+
+/* The chunks deleted under DIR (--max-size), summed over its processes. */
+struct live_rotated live_rotated_read(const char *dir)
+{
+	struct live_rotated rotated = { 0, 0, 0 };
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		/* DIR itself may be one process's pid-P (the chunks
+		 * beside it are not part of DIR, nor counted as such). */
+		add_rotated(-1, dfd, "", &rotated);
+		sum_rotated(dfd, 0, &rotated);
+		close(dfd);
+	}
+	return rotated;
+}
+
 void live_warn_unrecorded_after_read(const char *dir, uint64_t events, uint64_t lost)
 {
-	uint64_t rot_events, rot_lost;
-	cli_rotated_read(dir, &rot_events, &rot_lost);
-	live_warn_unrecorded(stderr, dir, false,
-			     add_sat(add_sat(events, lost), add_sat(rot_events, rot_lost)));
+	const struct live_rotated rot = live_rotated_read(dir);
+	live_warn_unrecorded(stderr, dir, false, add_sat(add_sat(events, lost), add_sat(rot.events, rot.lost)));
 }
 
 /*

@@ -131,9 +131,21 @@ uint64_t live_stats_unrecorded(const char *dir, uint64_t in_trace);
  * trace could not record ..." (with "mark: " unless `bare`) and return it.
  */
 uint64_t live_warn_unrecorded(FILE *out, const char *dir, bool bare, uint64_t in_trace);
-/* The events and losses of the chunks deleted under --max-size (the
- * .mark-chunks files in and below DIR), for `in_trace` (cmd_stats.c). */
-void cli_rotated_read(const char *dir, uint64_t *events, uint64_t *lost);
+/*
+ * Events in chunks the tracer deleted under --max-size: the sum of the
+ * DIR/pid-P/.mark-chunks files (src/tracer/chunks.c) in DIR itself (`mark
+ * stats DIR/pid-P`) and below it, at most 8 levels deep: events, the
+ * losses those chunks' packets reported (format 2), and chunks.  A chunk
+ * being deleted when the process died (deleting_chunk K) and still visible
+ * as pid-P.chunk-K beside pid-P is still part of the trace: its counts are
+ * taken back out.  The files are untrusted input: opened relative to the
+ * directory, never through a link, only regular files, at most 255 bytes
+ * read, and a malformed file counts nothing.  For `in_trace` above.
+ */
+struct live_rotated {
+	uint64_t events, lost, chunks;
+};
+struct live_rotated live_rotated_read(const char *dir);
 /*
  * After a whole trace was read (`mark view` without --filter, `mark
  * export`): live_warn_unrecorded() on stderr, with `in_trace` = the events
