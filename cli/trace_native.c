@@ -1807,13 +1807,33 @@ static bool fl_metadata_present(const char *directory, const char *path)
 	return present;
 }
 
-/* A directory of DIR holding a mark trace we do not know yet: add it. */
+/*
+ * A directory of DIR holding a mark trace: add it if we do not know it yet.
+ * One we know found under another name was renamed: the image of a process
+ * that executes itself sets its unfinished DIR/pid-P/ aside as
+ * DIR/pid-P.K/ (src/tracer/session.c keep_unfinished_trace), completes it
+ * there, and starts a new DIR/pid-P/.  The trace keeps its identity (the
+ * directory's device and inode) and takes the new name, which its later
+ * looks for streams and metadata use; the old name is another trace now.
+ */
 static void fl_add_trace(struct tn_reader *r, struct fl_state *f, const char *directory, const char *name,
 			 const struct stat *st)
 {
-	for (size_t i = 0; i < r->ntraces; i++)
-		if (f->tdirs[i].dev == st->st_dev && f->tdirs[i].ino == st->st_ino)
-			return;
+	for (size_t i = 0; i < r->ntraces; i++) {
+		if (f->tdirs[i].dev != st->st_dev || f->tdirs[i].ino != st->st_ino)
+			continue;
+		struct tn_trace *t = f->traces[i];
+		char *path;
+		if (asprintf(&path, "%s%s%s", directory, *name ? "/" : "", name) < 0)
+			return;   /* kept under its old name, which fl_add_streams checks */
+		if (strcmp(path, t->path) == 0) {
+			free(path);
+		} else {
+			free(t->path);
+			t->path = path;
+		}
+		return;
+	}
 	struct tn_trace *t = calloc(1, sizeof(*t));
 	if (!t || asprintf(&t->path, "%s%s%s", directory, *name ? "/" : "", name) < 0) {
 		free(t);
@@ -1855,11 +1875,24 @@ static void fl_add_trace(struct tn_reader *r, struct fl_state *f, const char *di
 static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_trace *t)
 {
 	int dfd = trace_dir_open(r->directory, t->path);
+	/*
+	 * Only t's own directory: the one at t's path may be another trace's
+	 * now (DIR/pid-P/ of a process's next image, fl_add_trace), whose
+	 * stream files read with t's metadata were "packets of another
+	 * trace": an error, and that image's events never shown.  Looked for
+	 * again next round, under the name discovery finds it by.
+	 */
+	struct stat ds;
+	if (dfd >= 0 && (fstat(dfd, &ds) != 0 || ds.st_dev != f->tdirs[t->index].dev ||
+			 ds.st_ino != f->tdirs[t->index].ino)) {
+		close(dfd);
+		dfd = -1;
+	}
 	DIR *d = dfd < 0 ? NULL : dir_listing(dfd);
 	if (!d) {
 		if (dfd >= 0)
 			close(dfd);
-		return;   /* deleted (--max-size): its streams we opened read on */
+		return;   /* deleted (--max-size) or moved: its streams we opened read on */
 	}
 	struct dirent *de;
 	while ((de = readdir(d))) {

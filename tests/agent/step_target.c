@@ -12,6 +12,10 @@
  *   "N"      fires multi_step(N, pid) once and answers "done N" on stdout:
  *            the answer is written after the event was recorded, so an
  *            event the test asks of another process afterwards is later;
+ *   "exec"   executes this program again (same pid, same stdin and
+ *            stdout), which prints "ready PID" again: the test writes no
+ *            further line before it, so stdio has read nothing beyond
+ *            this one that the exec would throw away;
  *   EOF      exits with status 0.
  */
 #define _GNU_SOURCE
@@ -19,6 +23,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -36,6 +41,11 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	char line[64];
 	while (fgets(line, sizeof(line), stdin)) {
+		if (strcmp(line, "exec\n") == 0) {
+			execl("/proc/self/exe", argv[0], argv[1], (char *)NULL);
+			perror("step_target: execl(/proc/self/exe)");
+			return 1;
+		}
 		int n = atoi(line);
 		MARK(multi_step, "%d %d", n, (int)getpid());
 		printf("done %d\n", n);

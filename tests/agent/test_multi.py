@@ -31,6 +31,10 @@ follow_rotate: the same for one detached process with --rotate 100ms: its
   stream files are renamed into sealed chunks while follow reads them; each
   event is printed exactly once, in order (the test waits for a new chunk
   directory between events: a condition, not a sleep).
+follow_exec: a process traced through MARK_TRACE executes itself while
+  follow reads its trace: the new image sets the old image's DIR/pid-P/ aside
+  (DIR/pid-P.1/) and starts a new DIR/pid-P/; follow shows the events of both
+  images, each once, in order, with no error, and exits when it exits.
 follow_killed: the followed process is killed (SIGKILL) during a detached
   recording: follow notices it is gone and exits, having shown its events.
 follow_damaged: follow of finished traces whose stream file ends in half a
@@ -136,6 +140,13 @@ class Target:
         self.p.stdin.write("%d\n" % n)
         self.p.stdin.flush()
         self.out.wait_for(r"^done %d$" % n)
+
+    def exec_self(self):
+        """Have the process execute itself (same pid); returns once the new image runs."""
+        self.p.stdin.write("exec\n")
+        self.p.stdin.flush()
+        if int(self.out.wait_for(r"^ready (\d+)").group(1)) != self.pid:
+            fail("the process changed its pid across exec")
 
     def finish(self):
         """Close its stdin: it exits with status 0 (healthy)."""
@@ -399,6 +410,35 @@ def main():
             if rc != 0 or shown != [1, 2, 3, 4] or "4 events shown" not in said:
                 fail("follow across chunks: exit %d, steps %r (each once expected), %r" % (rc, shown, said))
             a.finish()
+        elif case == "follow_exec":
+            a = Target(prog, comm, xdg, {"MARK_TRACE": trace, "MARK_ENABLE": "multi_step"})
+            targets.append(a)
+            a.step(1)
+            live = os.path.join(trace, "pid-%d" % a.pid)
+            fol, out, ferr = start_follow(mark, trace, env, "0.2")
+            # Printed: follow has opened the old image's stream file in DIR/pid-P/.
+            out.wait_for(r"multi_step: \w+=1\b")
+            a.exec_self()
+            if not os.path.isfile(os.path.join(trace, "pid-%d.1" % a.pid, "metadata")):
+                fail("the new image did not set the old trace aside in pid-%d.1 (have %r)"
+                     % (a.pid, sorted(os.listdir(trace))))
+            a.step(2)
+            a.step(3)
+            # The new image's stream file: wait for its packets, then for follow.
+            deadline = time.monotonic() + BOUND
+            while not any(f.startswith("stream-") and os.path.getsize(os.path.join(live, f)) > 0
+                          for f in os.listdir(live)):
+                if time.monotonic() > deadline:
+                    fail("the new image wrote no stream file in %s within %g s" % (live, BOUND))
+                time.sleep(0.02)
+            a.finish()
+            rc, said = follow_exit(fol, ferr, "the process exited")
+            shown = [int(x) for x in re.findall(r"multi_step: \w+=(-?\d+)", "".join(out.rest()))]
+            if rc != 0 or shown != [1, 2, 3] or "3 events shown" not in said or "cannot read" in said:
+                fail("follow across an exec: exit %d, steps %r (1, 2, 3 expected, each once), %r"
+                     % (rc, shown, said))
+            if steps_in_view(mark, trace, env) != [(1, a.pid), (2, a.pid), (3, a.pid)]:
+                fail("mark view of the finished trace does not show steps 1, 2, 3")
         elif case == "follow_killed":
             a = Target(prog, comm, xdg)
             targets.append(a)
