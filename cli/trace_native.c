@@ -154,6 +154,8 @@ struct tn_stream {
 	/* what trace_reader.c keeps per stream */
 	bool indexed;
 	uint64_t index;
+	/* --follow: no byte will be added to the file (fl_retire_streams) */
+	bool sealed;
 };
 
 struct trace_native_event {
@@ -1781,6 +1783,12 @@ struct fl_state {
 	size_t files_cap;
 	bool *dead;                  /* per stream: bad input, not read any more */
 	size_t dead_cap;
+	/* Stream files read to their end and closed (fl_retire_streams) that
+	 * are still linked somewhere below DIR (a kept chunk): not read again
+	 * when a listing finds them.  Size and mtime tell a new file that was
+	 * given the inode of one since deleted from the one we read. */
+	struct fl_gone { dev_t dev; ino_t ino; off_t size; struct timespec mtime; } *gone;
+	size_t ngone, gone_cap;
 	bool failed;
 	bool link_warned;            /* a stream file that is a link: said once  */
 };
@@ -1871,6 +1879,23 @@ static void fl_add_trace(struct tn_reader *r, struct fl_state *f, const char *di
 	r->ntraces++;
 }
 
+/* Is the trace at path a sealed chunk, DIR/pid-P.chunk-K (src/tracer/chunks.c)? */
+static bool fl_is_chunk(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	const size_t np = strlen(MARK_TF_CHILD_PREFIX), ni = strlen(MARK_TF_CHUNK_INFIX);
+	if (strncmp(base, MARK_TF_CHILD_PREFIX, np) != 0)
+		return false;
+	const char *p = base + np;
+	size_t digits = strspn(p, "0123456789");
+	if (!digits || strncmp(p + digits, MARK_TF_CHUNK_INFIX, ni) != 0)
+		return false;
+	p += digits + ni;
+	digits = strspn(p, "0123456789");
+	return digits > 0 && !p[digits];
+}
+
 /* New stream files of trace t (opened relative to its directory, never through a link). */
 static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_trace *t)
 {
@@ -1894,6 +1919,24 @@ static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_tr
 			close(dfd);
 		return;   /* deleted (--max-size) or moved: its streams we opened read on */
 	}
+	/*
+	 * Which of t's open streams the tracer will not write any more
+	 * (fl_retire_streams): every file of a sealed chunk (cut_chunk renames
+	 * a stream file into it once written, and never writes it again), and
+	 * a file no longer in t's directory under its name: renamed into a
+	 * chunk, after the consumer's last write to it (the same thread, in
+	 * that order), or deleted.  What the file holds now is then all it
+	 * will ever hold.
+	 */
+	const bool sealed_dir = fl_is_chunk(t->path);
+	for (size_t i = 0; i < r->nstreams; i++) {
+		struct tn_stream *s = r->streams[i];
+		struct stat ss;
+		if (s->trace == t && !s->sealed &&
+		    (sealed_dir || fstatat(dfd, s->name, &ss, AT_SYMLINK_NOFOLLOW) != 0 ||
+		     ss.st_dev != f->files[i].dev || ss.st_ino != f->files[i].ino))
+			s->sealed = true;
+	}
 	struct dirent *de;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.' || strcmp(de->d_name, MARK_TF_METADATA) == 0)
@@ -1913,6 +1956,10 @@ static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_tr
 		bool known = false;
 		for (size_t i = 0; i < r->nstreams && !known; i++)
 			known = f->files[i].dev == st.st_dev && f->files[i].ino == st.st_ino;
+		for (size_t i = 0; i < f->ngone && !known; i++)
+			known = f->gone[i].dev == st.st_dev && f->gone[i].ino == st.st_ino &&
+				f->gone[i].size == st.st_size && f->gone[i].mtime.tv_sec == st.st_mtim.tv_sec &&
+				f->gone[i].mtime.tv_nsec == st.st_mtim.tv_nsec;
 		if (known)
 			continue;
 		int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -1939,6 +1986,7 @@ static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_tr
 		}
 		s->trace = t;
 		s->fd = fd;
+		s->sealed = sealed_dir;
 		f->files[r->nstreams] = (struct fl_file){ st.st_dev, st.st_ino };
 		f->dead[r->nstreams] = false;
 		r->streams[r->nstreams++] = s;
@@ -2123,6 +2171,53 @@ static int fl_poll_stream(struct tn_reader *r, struct tn_stream *s)
 	return load_packet(r, s) == 0 ? 1 : -1;   /* a packet beginning: its events follow from next_message() */
 }
 
+/*
+ * Close the streams that are read to their end and will not grow (sealed,
+ * and not in the merge: every whole packet was handed out), and those whose
+ * bad input ended them once they are sealed.  Follow otherwise held a
+ * descriptor for every stream file it ever read: under --rotate a new one
+ * per thread and chunk, until the open of the next failed (EMFILE) and
+ * that file's events were left out in silence; and the files of chunks
+ * --max-size deleted kept their disk space while follow ran.  A closed
+ * file still linked (a kept chunk) is remembered in f->gone so that the
+ * chunk's listing does not read it again.
+ */
+static void fl_retire_streams(struct tn_reader *r, struct fl_state *f)
+{
+	for (size_t i = r->nstreams; i-- > 0;) {
+		struct tn_stream *s = r->streams[i];
+		bool queued = false;
+		for (size_t k = 0; k < r->nheap && !queued; k++)
+			queued = r->heap[k].s == s;
+		struct stat st;
+		if (queued || fstat(s->fd, &st) != 0)
+			continue;
+		if (st.st_nlink == 0)
+			s->sealed = true;   /* deleted: nobody can write it again */
+		if (!s->sealed || (!f->dead[i] && (uint64_t)st.st_size != s->pkt_off))
+			continue;   /* may grow, or holds more than was read (a partial packet: said at the end) */
+		if (st.st_nlink > 0) {
+			size_t g = 0;
+			while (g < f->ngone && (f->gone[g].dev != st.st_dev || f->gone[g].ino != st.st_ino))
+				g++;
+			if (g == f->ngone && f->ngone == f->gone_cap &&
+			    cli_array_grow(&f->gone, &f->gone_cap, sizeof(*f->gone), 16))
+				continue;   /* out of memory: kept open, as before */
+			if (g == f->ngone)
+				f->ngone++;
+			f->gone[g] = (struct fl_gone){ st.st_dev, st.st_ino, st.st_size, st.st_mtim };
+		}
+		close(s->fd);
+		free_buffers(s->cur);   /* one thread: every message of it was delivered (emit_message) */
+		free(s->name);
+		free(s);
+		r->nstreams--;
+		r->streams[i] = r->streams[r->nstreams];
+		f->files[i] = f->files[r->nstreams];
+		f->dead[i] = f->dead[r->nstreams];
+	}
+}
+
 /* Insert s into the heap of streams with a next message. */
 static void heap_push(struct tn_reader *r, struct tn_stream *s)
 {
@@ -2225,6 +2320,7 @@ int trace_native_follow(const char *directory, const struct trace_reader_ops *op
 			}
 			heap_top_moved(&r, more);
 		}
+		fl_retire_streams(&r, &f);
 		if (fo->flush && fo->flush(arg) != 0)
 			break;   /* stdout closed */
 		if (ended && ending)
@@ -2249,6 +2345,7 @@ done:
 		*fo->traces = r.ntraces;
 	free(f.files);
 	free(f.dead);
+	free(f.gone);
 	free(f.tdirs);
 	/* free_reader frees an array of traces: ours are separate allocations. */
 	for (size_t i = 0; i < r.ntraces; i++) {

@@ -31,6 +31,10 @@ follow_rotate: the same for one detached process with --rotate 100ms: its
   stream files are renamed into sealed chunks while follow reads them; each
   event is printed exactly once, in order (the test waits for a new chunk
   directory between events: a condition, not a sleep).
+follow_chunks: follow_rotate for 60 chunks, follow limited to 32 open
+  descriptors (RLIMIT_NOFILE): it closes each stream file once the file is
+  sealed in a chunk and read to its end, so it shows all 60 events, each
+  once, in order, with at most a few descriptors open meanwhile.
 follow_exec: a process traced through MARK_TRACE executes itself while
   follow reads its trace: the new image sets the old image's DIR/pid-P/ aside
   (DIR/pid-P.1/) and starts a new DIR/pid-P/; follow shows the events of both
@@ -48,6 +52,7 @@ controller_killed: `mark record --pid A --pid B` is killed with SIGKILL: both
 import os
 import queue
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -227,11 +232,15 @@ def record_two(mark, a, b, trace, env):
     return start_record(mark, ["--pid", str(a.pid), "--pid", str(b.pid), "-e", "multi_step", "-o", trace], env)
 
 
-def start_follow(mark, trace, env, holdback):
-    """`mark view --follow --holdback HOLDBACK TRACE` in the background:
-    (process, stdout lines, stderr lines)."""
+def start_follow(mark, trace, env, holdback, nofile=None):
+    """`mark view --follow --holdback HOLDBACK TRACE` in the background
+    (with at most NOFILE descriptors if given): (process, stdout lines,
+    stderr lines)."""
+    def limit():
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
     fol = subprocess.Popen([mark, "view", "--follow", "--holdback", holdback, trace], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, env=env)
+                           stderr=subprocess.PIPE, text=True, env=env, preexec_fn=limit)
     return fol, Lines(fol.stdout, "mark view --follow"), Lines(fol.stderr, "mark view --follow (stderr)")
 
 
@@ -409,6 +418,45 @@ def main():
             shown = [int(x) for x in re.findall(r"multi_step: \w+=(-?\d+)", "".join(out.rest()))]
             if rc != 0 or shown != [1, 2, 3, 4] or "4 events shown" not in said:
                 fail("follow across chunks: exit %d, steps %r (each once expected), %r" % (rc, shown, said))
+            a.finish()
+        elif case == "follow_chunks":
+            a = Target(prog, comm, xdg)
+            targets.append(a)
+            a.wait_agent()
+            p = run([mark, "record", "--pid", str(a.pid), "-e", "multi_step", "--detach", "--rotate", "100ms",
+                     "-o", trace], env)
+            if p.returncode != 0:
+                fail("mark record --detach --rotate 100ms: exit %d" % p.returncode)
+            fol, out, ferr = start_follow(mark, trace, env, "0.2", nofile=32)
+
+            def chunks():
+                return [d for d in os.listdir(trace) if ".chunk-" in d]
+            most = 0
+            for n in range(1, 61):
+                before = len(chunks())
+                a.step(n)
+                # A chunk holding the event, so that each event has a stream file of its own.
+                deadline = time.monotonic() + BOUND
+                while len(chunks()) <= before:
+                    if time.monotonic() > deadline:
+                        fail("no new chunk within %g s (have %r)" % (BOUND, chunks()))
+                    time.sleep(0.02)
+                try:
+                    most = max(most, len(os.listdir("/proc/%d/fd" % fol.pid)))
+                except OSError:
+                    fail("follow exited while the recording runs: %r" % ferr.rest())
+            out.wait_for(r"multi_step: \w+=60\b")
+            p = run([mark, "stop", str(a.pid)], env)
+            if p.returncode != 0:
+                fail("mark stop: exit %d" % p.returncode)
+            rc, said = follow_exit(fol, ferr, "the recording stopped")
+            shown = [int(x) for x in re.findall(r"multi_step: \w+=(-?\d+)", "".join(out.rest()))]
+            if rc != 0 or shown != list(range(1, 61)) or "60 events shown" not in said:
+                fail("follow across 60 chunks with 32 descriptors: exit %d, steps %r (1..60 each once expected), %r"
+                     % (rc, shown, said))
+            print("follow had at most %d descriptors open" % most)
+            if most > 16:
+                fail("follow held %d descriptors open (one per stream file it read?)" % most)
             a.finish()
         elif case == "follow_exec":
             a = Target(prog, comm, xdg, {"MARK_TRACE": trace, "MARK_ENABLE": "multi_step"})
