@@ -2252,10 +2252,15 @@ static bool fl_recording_ended(const struct tn_reader *r, const struct fl_state 
 			continue;
 		live++;
 		int done = fo->finished(t->path);
-		if (done < 0)
-			return false;   /* no statistics yet: the process is starting */
 		if (done > 0)
 			continue;   /* stopped or recovered */
+		/*
+		 * Running, or no statistics (done < 0): a process whose recording
+		 * is starting, if it runs.  One that is gone will never write them
+		 * (a finished trace copied without its dot files, or a process
+		 * killed before its first statistics): waiting for them hung
+		 * follow for good.
+		 */
 		if (kill((pid_t)pid, 0) == 0 || errno == EPERM)
 			return false;   /* still running (a reused pid reads as running: we wait) */
 	}

@@ -85,8 +85,9 @@ endif()
 #                        and refuses one that holds a trace
 #   cli_output_empty     `-o ''` is refused before anything is written
 #   cli_follow_foreign   `view --follow` refuses a trace whose metadata it
-#                        cannot read, or nested deeper than DIR/*/, instead
-#                        of waiting forever
+#                        cannot read, or nested deeper than DIR/*/, and ends
+#                        on a finished trace without .mark-stats, instead of
+#                        waiting forever
 #   cli_bt2_crash        `view`/`stats`/`export` exit 1 with an error when
 #                        libbabeltrace2 crashes on a damaged metadata, and
 #                        a crash in mark's own code is not blamed on it

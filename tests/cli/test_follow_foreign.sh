@@ -7,7 +7,8 @@
 # A finished mark trace, and one next to a `.metadata.tmp` (a metadata being
 # written) or holding a snapshot directory, must still print every event and
 # exit 0.  A trace nested deeper than DIR/*/ is refused too (it used to make
-# follow wait for ever).
+# follow wait for ever).  So must one without its .mark-stats whose process
+# is gone (it was taken for a process whose recording is starting).
 #
 #   test_follow_foreign.sh MARK RECORD_TARGET WORKDIR
 #
@@ -111,6 +112,21 @@ follow follow_snap "$WORK/snap"
 expect_rc 0 "view --follow of a trace holding a snapshot directory"
 sed -E 's/ pid [0-9]+ "[^"]*"//' "$WORK/follow_snap.out" | cmp -s - "$WORK/view_good.out" ||
 	fail "view --follow of a trace holding a snapshot did not print the $n events once"
+
+# 7. The finished trace without its statistics (.mark-stats: copied without
+# dot files, or removed), its process gone: follow prints every event and
+# exits 0.  It took such a process for one whose recording is starting and
+# waited for ever.
+cp -a "$WORK/good" "$WORK/nostats"
+rm -f "$WORK"/nostats/pid-*/.mark-stats
+pid=$(basename "$(dirname "$meta")")
+pid=${pid#pid-}
+! kill -0 "$pid" 2>/dev/null || skip "process $pid, recorded and exited, runs again (a reused pid)"
+follow follow_nostats "$WORK/nostats"
+expect_rc 0 "view --follow of a finished trace without .mark-stats"
+sed -E 's/ pid [0-9]+ "[^"]*"//' "$WORK/follow_nostats.out" | cmp -s - "$WORK/view_good.out" ||
+	fail "view --follow of a finished trace without .mark-stats did not print the $n events"
+expect_in follow_nostats.err "$n events shown, 0 lost, from 1 trace; the recording ended"
 
 echo "PASS"
 exit 0
