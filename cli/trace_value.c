@@ -518,9 +518,16 @@ static void add_enum_labels(struct strbuf *sb, const bt_field *field, bool is_si
 	if (st != BT_FIELD_ENUMERATION_GET_MAPPING_LABELS_STATUS_OK || count == 0)
 		return;
 	if (style == TRACE_VALUE_TEXT) {
+		/* A label is text the trace's metadata chose (a TSDL string
+		 * literal may hold any byte but NUL): escaped as an event name
+		 * is, so a foreign trace cannot send escape sequences to the
+		 * terminal through it. */
 		strbuf_add(sb, " (", 2);
-		for (uint64_t i = 0; i < count; i++)
-			strbuf_addf(sb, "%s%s", i ? ", " : "", labels[i]);
+		for (uint64_t i = 0; i < count; i++) {
+			if (i)
+				strbuf_add(sb, ", ", 2);
+			strbuf_add_terminal(sb, labels[i]);
+		}
 		strbuf_add(sb, ")", 1);
 	}
 }

@@ -463,6 +463,30 @@ def case_hostile(mark, target, workdir):
     check(rc == 0 and name + b" " in out, "stats shows the escaped name: %r" % out[:400])
 
 
+def case_hostile_labels(mark, target, workdir):
+    """The labels of an enumeration in a foreign trace are text the trace
+    chose, like its event names: `mark view` shows them after the value
+    (`kind=1 (LABEL)`), escaped (ESC, an OSC ... BEL title change, CR, a C1
+    control in UTF-8, a right-to-left override), never raw.  Found by a
+    review: the labels were copied into the line as they were."""
+    need_babeltrace2()
+    sys.path.insert(0, os.path.join(HERE, "..", "agent"))
+    from no_control_bytes import raw_controls
+    trace = fresh(workdir, "labels")
+    hostile = "\x1b]0;owned\x07\x1b[2J\r\u009b\u202e\u00e9"
+    plain_string_trace(trace, [1, 2], field='enum : integer { size = 8; align = 8; signed = false; } '
+                       '{ "%s" = 1, PLAIN = 2 } kind' % hostile, pack=lambda v: bytes([v]))
+    bt = run(["babeltrace2", trace])
+    check(bt.returncode == 0 and "container = 1" in bt.stdout,
+          "babeltrace2 does not read the trace: %d %r" % (bt.returncode, bt.stderr[-300:]))
+    r = subprocess.run([mark, "view", trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    bad = raw_controls(r.stdout) + raw_controls(r.stderr)
+    check(not bad, "mark view: raw control bytes in an enumeration label: %r" % bad[:3])
+    lines = [l.split(b"] ", 1)[-1] for l in r.stdout.splitlines()]
+    want = [b"ev: kind=1 (\\x1b]0;owned\\x07\\x1b[2J\\r\\xc2\\x9b\\xe2\\x80\\xae\xc3\xa9)", b"ev: kind=2 (PLAIN)"]
+    check(r.returncode == 0 and lines == want, "mark view: %d %r, want %r" % (r.returncode, lines, want))
+
+
 def case_trace_links(mark, target, workdir):
     """A symbolic link inside a trace is refused, never followed: the
     readers are run by root on directories other users can write, and a
