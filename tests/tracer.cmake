@@ -19,6 +19,17 @@ foreach(s ${MARK_TRACER_SCENARIOS})
             ${CMAKE_CURRENT_BINARY_DIR}/tracer-traces)
   set_tests_properties(tracer_${s} PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77)
 endforeach()
+# %ls and %lc are refused when the marker registers, never recorded as a
+# byte of what the program passed (a program of their own: every
+# tracer_prog scenario requires an empty stderr).
+add_executable(tracer_wide_prog tracer/wide_prog.c)
+target_link_libraries(tracer_wide_prog PRIVATE mark)
+add_test(NAME tracer_wide
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/run_tracer_test.py wide
+          $<TARGET_FILE:tracer_prog> $<TARGET_FILE:tracer_api> $<TARGET_FILE:tracer_dso>
+          ${CMAKE_CURRENT_BINARY_DIR}/tracer-traces)
+set_tests_properties(tracer_wide PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
+                     ENVIRONMENT MARK_WIDE_PROG=$<TARGET_FILE:tracer_wide_prog>)
 # Strings read back exactly in babeltrace2, bt2, mark view and mark export.
 # Strings, field names, doubles, %c and Chrome slices as the tracer writes
 # them and mark view/export show them.

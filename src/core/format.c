@@ -131,13 +131,33 @@ static int format_parse(const char *fmt, enum mark_arg_type *types, unsigned *si
 			PUSH(MARK_ARG_HEX, int_size(len));
 			break;
 		case 'c':
-			PUSH(MARK_ARG_CHAR, 1);
+		case 's':
+			/*
+			 * A %c is recorded as one byte and a %s as the bytes of
+			 * a char string.  %lc (a wint_t) and %ls (a wchar_t
+			 * string) are valid printf, so the compiler lets them
+			 * through, but recorded that way L"hello" became "h" and
+			 * U+263A became ':' (its low byte): refused rather than
+			 * shown as something the program never passed.
+			 */
+			if (len != LEN_NONE) {
+				snprintf(err, errlen,
+					 "format \"%s\": \"%.*s\" is not supported (a marker records "
+					 "%s); %s",
+					 fmt, (int)(p - start), start,
+					 conv == 'c' ? "one byte of a %c" : "the bytes of a char string",
+					 conv == 'c' ? "pass a wide character's code point with %u or %x"
+						     : "convert a wide string to a multibyte string "
+						       "(wcstombs) and pass that with %s");
+				return -EINVAL;
+			}
+			if (conv == 'c')
+				PUSH(MARK_ARG_CHAR, 1);
+			else
+				PUSH(MARK_ARG_STRING, sizeof(char *));
 			break;
 		case 'p':
 			PUSH(MARK_ARG_POINTER, sizeof(void *));
-			break;
-		case 's':
-			PUSH(MARK_ARG_STRING, sizeof(char *));
 			break;
 		case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': case 'a': case 'A':
 			if (len == LEN_BIG_L) {

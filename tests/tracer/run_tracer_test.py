@@ -1266,6 +1266,31 @@ def s_values():
         check(got == want, "%s: mark view shows %s, expected %s" % (ev, line, want))
 
 
+def s_wide():
+    """%ls and %lc: the slots of a marker hold the bytes of a char string
+    and one byte of a %c, so a wide string L"hello" was recorded as "h" and
+    the character U+263A as ':' (its low byte), shown so by every reader.
+    Such a marker is refused when it registers, with a message naming the
+    conversion and what to use instead, and never recorded; the program's
+    other markers are."""
+    prog = os.environ.get("MARK_WIDE_PROG")
+    if not prog:
+        skip("MARK_WIDE_PROG (tests/tracer/wide_prog.c) is not set")
+    d = fresh_dir("t")
+    n = 5
+    r = run([prog, str(n)], {"MARK_TRACE": d})
+    check(r.returncode == 0, "program failed: %d %s" % (r.returncode, r.stderr))
+    tr = Trace(d)
+    check([e["fields"]["i"] for e in tr.named("t_seq")] == list(range(n)),
+          "t_seq: %s" % [e["fields"] for e in tr.named("t_seq")])
+    for name, conv in (("t_wide_s", "%ls"), ("t_wide_c", "%lc")):
+        evs = tr.named(name)
+        check(not evs, "%s (%s) recorded as %s, not what the program passed" % (name, conv, evs[:1]))
+        warned = [l for l in r.stderr.splitlines() if name in l]
+        check(len(warned) == 1 and '"%s"' % conv in warned[0] and "never armed" in warned[0],
+              "%s (%s): no message that it is refused: %r" % (name, conv, r.stderr))
+
+
 def s_chrome():
     """Issue 16 item 5, mark export --format chrome: ts relative to the
     first event, exact to the ns (checked against bt2's clock values), the
@@ -1325,6 +1350,7 @@ def s_chrome():
 SCENARIOS = {
     "chrome": s_chrome,
     "values": s_values,
+    "wide": s_wide,
     "strings": s_strings,
     "types": s_types, "discard": s_discard, "discard_sizes": s_discard_sizes, "overwrite": s_overwrite, "block": s_block,
     "overwrite_mixed": s_overwrite_mixed,
