@@ -380,7 +380,10 @@ static char *ident(struct cur *c)
 	return n;
 }
 
-/* A string literal as put_quoted writes it (only \" and \\ escapes, no control bytes). */
+/*
+ * A string literal as put_quoted writes it: printable ASCII and UTF-8
+ * bytes as they are, \" and \\ the only escapes, no control byte.
+ */
 static char *quoted(struct cur *c)
 {
 	if (!lit(c, "\""))
@@ -397,7 +400,7 @@ static char *quoted(struct cur *c)
 			if (c->p >= c->end || (*c->p != '"' && *c->p != '\\'))
 				break;
 			ch = (unsigned char)*c->p++;
-		} else if (ch < 0x20 || ch >= 0x7f) {
+		} else if (ch < 0x20 || ch == 0x7f) {
 			break;
 		}
 		out[n++] = (char)ch;

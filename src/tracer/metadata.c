@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include "tracer_internal.h"
+#include "util/printable.h"
 #include "util/safe_dir.h"
 
 #include <ctype.h>
@@ -37,17 +38,31 @@ static void put_uuid(FILE *f, const uint8_t *u)
 		u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
+/*
+ * A TSDL string literal of a marker name (a C identifier may hold UTF-8
+ * letters: café), the host or the process name.  Printable ASCII and
+ * printable UTF-8 as they are, '"' and '\\' escaped; every other byte
+ * (controls, DEL, C1 and bidirectional controls, bytes that are not UTF-8)
+ * as '_', as thread names get '?': babeltrace2 prints these names to a
+ * terminal as they are, so nothing it would act on is written.  Every byte
+ * outside printable ASCII once became '_', which made MARK(café) and
+ * MARK(cafè) one event name, "caf__", in every reader.
+ */
 static void put_quoted(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		size_t n;
+		if (*p == '"' || *p == '\\') {
+			fprintf(f, "\\%c", *p);
+		} else if (*p >= 0x20 && *p < 0x7f) {
+			fputc(*p, f);
+		} else if (*p >= 0x80 && (n = mark_utf8_printable(p)) > 0) {
+			fwrite(p, 1, n, f);
+			p += n - 1;
+		} else {
 			fputc('_', f);
-		else
-			fputc(c, f);
+		}
 	}
 	fputc('"', f);
 }

@@ -487,6 +487,56 @@ def case_hostile_labels(mark, target, workdir):
     check(r.returncode == 0 and lines == want, "mark view: %d %r, want %r" % (r.returncode, lines, want))
 
 
+def case_utf8_names(mark, target, workdir):
+    """Marker and process names that are not ASCII reach every reader as
+    they were: MARK(café) and MARK(cafè) (tests/cli/utf8_names.c) are two
+    markers, and a process named "prög" plus a control byte (the name of
+    the link it was run through) is "prög_" (a control byte never reaches
+    the metadata, which babeltrace2 prints raw).  Found by a review: the
+    tracer's metadata wrote every byte outside printable ASCII as "_", so
+    both markers were "caf__" in `mark view`, `stats`, `export` and
+    babeltrace2, and the process "pr__g_"."""
+    need_babeltrace2()
+    prog = os.path.join(os.path.dirname(target), "cli_utf8_names")
+    link = os.path.join(workdir.encode(), "pr\xc3\xb6g\x01".encode("latin-1"))
+    if os.path.lexists(link):
+        os.unlink(link)
+    os.makedirs(workdir, exist_ok=True)
+    os.symlink(prog, link)
+    trace = fresh(workdir, "utf8")
+    r = subprocess.run([mark.encode(), b"record", b"-q", b"-o", trace.encode(), b"--", link],
+                       capture_output=True, timeout=60)
+    check(r.returncode == 0, "mark record: exit %d: %r" % (r.returncode, r.stderr[-400:]))
+    # babeltrace2 (the bt2 bindings): the names as the program had them
+    bt2 = bt2_module()
+    got = []
+    for m in bt2.TraceCollectionMessageIterator(trace):
+        if type(m) is bt2._EventMessageConst:
+            got.append((m.event.name, str(m.event.stream.trace.environment["procname"])))
+    want = [("caf\u00e9", "pr\u00f6g_"), ("caf\u00e8", "pr\u00f6g_")]
+    check(got == want, "babeltrace2 reads %r, want %r" % (got, want))
+    # mark view, native and through libbabeltrace2: two markers, by name
+    views = {}
+    for reader in ("native", "bt2"):
+        r = run([mark, "view", trace], env=dict(os.environ, MARK_READER=reader))
+        lines = [l.split("] ", 1)[-1] for l in r.stdout.splitlines()]
+        views[reader] = lines
+        check(r.returncode == 0 and [re.sub(r"^cpu \d+ tid \d+ ", "", l) for l in lines] ==
+              ["caf\u00e9: one=1", "caf\u00e8: two=2"],
+              "mark view (%s reader): %d %r %r" % (reader, r.returncode, lines, r.stderr[-300:]))
+    check(views["native"] == views["bt2"], "the readers differ: %r" % views)
+    r = run([mark, "stats", trace])
+    check(r.returncode == 0 and re.search(r"^caf\u00e9 +1 ", r.stdout, re.M) and
+          re.search(r"^caf\u00e8 +1 ", r.stdout, re.M), "mark stats: %r" % r.stdout)
+    # the Chrome export: the marker names and the process name, JSON-escaped
+    r = run([mark, "export", "-o", "-", trace])
+    doc = json.loads(r.stdout) if r.returncode == 0 else {"traceEvents": []}
+    names = [e["name"] for e in doc["traceEvents"] if e.get("ph") != "M"]
+    procs = [e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "process_name"]
+    check(names == ["caf\u00e9", "caf\u00e8"] and procs == ["pr\u00f6g_"],
+          "mark export: events %r, process %r" % (names, procs))
+
+
 def case_trace_links(mark, target, workdir):
     """A symbolic link inside a trace is refused, never followed: the
     readers are run by root on directories other users can write, and a
