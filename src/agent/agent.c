@@ -1180,8 +1180,9 @@ static int try_open_descriptors(void)
 	/* Recorded at once (see struct fd_id); both ends of one pipe share
 	 * its inode, which a pair of unrelated files would not. */
 	struct fd_id pipe_id[2] = { { 0, 0 }, { 0, 0 } }, sock_id = { 0, 0 };
-	bool pipe_known = fd_id_take(pipefd[0], &pipe_id[0]) && fd_id_take(pipefd[1], &pipe_id[1]) &&
-			  pipe_id[0].dev == pipe_id[1].dev && pipe_id[0].ino == pipe_id[1].ino;
+	const bool took[2] = { fd_id_take(pipefd[0], &pipe_id[0]), fd_id_take(pipefd[1], &pipe_id[1]) };
+	const bool pipe_known = took[0] && took[1] && pipe_id[0].dev == pipe_id[1].dev &&
+				pipe_id[0].ino == pipe_id[1].ino;
 	char path[sizeof(socket_path)];
 	int fd = -1;
 	if (pipe_known && !__atomic_load_n(&stopping, __ATOMIC_RELAXED))
@@ -1208,15 +1209,17 @@ static int try_open_descriptors(void)
 	pthread_mutex_unlock(&fd_lock);
 	if (ok)
 		return 1;
-	if (fd >= 0)
+	const bool socket_made = fd >= 0;
+	if (socket_made) {
 		unlink(path);   /* the name this call created */
-	if (pipe_known) {
-		close_if_ours(&pipefd[0], &pipe_id[0]);
-		close_if_ours(&pipefd[1], &pipe_id[1]);
+		close_if_ours(&fd, &sock_id);
 	}
+	for (int i = 0; i < 2; i++)
+		if (took[i])
+			close_if_ours(&pipefd[i], &pipe_id[i]);
 	/* A failure of our own (the socket) was logged; losing the
 	 * descriptors to the program is retried. */
-	return fd >= 0 || !pipe_known ? 0 : -1;
+	return socket_made || !pipe_known ? 0 : -1;
 }
 
 /*
