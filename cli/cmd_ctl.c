@@ -46,15 +46,21 @@ static bool hits_dir(pid_t pid, const struct mark_proto_msg *info, char *out, si
 {
 	if (info->type != MARK_MSG_INFO_REPLY)
 		return false;
+	uint64_t tracing = MARK_TRACING_OFF;
+	mark_proto_u64(info, MARK_TAG_TRACING, 0, &tracing);
 	const char *dir = mark_proto_str(info, MARK_TAG_DIR, 0);
-	if (dir) {
+	if (dir && tracing != MARK_TRACING_OTHER) {
 		snprintf(out, len, "%s", dir);
 		return true;
 	}
-	uint64_t tracing = MARK_TRACING_OFF;
-	mark_proto_u64(info, MARK_TAG_TRACING, 0, &tracing);
+	/* MARK_TRACE: the agent names the directory (absolute; an older agent
+	 * does not, and then the environment, if absolute, does), and this
+	 * process's counts are its pid-P/: DIR is shared with every process
+	 * the traced command started. */
 	char base[4096];
-	if (tracing != MARK_TRACING_OTHER || !ctl_target_env_path(pid, "MARK_TRACE", base, sizeof(base)))
+	if (dir)
+		snprintf(base, sizeof(base), "%s", dir);
+	else if (tracing != MARK_TRACING_OTHER || !ctl_target_env_path(pid, "MARK_TRACE", base, sizeof(base)))
 		return false;
 	return snprintf(out, len, "%s/%s%d", base, MARK_TF_CHILD_PREFIX, (int)pid) < (int)len;
 }
@@ -350,7 +356,9 @@ static int stop_one(pid_t pid, bool by_name)
 		}
 		return cli_error("stop: process %d (%s) is not recording", (int)pid, c.comm);
 	}
-	/* Detached: the agent says where; MARK_TRACE: the environment does. */
+	/* Detached or MARK_TRACE: the agent says where (for MARK_TRACE made
+	 * absolute when the recording started; an agent of an older mark
+	 * does not, and then the environment's MARK_TRACE does, if absolute). */
 	const char *d = mark_proto_str(&c.msg, MARK_TAG_DIR, 0);
 	if (d) {
 		snprintf(dir, sizeof(dir), "%s", d);

@@ -836,6 +836,10 @@ static void do_info(struct mark_proto_buf *out)
 	char cmdline[1024];
 	read_cmdline(cmdline, sizeof(cmdline));
 	uint64_t tracing = MARK_TRACING_OFF;
+	/* A MARK_TRACE recording: its directory, absolute (see below). */
+	char env_dir[MARK_PROTO_MAX_STRING];
+	enum mark_trace_mode env_mode = MARK_TRACE_DISCARD;
+	bool env_session = false;
 	if (session_conn >= 0) {
 		tracing = MARK_TRACING_CONTROLLER;
 	} else {
@@ -845,6 +849,17 @@ static void do_info(struct mark_proto_buf *out)
 			session_detached = false;   /* the program stopped it, or it was stopped */
 		if (st.active)
 			tracing = session_detached ? MARK_TRACING_DETACHED : MARK_TRACING_OTHER;
+		/*
+		 * Started by MARK_TRACE: name the directory as the tracer made
+		 * it absolute at the start.  The client could read MARK_TRACE
+		 * from /proc/PID/environ, but that text may be relative (to a
+		 * working directory the program may have left), and then
+		 * `mark stop` could not name the recording, and `mark list`
+		 * found no hits.  (A session the program started through the
+		 * API is not named: `mark stop` leaves it to the program.)
+		 */
+		if (tracing == MARK_TRACING_OTHER)
+			env_session = tracer_env_session(env_dir, sizeof(env_dir), &env_mode);
 	}
 	mark_proto_begin(out, MARK_MSG_INFO_REPLY);
 	mark_proto_add_u64(out, MARK_TAG_PID, (uint64_t)getpid());
@@ -858,6 +873,9 @@ static void do_info(struct mark_proto_buf *out)
 	if (tracing == MARK_TRACING_CONTROLLER || tracing == MARK_TRACING_DETACHED) {
 		mark_proto_add_str(out, MARK_TAG_DIR, session_dir);
 		mark_proto_add_u64(out, MARK_TAG_MODE, session_mode);
+	} else if (env_session) {
+		mark_proto_add_str(out, MARK_TAG_DIR, env_dir);
+		mark_proto_add_u64(out, MARK_TAG_MODE, (uint64_t)env_mode);
 	}
 	mark_proto_end(out);
 }

@@ -41,7 +41,9 @@
 enum mark_proto_type {
 	/* requests */
 	MARK_MSG_INFO = 1,          /* -> INFO_REPLY (PID CMDLINE MARKERS SITES ARMED
-				       TRACING [OWNER_PID DIR])                  */
+				       TRACING [OWNER_PID] [DIR MODE]): DIR MODE for a
+				       controller's, a detached or a MARK_TRACE
+				       recording (not one the API started)      */
 	MARK_MSG_LIST = 2,          /* [GLOB] -> MARKER* LIST_END                  */
 	MARK_MSG_ARM = 3,           /* GLOB+ [FILTER] -> OK (GLOB MATCHED CHANGED)+ */
 	MARK_MSG_DISARM = 4,        /* GLOB+ -> OK (GLOB MATCHED CHANGED)+         */

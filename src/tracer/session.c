@@ -840,6 +840,21 @@ int mark_tracer_set_filter(const char *expr)
 	return rc;
 }
 
+bool tracer_env_session(char *dir, size_t len, enum mark_trace_mode *mode)
+{
+	bool found = false;
+	/* Under control_mutex: the session (and base_dir) cannot be freed meanwhile. */
+	control_lock();
+	struct tracer_session *s = tracer_current;
+	if (s && s->from_env && s->base_dir && strlen(s->base_dir) < len) {
+		memcpy(dir, s->base_dir, strlen(s->base_dir) + 1);
+		*mode = s->mode;
+		found = true;
+	}
+	control_unlock();
+	return found;
+}
+
 void mark_tracer_get_stats(struct mark_trace_stats *out)
 {
 	memset(out, 0, sizeof(*out));

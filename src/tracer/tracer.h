@@ -15,6 +15,8 @@
 
 /* All of it is public: sessions, statistics, recovery, the parsers. */
 #include <mark/tracer.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -53,5 +55,16 @@ __attribute__((visibility("hidden"))) int tracer_start_full(const struct mark_tr
 							   const struct tracer_chunk_limits *limits,
 							   const char *filter,
 							   const struct tracer_trigger_config *trigger);
+
+/*
+ * The running session, if MARK_TRACE started it (not the API, not a
+ * controller): its directory as the session made it absolute when it
+ * started (the environment's text may be relative to a working directory
+ * the program has left since) into dir[0..len), and its mode.  false: no
+ * such session, or the directory does not fit.  For the agent's INFO,
+ * whose DIR lets `mark stop` name the directory mark_tracer_stop_directory()
+ * compares.
+ */
+__attribute__((visibility("hidden"))) bool tracer_env_session(char *dir, size_t len, enum mark_trace_mode *mode);
 
 #endif

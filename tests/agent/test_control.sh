@@ -350,6 +350,39 @@ record_exit)
 	echo "trace of the exited process: $n agent_tick events"
 	wait "$TPID" || fail "the target did not exit cleanly"
 	;;
+stop_env)
+	# A process that records because of MARK_TRACE given as a relative
+	# path (`MARK_TRACE=trace ./server`): `mark stop` ends it (the agent
+	# names the directory, made absolute when the recording started; the
+	# environment's relative text names nothing), `mark list` shows its
+	# hits meanwhile, and the trace is complete.  Before, `mark stop` said
+	# the program had started it through the tracer API and stopped
+	# nothing (exit 1), and HITS was "-".
+	mkdir "$WORK/cwd"
+	(cd "$WORK/cwd" && MARK_TRACE=reltrace MARK_ENABLE=agent_tick exec "$TARGET") >"$WORK/target.out" 2>"$WORK/target.err" &
+	TPID=$!
+	PIDS+=("$TPID")
+	wait_socket "$TPID"
+	# The per-marker counts reach .mark-stats within the consumer's
+	# period; wait for them (bounded: 30 s on a starved machine).
+	for _ in $(seq 300); do
+		run list "$MARK" list "$TPID" agent_tick
+		grep -q 'agent_tick .* yes  *1  *[1-9][0-9]*$' "$WORK/list.out" && break
+		sleep 0.1
+	done
+	expect_in list.out 'agent_tick .* yes  *1  *[1-9][0-9]*$'
+	run ps "$MARK" ps -q
+	expect_in ps.out "^ *$TPID .*yes (MARK_TRACE/API) .*\[discard into $WORK/cwd/reltrace\]"
+	run stop "$MARK" stop "$TPID"
+	expect_rc 0 "mark stop of a MARK_TRACE=reltrace recording"
+	expect_in stop.err "stopped the recording of process $TPID (agent_target) into $WORK/cwd/reltrace: [1-9][0-9]* events, 0 lost"
+	run list2 "$MARK" list "$TPID" agent_tick
+	expect_in list2.out 'agent_tick .* no  *0  *-$'
+	run stats "$MARK" stats "$WORK/cwd/reltrace"
+	expect_rc 0 "mark stats of the stopped trace"
+	expect_not_in stats.err "incomplete"
+	stop_target
+	;;
 record_target_killed)
 	# The process dies by SIGKILL mid-recording: its buffers are recovered
 	# into a complete trace.
