@@ -229,6 +229,43 @@ static int check_globs(struct ctl_conn *c, char **globs, size_t n)
 	return 0;
 }
 
+/*
+ * Is the process free to record?  It has one recording at a time, so one
+ * that records already would refuse TRACE_START; asked before any process
+ * starts, so that a command of several --pid processes is refused whole
+ * rather than start some and undo them (leaving their partial traces in
+ * DIR).  The agent still has the last word: another controller may start
+ * in between, and then TRACE_START is refused as before.
+ */
+static int check_not_recording(struct ctl_conn *c)
+{
+	if (ctl_simple_request(c, MARK_MSG_INFO, CTL_TIMEOUT_MS) != 0 || ctl_reply_error(c, "record"))
+		return 1;
+	if (c->msg.type != MARK_MSG_INFO_REPLY)
+		return cli_error("record: unexpected %s reply from process %d (%s)", mark_proto_type_name(c->msg.type),
+				 (int)c->pid, c->comm);
+	uint64_t tracing = MARK_TRACING_OFF, owner = 0;
+	mark_proto_u64(&c->msg, MARK_TAG_TRACING, 0, &tracing);
+	mark_proto_u64(&c->msg, MARK_TAG_OWNER_PID, 0, &owner);
+	const char *dir = mark_proto_str(&c->msg, MARK_TAG_DIR, 0);
+	switch (tracing) {
+	case MARK_TRACING_OFF:
+		return 0;
+	case MARK_TRACING_CONTROLLER:
+		return cli_error("record: process %d (%s) is already being recorded by another controller (`mark record "
+				 "--pid`, pid %" PRIu64 "); stop that one first", (int)c->pid, c->comm, owner);
+	case MARK_TRACING_DETACHED:
+		return cli_error("record: process %d (%s) is already recording, detached, into %s; `mark stop %d` ends "
+				 "that recording", (int)c->pid, c->comm, dir ? dir : "?", (int)c->pid);
+	default:
+		if (dir)
+			return cli_error("record: process %d (%s) is already recording into %s (started by MARK_TRACE); "
+					 "`mark stop %d` ends that recording", (int)c->pid, c->comm, dir, (int)c->pid);
+		return cli_error("record: process %d (%s) is already recording (started by the program through the "
+				 "tracer API); one recording per process at a time", (int)c->pid, c->comm);
+	}
+}
+
 /* One recorded process of this command (several with --pid P1 --pid P2 or --name). */
 struct rec_target {
 	pid_t pid;
@@ -535,6 +572,8 @@ int cli_record_pid(int argc, char **argv)
 		x->connected = ok;
 		if (ok && check_globs(&x->c, globs, nglobs))
 			ok = false;
+		if (ok && check_not_recording(&x->c))
+			ok = false;
 		snprintf(proc, sizeof(proc), "/proc/%d", (int)x->pid);
 		if (ok && stat(proc, &pst) != 0) {
 			cli_error("process %d exited", (int)x->pid);
@@ -648,8 +687,13 @@ int cli_record_pid(int argc, char **argv)
 		for (size_t i = 0; i < n; i++) {
 			if (!t[i].started)
 				continue;
-			if (detach && ctl_stop_dir(&t[i].c, dir) == 0)
+			/* Stopped now, not when the command exits: the message
+			 * below must be true when it is printed. */
+			int r = detach ? ctl_stop_dir(&t[i].c, dir) : ctl_simple_request(&t[i].c, MARK_MSG_TRACE_STOP, 60000);
+			if (r == 0)
 				ctl_reply_error(&t[i].c, "record: undoing the start");
+			ctl_close(&t[i].c);
+			t[i].connected = false;
 			t[i].started = false;
 			fprintf(stderr, "mark: record: stopped the recording of process %d again: the command "
 				"records all of its --pid processes or none\n", (int)t[i].pid);
@@ -658,8 +702,10 @@ int cli_record_pid(int argc, char **argv)
 	}
 	if (started == 0) {
 		/* Leave no empty directory of ours behind for a recording that never started. */
-		if (created)
-			unlinkat(parent_fd, leaf, AT_REMOVEDIR);   /* only if still empty */
+		if (created && unlinkat(parent_fd, leaf, AT_REMOVEDIR) != 0 && errno == ENOTEMPTY)
+			/* Only if empty: what the undone recordings wrote is never deleted by name. */
+			fprintf(stderr, "mark: record: %s holds what the recordings undone above wrote before they were "
+				"stopped; remove it before giving it to -o again\n", cli_text(dir));
 		close(parent_fd);
 		goto out;
 	}

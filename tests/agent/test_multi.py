@@ -15,8 +15,9 @@ pids: `mark record --pid A --pid B -o DIR`: one directory, DIR/pid-A/ and
   order (one clock: timestamps of two processes compare); babeltrace2 reads
   the whole directory; A exits during the recording (reported; B's later
   events are still recorded); the summary has a line per process and a
-  total; a --pid of a process without a mark agent refuses the whole
-  command and starts no recording.
+  total; a --pid of a process without a mark agent, or of one that records
+  already, refuses the whole command, starts no recording and leaves no
+  directory.
 name: `mark record --name COMM`: every process named COMM (two
   step_targets and a third one with MARK_AGENT=0, which is reported with the
   reason and skipped) records into one directory; a name nothing has is
@@ -278,6 +279,25 @@ def main():
                 fail("a --pid without an agent: exit %d, expected 1 naming it" % p.returncode)
             if os.path.exists(os.path.join(trace, "pid-%d" % a.pid)):
                 fail("a refused multi-process recording still started process %d's" % a.pid)
+            # B records already (detached): the command is refused before
+            # anything starts, with the reason, and leaves no directory.
+            # Before, A's recording was started, then ended with the
+            # command, leaving its partial trace in DIR (so a second try
+            # with the same -o was refused: "already holds a trace").
+            busy = os.path.join(work, "busy")
+            p = run([mark, "record", "--pid", str(b.pid), "--detach", "-e", "multi_step", "-o", busy], env)
+            if p.returncode != 0:
+                fail("mark record --pid B --detach: exit %d" % p.returncode)
+            p = run([mark, "record", "--pid", str(a.pid), "--pid", str(b.pid), "-o", trace, "-d", "1"], env)
+            if p.returncode != 1 or not re.search(r"process %d\b.* is already recording, detached, into %s"
+                                                  % (b.pid, re.escape(busy)), p.stderr):
+                fail("a --pid that records already: exit %d, expected 1 saying so" % p.returncode)
+            if os.path.exists(trace):
+                fail("a multi-process recording refused because process %d records already left %s "
+                     "(holding %r)" % (b.pid, trace, sorted(os.listdir(trace))))
+            p = run([mark, "stop", str(b.pid)], env)
+            if p.returncode != 0:
+                fail("mark stop B: exit %d" % p.returncode)
             rec, err = record_two(mark, a, b, trace, env)
             a.step(1)
             b.step(2)
