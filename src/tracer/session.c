@@ -611,6 +611,14 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 	if (tracer_current)
 		return mark_error(EBUSY, "mark: tracer: a session is already tracing into %s; stop it first",
 				  tracer_current->dir);
+	/* Refuse a bad glob before anything is created: arming them one by
+	 * one below would have armed the first ones, made DIR and DIR/pid-P,
+	 * and then left both behind when a later glob failed. */
+	for (size_t i = 0; cfg->globs && cfg->globs[i]; i++) {
+		char why[200];
+		if (mark_glob_check(cfg->globs[i], why, sizeof(why)) != 0)
+			return mark_error(EINVAL, "mark: tracer: bad glob \"%s\": %s", cfg->globs[i], why);
+	}
 	/* Refuse a bad filter before anything is created. */
 	bool filter_parsed = false;
 	if (filter && *filter) {
@@ -1191,6 +1199,17 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		if (!globs || nglobs == 0) {
 			mark_warn("mark: MARK_ENABLE=%s names no markers (use comma-separated globs, "
 				"e.g. net_*,disk_io); tracing is off\n", enable);
+			free_globs(globs);
+			return;
+		}
+		/* Every glob checked before any is armed or any directory made,
+		 * and the message names the variable the user must fix. */
+		for (size_t i = 0; i < nglobs; i++) {
+			char why[200];
+			if (mark_glob_check(globs[i], why, sizeof(why)) == 0)
+				continue;
+			mark_warn("mark: MARK_ENABLE=%s is not valid: glob \"%s\": %s; %s\n", enable, globs[i], why,
+				  dir ? "tracing is off" : "no marker is armed");
 			free_globs(globs);
 			return;
 		}

@@ -649,6 +649,12 @@ def s_badenv():
         ({"MARK_TRACE": d, "MARK_BUFFER": "100"}, "MARK_BUFFER"),
         ({"MARK_TRACE": d, "MARK_BUFFER": "64G"}, "MARK_BUFFER"),
         ({"MARK_TRACE": d, "MARK_ENABLE": " , "}, "MARK_ENABLE"),
+        # A bad glob after a good one: refused before the trace directory
+        # is made (it was armed glob by glob inside a session whose
+        # pid-P/ stayed behind, empty, after "tracing is off").
+        ({"MARK_TRACE": d, "MARK_ENABLE": "t_*,["}, "MARK_ENABLE=t_*,["),
+        ({"MARK_TRACE": d, "MARK_ENABLE": "t_seq,x\\"}, "MARK_ENABLE"),
+        ({"MARK_ENABLE": "t_*,["}, "MARK_ENABLE=t_*,["),
         ({"MARK_TRACE": ""}, "MARK_TRACE"),
         ({"MARK_TRACE": "/proc/self/nope/trace"}, "/proc/self/nope/trace"),
     ]
@@ -669,7 +675,7 @@ def s_badenv():
         ({"MARK_TRACE": d, "MARK_MAX_SIZE": hostile}, "MARK_MAX_SIZE"),
         ({"MARK_TRACE": d, "MARK_ROTATE": hostile}, "MARK_ROTATE"),
         ({"MARK_TRACE": d, "MARK_FILTER": "x == " + hostile}, "MARK_FILTER"),
-        ({"MARK_TRACE": d, "MARK_ENABLE": "[" + hostile}, "mark_arm"),
+        ({"MARK_TRACE": d, "MARK_ENABLE": "[" + hostile}, "MARK_ENABLE"),
         ({"MARK_TRACE": "/proc/self/nope/" + hostile}, "/proc/self/nope/"),
     ]
     for env, word in cases:

@@ -78,6 +78,13 @@ static int test_api(const char *dir)
 	CHECK_EQ(mark_tracer_start(&bad), -EINVAL);
 	struct mark_trace_config small = { .directory = dir, .mode = MARK_TRACE_BLOCK, .buffer_size = 100 };
 	CHECK_EQ(mark_tracer_start(&small), -ERANGE);
+	/* A bad glob after a good one is refused before anything is made:
+	 * neither DIR nor DIR/pid-P is left behind, nothing stays armed. */
+	const char *bad_globs[] = { "api_*", "[", NULL };
+	struct mark_trace_config badglob = { .directory = dir, .mode = MARK_TRACE_BLOCK, .globs = bad_globs };
+	CHECK_EQ(mark_tracer_start(&badglob), -EINVAL);
+	CHECK(strstr(mark_last_error(), "\"[\"") != NULL);
+	CHECK(access(dir, F_OK) != 0 && errno == ENOENT);
 	const char *globs[] = { "api_*", NULL };
 	struct mark_trace_config cfg = { .directory = dir, .mode = MARK_TRACE_BLOCK, .buffer_size = 8192,
 					 .globs = globs };
