@@ -76,11 +76,18 @@ void mark_warn(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* The format says whether this is a whole line: a text too long for
+	 * raw[] lost its '\n', and the next message (or the program's own
+	 * output) went on the same line. */
+	const size_t f = strlen(fmt);
+	const bool newline = f > 0 && fmt[f - 1] == '\n';
 	size_t n = strlen(raw);
-	bool newline = n > 0 && raw[n - 1] == '\n';
-	if (newline)
+	if (n > 0 && raw[n - 1] == '\n')
 		raw[n - 1] = '\0';
-	n = mark_printable_copy(line, sizeof(line) - 1, raw);
+	/* Escaping may make it up to four times longer: keep its end (what to
+	 * do) rather than cut it off.  Callers shorten the values they quote
+	 * (mark_printable_brief), so this is a last resort. */
+	n = mark_printable_brief(line, sizeof(line) - 1, raw);
 	if (newline) {
 		line[n++] = '\n';
 		line[n] = '\0';

@@ -14,6 +14,7 @@
 #include "tracer_internal.h"
 
 #include "filter/filter.h"
+#include "util/printable.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -257,13 +258,17 @@ static int trigger_compile(const char *spec, const char *what, struct tracer_fil
 	if (!spec || !*spec)
 		return 0;
 	char glob[MARK_FILTER_MAX_TEXT + 1], err[300], why[200];
+	/* The spec as the message quotes it: start and end of a long one,
+	 * so that the column and the reason stay in the message. */
+	char shown[100];
+	mark_printable_brief(shown, sizeof(shown), spec);
 	struct mark_filter *f;
 	if (mark_trigger_parse(spec, glob, sizeof(glob), &f, err, sizeof(err)) < 0)
 		return mark_error(strcmp(err, "out of memory") == 0 ? ENOMEM : EINVAL, "mark: %s \"%s\": %s", what,
-				  spec, err);
+				  shown, err);
 	if (mark_glob_check(glob, why, sizeof(why)) < 0) {
 		mark_filter_free(f);
-		return mark_error(EINVAL, "mark: %s \"%s\": column 1: bad glob: %s", what, spec, why);
+		return mark_error(EINVAL, "mark: %s \"%s\": column 1: bad glob: %s", what, shown, why);
 	}
 	if (!(*out = filter_new(f, glob)))
 		return mark_error(ENOMEM, "mark: %s: out of memory", what);

@@ -15,6 +15,7 @@
 #include "tracer_internal.h"
 
 #include "filter/filter.h"
+#include "util/printable.h"
 #include "util/safe_dir.h"
 
 #include <dirent.h>
@@ -30,6 +31,25 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <urcu-bp.h>
+
+/*
+ * A value (of the environment, a path) as a message quotes it: escaped,
+ * and if long only its start and end, so that the message keeps saying
+ * what was wrong and what to do within a line (a value of some kilobytes
+ * pushed all of that, and the newline, out of the message's buffer).
+ */
+#define BRIEF_SIZE 100
+struct brief {
+	char text[BRIEF_SIZE];
+};
+
+static struct brief brief(const char *value)
+{
+	struct brief b;
+	mark_printable_brief(b.text, sizeof(b.text), value ? value : "");
+	return b;
+}
+#define BRIEF(v) (brief(v).text)
 
 static MARK_FORK_STATE pthread_mutex_t control_mutex = PTHREAD_MUTEX_INITIALIZER;
 
@@ -557,7 +577,7 @@ static int open_session_dirs(struct tracer_session *s, const char *given)
 	char why[512];
 	int bfd = mark_dir_open(given, MARK_DIR_CREATE, 0700, 0700, NULL, NULL, NULL, why, sizeof(why));
 	if (bfd < 0)
-		return mark_error(-bfd, "mark: tracer: cannot use %s as trace directory: %s", given, why);
+		return mark_error(-bfd, "mark: tracer: cannot use %s as trace directory: %s", BRIEF(given), why);
 	struct stat st;
 	int rc = mark_dir_check_private(bfd, geteuid(), given, why, sizeof(why));
 	if (rc < 0) {
@@ -570,7 +590,7 @@ static int open_session_dirs(struct tracer_session *s, const char *given)
 		/* A trace at the top would hide the per-process traces from babeltrace2. */
 		close(bfd);
 		return mark_error(EEXIST, "mark: tracer: cannot use %s as trace directory: it holds a CTF trace "
-					  "of its own; choose another directory", given);
+					  "of its own; choose another directory", BRIEF(given));
 	}
 	s->base_fd = bfd;
 	s->base_dev = st.st_dev;
@@ -589,7 +609,7 @@ static int open_session_dirs(struct tracer_session *s, const char *given)
 	s->base_dir = abs;
 	s->dir = dir;
 	if ((rc = open_process_dir(s, bfd, why, sizeof(why))) < 0)
-		return mark_error(-rc, "mark: tracer: cannot use %s as trace directory: %s", given, why);
+		return mark_error(-rc, "mark: tracer: cannot use %s as trace directory: %s", BRIEF(given), why);
 	return 0;
 }
 
@@ -617,7 +637,7 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 	for (size_t i = 0; cfg->globs && cfg->globs[i]; i++) {
 		char why[200];
 		if (mark_glob_check(cfg->globs[i], why, sizeof(why)) != 0)
-			return mark_error(EINVAL, "mark: tracer: bad glob \"%s\": %s", cfg->globs[i], why);
+			return mark_error(EINVAL, "mark: tracer: bad glob \"%s\": %s", BRIEF(cfg->globs[i]), why);
 	}
 	/* Refuse a bad filter before anything is created. */
 	bool filter_parsed = false;
@@ -625,7 +645,7 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 		char err[256];
 		struct mark_filter *f = mark_filter_parse(filter, err, sizeof(err));
 		if (!f)
-			return mark_error(EINVAL, "mark: tracer: filter \"%s\": %s", filter, err);
+			return mark_error(EINVAL, "mark: tracer: filter \"%s\": %s", BRIEF(filter), err);
 		mark_filter_free(f);
 		filter_parsed = true;
 	}
@@ -1051,6 +1071,7 @@ int mark_rotate_parse(const char *text, uint64_t *bytes, uint64_t *ms)
 
 /* ---- environment configuration ---- */
 
+
 /* A decimal count ("100"): 0, or -EINVAL. */
 static int parse_count(const char *text, uint64_t *out)
 {
@@ -1149,12 +1170,12 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	uint64_t rotate_size = 0, rotate_ms = 0;
 	if (max_s && *max_s && (mark_size_parse(max_s, &max_size) < 0 || max_size < (1u << 20))) {
 		mark_warn("mark: MARK_MAX_SIZE=%s is not valid (a size of at least 1M, e.g. 20M, 1G); "
-			"tracing is off\n", max_s);
+			"tracing is off\n", BRIEF(max_s));
 		return;
 	}
 	if (rotate_s && *rotate_s && mark_rotate_parse(rotate_s, &rotate_size, &rotate_ms) < 0) {
 		mark_warn("mark: MARK_ROTATE=%s is not valid (a size such as 64M, or a duration such as "
-			"500ms, 30s, 10min, 1h); tracing is off\n", rotate_s);
+			"500ms, 30s, 10min, 1h); tracing is off\n", BRIEF(rotate_s));
 		return;
 	}
 	struct tracer_trigger_config trigger = { snapshot_on, 0, 0 };
@@ -1167,28 +1188,28 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	    (parse_count(max_snapshots_s, &trigger.max_snapshots) < 0 || trigger.max_snapshots == 0 ||
 	     trigger.max_snapshots > TRACER_MAX_SNAPSHOTS)) {
 		mark_warn("mark: MARK_MAX_SNAPSHOTS=%s is not valid (a count from 1 to %u); tracing is off\n",
-			  max_snapshots_s, TRACER_MAX_SNAPSHOTS);
+			  BRIEF(max_snapshots_s), TRACER_MAX_SNAPSHOTS);
 		return;
 	}
 	uint64_t interval_bytes = 0;
 	if (interval_s && *interval_s &&
 	    (mark_rotate_parse(interval_s, &interval_bytes, &trigger.interval_ms) < 0 || interval_bytes)) {
 		mark_warn("mark: MARK_SNAPSHOT_INTERVAL=%s is not valid (a duration such as 500ms, 30s, "
-			  "10min, 1h); tracing is off\n", interval_s);
+			  "10min, 1h); tracing is off\n", BRIEF(interval_s));
 		return;
 	}
 	enum mark_trace_mode mode = snapshot_on && *snapshot_on ? MARK_TRACE_OVERWRITE : MARK_TRACE_DISCARD;
 	size_t buffer = 0;
 	if (mode_s && *mode_s && mark_trace_mode_parse(mode_s, &mode) < 0) {
 		mark_warn("mark: MARK_MODE=%s is not valid (use discard, overwrite or block); "
-			"tracing is off\n", mode_s);
+			"tracing is off\n", BRIEF(mode_s));
 		return;
 	}
 	if (buffer_s && *buffer_s) {
 		if (mark_size_parse(buffer_s, &buffer) < 0 || buffer < TRACER_MIN_BUFFER ||
 		    buffer > TRACER_MAX_BUFFER) {
 			mark_warn("mark: MARK_BUFFER=%s is not valid (a size from 4k to 4G, e.g. 64k, "
-				"16M); tracing is off\n", buffer_s);
+				"16M); tracing is off\n", BRIEF(buffer_s));
 			return;
 		}
 	}
@@ -1198,7 +1219,7 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		globs = split_globs(enable, &nglobs);
 		if (!globs || nglobs == 0) {
 			mark_warn("mark: MARK_ENABLE=%s names no markers (use comma-separated globs, "
-				"e.g. net_*,disk_io); tracing is off\n", enable);
+				"e.g. net_*,disk_io); tracing is off\n", BRIEF(enable));
 			free_globs(globs);
 			return;
 		}
@@ -1208,7 +1229,7 @@ static void __attribute__((constructor)) tracer_env_init(void)
 			char why[200];
 			if (mark_glob_check(globs[i], why, sizeof(why)) == 0)
 				continue;
-			mark_warn("mark: MARK_ENABLE=%s is not valid: glob \"%s\": %s; %s\n", enable, globs[i], why,
+			mark_warn("mark: MARK_ENABLE=%s is not valid: glob \"%s\": %s; %s\n", BRIEF(enable), BRIEF(globs[i]), why,
 				  dir ? "tracing is off" : "no marker is armed");
 			free_globs(globs);
 			return;
@@ -1232,7 +1253,7 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		struct mark_filter *f = mark_filter_parse(filter, err, sizeof(err));
 		if (!f) {
 			mark_warn("mark: MARK_FILTER=%s is not valid: %s (see `mark record --help` "
-				"for the filter language); tracing is off\n", filter, err);
+				"for the filter language); tracing is off\n", BRIEF(filter), err);
 			free_globs(globs);
 			return;
 		}

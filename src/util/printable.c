@@ -66,6 +66,7 @@ size_t mark_printable_copy(char *out, size_t size, const char *text)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t len = 0;
+	size_t ends[4] = { 0 }, pieces = 0;   /* where the last 4 printed characters end */
 	if (size == 0)
 		return 0;
 	for (const unsigned char *p = (const unsigned char *)text; *p;) {
@@ -91,12 +92,20 @@ size_t mark_printable_copy(char *out, size_t size, const char *text)
 			from = (const unsigned char *)piece;
 		}
 		if (len + n + 1 > size) {
-			/* Cut: make room for "..." at a character boundary. */
+			/* Cut: make room for "..." at the end of a character as
+			 * printed (never inside a UTF-8 sequence nor inside an
+			 * escape such as \x1b).  Pieces are 1 to 4 bytes long and
+			 * at most 3 bytes are given back, so the last 4 ends
+			 * hold one that fits. */
 			size_t keep = size >= 4 ? size - 4 : 0;
 			if (len > keep) {
-				len = keep;
-				while (len > 0 && ((unsigned char)out[len] & 0xc0) == 0x80)
-					len--;
+				size_t cut = 0;
+				for (size_t k = 0; k < 4 && k < pieces; k++)
+					if (ends[(pieces - 1 - k) % 4] <= keep) {
+						cut = ends[(pieces - 1 - k) % 4];
+						break;
+					}
+				len = cut;
 			}
 			if (size >= 4) {
 				memcpy(out + len, "...", 3);
@@ -106,8 +115,58 @@ size_t mark_printable_copy(char *out, size_t size, const char *text)
 		}
 		memcpy(out + len, from, n);
 		len += n;
+		ends[pieces++ % 4] = len;
 		p += from == (const unsigned char *)piece ? 1 : n;
 	}
 	out[len] = '\0';
 	return len;
+}
+
+/* Bytes of text's first character and of its printed form (see
+ * mark_printable_copy: 1 or a valid UTF-8 length as it is, 2 for \n \t \r,
+ * 4 for \xXX). */
+static size_t printed_char(const unsigned char *p, size_t *printed)
+{
+	size_t n;
+	if (*p >= 0x20 && *p < 0x7f)
+		n = *printed = 1;
+	else if (*p >= 0x80 && (n = mark_utf8_printable(p)) > 0)
+		*printed = n;
+	else
+		n = 1, *printed = *p == '\n' || *p == '\t' || *p == '\r' ? 2 : 4;
+	return n;
+}
+
+static size_t printed_len(const unsigned char *p)
+{
+	size_t len = 0, w;
+	while (*p) {
+		p += printed_char(p, &w);
+		len += w;
+	}
+	return len;
+}
+
+size_t mark_printable_brief(char *out, size_t size, const char *text)
+{
+	const unsigned char *t = (const unsigned char *)text;
+	/* Too small to show both ends: the plain cut. */
+	if (size < 16 || printed_len(t) < size)
+		return mark_printable_copy(out, size, text);
+	/* About two thirds for the start (which ends in "..."), the rest for the end. */
+	size_t room = size - 1, head_room = room * 2 / 3, tail_room = room - head_room;
+	size_t len = mark_printable_copy(out, head_room + 1, text);
+	/* The end: the longest suffix starting on a character boundary
+	 * (never inside a UTF-8 sequence) whose printed form fits. */
+	size_t n = strlen(text);
+	const unsigned char *s = t + (n > tail_room ? n - tail_room : 0);
+	while ((*s & 0xc0) == 0x80)
+		s++;
+	while (*s && printed_len(s) > size - 1 - len) {
+		size_t w;
+		s += printed_char(s, &w);
+		while ((*s & 0xc0) == 0x80)
+			s++;
+	}
+	return len + mark_printable_copy(out + len, size - len, (const char *)s);
 }

@@ -47,6 +47,16 @@ MARK_HIDDEN_PRINTABLE size_t mark_utf8_printable(const unsigned char *p);
 MARK_HIDDEN_PRINTABLE size_t mark_printable_copy(char *out, size_t size, const char *text);
 
 /*
+ * As mark_printable_copy(), but text that does not fit keeps its start and
+ * its end with "..." between them, each cut at a character boundary: for a
+ * value quoted inside a message (an environment variable, a path), whose
+ * beginning and end tell the reader which it was, and which must not push
+ * the rest of the message (what to do) out of a bounded line.  Returns
+ * strlen(out).
+ */
+MARK_HIDDEN_PRINTABLE size_t mark_printable_brief(char *out, size_t size, const char *text);
+
+/*
  * A thread name (/proc/PID/task/TID/comm, prctl(PR_GET_NAME): up to 15
  * bytes the program chose) as the tracer stores it: at most 15 bytes of
  * `name` (len bytes, or up to a NUL or newline), printable ASCII and

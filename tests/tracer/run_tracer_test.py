@@ -690,6 +690,35 @@ def s_badenv():
         # Either the value is quoted escaped, or not quoted at all.
         check(not raw and (b"\\x1b]0;owned\\x07" in line or b"owned" not in line),
               "%r: the value was printed unescaped: %r" % (env, r.stderr))
+    # A very long value (or one that escaping makes four times longer) is
+    # shortened in the message, which keeps its end: what to do, "tracing
+    # is off" and the newline (it lost all three past 1 KiB of text).
+    for big in ("a" * 3000, "\x01" * 1500):
+        cases = [
+            ({"MARK_TRACE": d, "MARK_MODE": big}, "MARK_MODE", "discard, overwrite or block"),
+            ({"MARK_TRACE": d, "MARK_BUFFER": "1" + big}, "MARK_BUFFER", "4k to 4G"),
+            ({"MARK_TRACE": d, "MARK_MAX_SIZE": "1" + big}, "MARK_MAX_SIZE", "at least 1M"),
+            ({"MARK_TRACE": d, "MARK_ROTATE": "1" + big}, "MARK_ROTATE", "500ms"),
+            ({"MARK_TRACE": d, "MARK_MAX_SNAPSHOTS": "1" + big}, "MARK_MAX_SNAPSHOTS", "from 1 to"),
+            ({"MARK_TRACE": d, "MARK_SNAPSHOT_INTERVAL": "1" + big}, "MARK_SNAPSHOT_INTERVAL", "500ms"),
+            ({"MARK_TRACE": d, "MARK_FILTER": "x == 1 && " + big}, "MARK_FILTER", "filter language"),
+            ({"MARK_TRACE": d, "MARK_SNAPSHOT_ON": "t_seq if x == " + big}, "MARK_SNAPSHOT_ON", "column "),
+            ({"MARK_TRACE": d, "MARK_ENABLE": "[" + big}, "MARK_ENABLE", "never closed"),
+            ({"MARK_TRACE": "/proc/self/nope/" + big[:3000 // len(big[0].encode())]}, "/proc/self/nope/",
+             "No such file"),
+        ]
+        for env, word, advice in cases:
+            e = dict(os.environ)
+            e.update(env)
+            r = subprocess.run([PROG, "none"], env=e, capture_output=True, timeout=100)
+            check(r.returncode == 0 and r.stdout == b"untraced run ok\n", "%s: program did not run: %s" % (word, r))
+            check(r.stderr.count(b"\n") == 1 and r.stderr.endswith(b"; tracing is off\n") and
+                  r.stderr.startswith(b"mark: ") and word.encode() in r.stderr and advice.encode() in r.stderr
+                  and len(r.stderr) < 1024,
+                  "%s=<%d bytes>: expected one line of at most 1 KiB naming %s, saying %r and ending in "
+                  "'; tracing is off', got %d bytes ending %r" % (word, len(big), word, advice, len(r.stderr),
+                                                                 r.stderr[-120:]))
+            check(not os.path.exists(d) or not os.listdir(d), "%s: a trace was written" % word)
 
 
 def s_api():

@@ -21,6 +21,7 @@
 #include "tracer/tracer.h"
 #include "tracer/tracer_internal.h"
 #include "core/internal.h"   /* mark_registry_lock(): stalls the consumer */
+#include "util/printable.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -64,6 +65,34 @@ static int test_parse(void)
 	CHECK_EQ(m, MARK_TRACE_BLOCK);
 	CHECK_EQ(mark_trace_mode_parse("Block", &m), -EINVAL);
 	CHECK(strstr(mark_last_error(), "discard, overwrite or block") != NULL);
+	/* How messages quote a long value (util/printable.h): its start and
+	 * end, each cut between whole printed characters (never inside \x01
+	 * nor inside a UTF-8 sequence). */
+	char big[301], out[40];
+	memset(big, 'a', 300);
+	big[300] = '\0';
+	big[0] = 'S';
+	big[299] = 'E';
+	size_t n = mark_printable_brief(out, sizeof(out), big);
+	CHECK(n == strlen(out) && n < sizeof(out) && out[0] == 'S' && out[n - 1] == 'E' && strstr(out, "..."));
+	CHECK_EQ(mark_printable_brief(out, sizeof(out), "short"), 5);
+	CHECK(strcmp(out, "short") == 0);
+	const char *const units[] = { "\x01", "\xc3\xa9", "\n" };
+	const size_t printed[] = { 4, 2, 2 };
+	for (size_t u = 0; u < 3; u++) {
+		big[0] = '\0';
+		while (strlen(big) + strlen(units[u]) < sizeof(big))
+			strcat(big, units[u]);
+		n = mark_printable_brief(out, sizeof(out), big);
+		const char *dots = strstr(out, "...");
+		CHECK(dots != NULL && n < sizeof(out));
+		if (dots) {
+			CHECK_EQ((size_t)(dots - out) % printed[u], 0);
+			CHECK_EQ(strlen(dots + 3) % printed[u], 0);
+		}
+		n = mark_printable_copy(out, sizeof(out) - 1, big);   /* 35 bytes before "...": not a whole \x01 */
+		CHECK(n >= 3 && strcmp(out + n - 3, "...") == 0 && (n - 3) % printed[u] == 0);
+	}
 	TEST_DONE();
 }
 
