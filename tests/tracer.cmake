@@ -11,7 +11,7 @@ target_link_libraries(tracer_dso PRIVATE mark)
 # Each scenario: run the program(s), read the trace with the real
 # babeltrace2 (CLI and Python bt2), check every event.
 set(MARK_TRACER_SCENARIOS types discard discard_sizes overwrite overwrite_mixed block threads_block threads_discard
-    threads_overwrite kill kill_overwrite segv signals fork fork_faults fork_exec many closefds cpu fastpath cpusource pastkick badenv api tickgap snapshot dlopen dlopen_killed noring noring_killed nostream fork_exec_full longjmp exec_at_once cancel)
+    threads_overwrite kill kill_overwrite segv signals fork fork_faults fork_exec many closefds cpu fastpath cpusource pastkick badenv api tickgap snapshot dlopen dlopen_killed noring noring_killed nostream fork_exec_full longjmp exec_at_once exec_chdir cancel)
 foreach(s ${MARK_TRACER_SCENARIOS})
   add_test(NAME tracer_${s}
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/run_tracer_test.py ${s}

@@ -31,6 +31,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <urcu-bp.h>
+#if defined(__has_include)
+#if __has_include(<sys/single_threaded.h>)
+#include <sys/single_threaded.h>
+/* glibc >= 2.32: true while the process has never had a second thread. */
+#define MARK_SINGLE_THREADED() (__libc_single_threaded != 0)
+#endif
+#endif
+#ifndef MARK_SINGLE_THREADED
+#define MARK_SINGLE_THREADED() false   /* cannot tell: leave the environment alone */
+#endif
 
 /*
  * A value (of the environment, a path) as a message quotes it: escaped,
@@ -1259,6 +1269,29 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		}
 		mark_filter_free(f);
 	}
+	/*
+	 * A relative MARK_TRACE is resolved against this image's working
+	 * directory, and exec passes the variable on: a program this one
+	 * execs after chdir() resolved it against another directory and wrote
+	 * its trace there, leaving this image's trace (same pid) unfinished
+	 * in the first (found by a review).  So the variable is made absolute
+	 * in the environment before the session starts, while the process has
+	 * one thread (setenv is not thread-safe; the consumer thread starts
+	 * with the session).  libmark dlopen()ed into a running multi-threaded
+	 * program leaves it as it is, and says so.
+	 */
+	char *abs_dir = NULL;
+	if (dir[0] != '/') {
+		char cwd[PATH_MAX];
+		if (MARK_SINGLE_THREADED() && getcwd(cwd, sizeof(cwd)) && asprintf(&abs_dir, "%s/%s", cwd, dir) > 0 &&
+		    setenv("MARK_TRACE", abs_dir, 1) == 0) {
+			dir = abs_dir;
+		} else {
+			mark_warn("mark: MARK_TRACE=%s is a relative path, and could not be made absolute in the "
+				  "environment: a program this process execs after changing directory would write "
+				  "its trace elsewhere; give an absolute path ($PWD/...)\n", BRIEF(dir));
+		}
+	}
 	struct mark_trace_config cfg = {
 		.directory = dir,
 		.mode = mode,
@@ -1273,6 +1306,7 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	control_unlock();
 	if (rc < 0)
 		mark_warn("%s; tracing is off\n", mark_last_error());
+	free(abs_dir);
 	free_globs(globs);
 }
 

@@ -622,6 +622,28 @@ def s_exec_at_once():
           % (got, r.stderr[-300:]))
 
 
+def s_exec_chdir():
+    """A relative MARK_TRACE, and a program that changes directory and then
+    execs (found by a review): the exec'd image resolved the inherited
+    relative path against its new directory and wrote its trace there,
+    leaving the first image's trace unfinished.  libmark now makes the
+    variable absolute in the environment at start: both images write one
+    trace, where the user said."""
+    top = fresh_dir("exec_chdir")
+    a, b = os.path.join(top, "a"), os.path.join(top, "b")
+    os.makedirs(a)
+    os.makedirs(b)
+    n = 300
+    r = run([PROG, "exec_at_once", str(n)], {"MARK_TRACE": "rel", "TRACER_PROG_CHDIR": b}, cwd=a)
+    check(r.returncode == 0 and r.stderr == "", "program failed (%d): %s" % (r.returncode, r.stderr))
+    check(not os.path.exists(os.path.join(b, "rel")),
+          "the exec'd image wrote its trace under the directory it changed to: %s" % os.listdir(b))
+    t = TextTrace(os.path.join(a, "rel"))
+    early = [e["fields"]["i"] for e in t.named("t_early")]
+    check(early == list(range(n)), "%d of the %d events before exec in the trace" % (len(early), n))
+    check([e["fields"]["i"] for e in t.named("t_seq")] == [0], "the exec'd image's event is not in the trace")
+
+
 def s_many():
     d = fresh_dir("many")
     total, n = 2000, 20
@@ -1394,7 +1416,7 @@ SCENARIOS = {
     "kill": lambda: die("kill"), "kill_overwrite": s_kill_overwrite, "segv": lambda: die("segv"), "signals": s_signals, "fork": s_fork, "fork_faults": s_fork_faults,
     "fork_exec": s_fork_exec,
     "many": s_many, "closefds": s_closefds, "cpu": s_cpu, "fastpath": s_fastpath, "cpusource": s_cpusource, "pastkick": s_pastkick, "badenv": s_badenv, "api": s_api, "tickgap": s_tickgap, "snapshot": s_snapshot, "dlopen": s_dlopen,
-    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "noring_killed": s_noring_killed, "nostream": s_nostream, "longjmp": s_longjmp, "exec_at_once": s_exec_at_once, "cancel": s_cancel, "fork_exec_full": s_fork_exec_full,
+    "dlopen_killed": s_dlopen_killed, "noring": s_noring, "noring_killed": s_noring_killed, "nostream": s_nostream, "longjmp": s_longjmp, "exec_at_once": s_exec_at_once, "exec_chdir": s_exec_chdir, "cancel": s_cancel, "fork_exec_full": s_fork_exec_full,
 }
 
 SCENARIOS[SCENARIO]()
