@@ -233,6 +233,18 @@ def record_two(mark, a, b, trace, env):
     return start_record(mark, ["--pid", str(a.pid), "--pid", str(b.pid), "-e", "multi_step", "-o", trace], env)
 
 
+def start_rotating(mark, prog, comm, xdg, trace, env, targets):
+    """A target recorded detached into trace, a chunk cut every 100 ms."""
+    a = Target(prog, comm, xdg)
+    targets.append(a)
+    a.wait_agent()
+    p = run([mark, "record", "--pid", str(a.pid), "-e", "multi_step", "--detach", "--rotate", "100ms",
+             "-o", trace], env)
+    if p.returncode != 0:
+        fail("mark record --detach --rotate 100ms: exit %d" % p.returncode)
+    return a
+
+
 def start_follow(mark, trace, env, holdback, nofile=None):
     """`mark view --follow --holdback HOLDBACK TRACE` in the background
     (with at most NOFILE descriptors if given): (process, stdout lines,
@@ -408,13 +420,7 @@ def main():
             a.finish()
             b.finish()
         elif case == "follow_rotate":
-            a = Target(prog, comm, xdg)
-            targets.append(a)
-            a.wait_agent()
-            p = run([mark, "record", "--pid", str(a.pid), "-e", "multi_step", "--detach", "--rotate", "100ms",
-                     "-o", trace], env)
-            if p.returncode != 0:
-                fail("mark record --detach --rotate 100ms: exit %d" % p.returncode)
+            a = start_rotating(mark, prog, comm, xdg, trace, env, targets)
             fol, out, ferr = start_follow(mark, trace, env, "0.2")
 
             def chunks():
@@ -440,13 +446,7 @@ def main():
                 fail("follow across chunks: exit %d, steps %r (each once expected), %r" % (rc, shown, said))
             a.finish()
         elif case == "follow_chunks":
-            a = Target(prog, comm, xdg)
-            targets.append(a)
-            a.wait_agent()
-            p = run([mark, "record", "--pid", str(a.pid), "-e", "multi_step", "--detach", "--rotate", "100ms",
-                     "-o", trace], env)
-            if p.returncode != 0:
-                fail("mark record --detach --rotate 100ms: exit %d" % p.returncode)
+            a = start_rotating(mark, prog, comm, xdg, trace, env, targets)
             fol, out, ferr = start_follow(mark, trace, env, "0.2", nofile=32)
 
             def chunks():
