@@ -44,6 +44,7 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -816,52 +817,99 @@ static int wait_fd(int fd, short events, int64_t deadline)
 /*
  * The endpoint's addresses, resolved before the attempt's deadline: 0 with
  * *out (freeaddrinfo), or a getaddrinfo error (EAI_AGAIN with *timed_out
- * when the deadline passed first).  getaddrinfo() itself waits as long as
- * the resolver's own timeouts say (resolv.conf: 5 s times attempts times
- * name servers, per address family), which --timeout could not shorten;
- * getaddrinfo_a() runs the lookup on a thread of the C library's and we
- * wait for it with the deadline.  A lookup still running when an attempt
- * gives up cannot be stopped (gai_cancel only cancels what has not
- * started), so the request lives in static storage, and the next attempt
- * goes on waiting for the same lookup instead of starting another.
- * Single-threaded use (the export), like the rest of this file.
+ * when the deadline passed first).  getaddrinfo() waits as long as the
+ * resolver's own timeouts say (resolv.conf: 5 s times attempts times name
+ * servers, per address family), which --timeout could not shorten.  So a
+ * thread of ours looks the name up and the attempt waits for it with its
+ * deadline.  (Not getaddrinfo_a(): the C library starts its thread behind
+ * ThreadSanitizer's back, which crashed every --endpoint export of the
+ * TSan build.)  A lookup cannot be stopped: one still running when an
+ * attempt gives up is left to finish, detached, and the next attempt
+ * waits for the same lookup instead of starting another.  Its state lives
+ * in static storage, which the lookup thread may still write after the
+ * export has given up; `lookup` is guarded by lookup.lock.
  */
-static struct addrinfo resolve_hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-static struct gaicb resolve_request;
-static bool resolve_started;
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t done_cond;    /* CLOCK_MONOTONIC */
+	bool cond_ready;
+	bool running;                /* a lookup thread is at work */
+	bool done;                   /* its answer is in rc/result */
+	int rc;
+	struct addrinfo *result;
+	char host[256], port[8];   /* as struct otlp_http */
+} lookup = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void *lookup_thread(void *unused)
+{
+	(void)unused;
+	const struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	/* host and port are not written while `running`. */
+	int rc = getaddrinfo(lookup.host, lookup.port, &hints, &res);
+	pthread_mutex_lock(&lookup.lock);
+	lookup.rc = rc;
+	lookup.result = rc == 0 ? res : NULL;
+	lookup.running = false;
+	lookup.done = true;
+	pthread_cond_broadcast(&lookup.done_cond);
+	pthread_mutex_unlock(&lookup.lock);
+	return NULL;
+}
 
 static int resolve(const struct otlp_http *h, int64_t deadline, struct addrinfo **out, bool *timed_out)
 {
 	*out = NULL;
 	*timed_out = false;
-	if (!resolve_started) {
-		resolve_request = (struct gaicb){ .ar_name = h->host, .ar_service = h->port,
-						  .ar_request = &resolve_hints };
-		struct gaicb *list[1] = { &resolve_request };
-		int r = getaddrinfo_a(GAI_NOWAIT, list, 1, NULL);
-		if (r != 0)
-			return r;
-		resolve_started = true;
+	pthread_mutex_lock(&lookup.lock);
+	if (!lookup.cond_ready) {
+		pthread_condattr_t attr;
+		pthread_condattr_init(&attr);
+		pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+		pthread_cond_init(&lookup.done_cond, &attr);
+		pthread_condattr_destroy(&attr);
+		lookup.cond_ready = true;
 	}
-	for (;;) {
-		int r = gai_error(&resolve_request);
-		if (r != EAI_INPROGRESS) {
-			resolve_started = false;   /* done: the next attempt looks up afresh */
-			if (r == 0) {
-				*out = resolve_request.ar_result;
-				resolve_request.ar_result = NULL;
-			}
-			return r;
+	if (!lookup.running && !lookup.done) {
+		snprintf(lookup.host, sizeof(lookup.host), "%s", h->host);
+		snprintf(lookup.port, sizeof(lookup.port), "%s", h->port);
+		pthread_attr_t attr;
+		pthread_t th;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		int e = pthread_create(&th, &attr, lookup_thread, NULL);
+		pthread_attr_destroy(&attr);
+		if (e != 0) {
+			pthread_mutex_unlock(&lookup.lock);
+			errno = e;
+			return EAI_SYSTEM;
 		}
+		lookup.running = true;
+	}
+	while (!lookup.done) {
 		int64_t left = deadline - now_ms();
 		if (left <= 0) {
+			pthread_mutex_unlock(&lookup.lock);
 			*timed_out = true;
 			return EAI_AGAIN;
 		}
-		struct timespec ts = { (time_t)(left / 1000), (long)(left % 1000) * 1000000L };
-		const struct gaicb *wait_list[1] = { &resolve_request };
-		(void)gai_suspend(wait_list, 1, &ts);   /* done, timed out, or a signal: look again */
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += (time_t)(left / 1000);
+		until.tv_nsec += (long)(left % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&lookup.done_cond, &lookup.lock, &until);
 	}
+	/* Taken: the next attempt looks up afresh. */
+	int rc = lookup.rc;
+	*out = lookup.result;
+	lookup.result = NULL;
+	lookup.done = false;
+	pthread_mutex_unlock(&lookup.lock);
+	return rc;
 }
 
 /*
