@@ -256,11 +256,11 @@ static int check_not_recording(struct ctl_conn *c)
 				 "--pid`, pid %" PRIu64 "); stop that one first", (int)c->pid, c->comm, owner);
 	case MARK_TRACING_DETACHED:
 		return cli_error("record: process %d (%s) is already recording, detached, into %s; `mark stop %d` ends "
-				 "that recording", (int)c->pid, c->comm, dir ? dir : "?", (int)c->pid);
+				 "that recording", (int)c->pid, c->comm, dir ? cli_text(dir) : "?", (int)c->pid);
 	default:
 		if (dir)
 			return cli_error("record: process %d (%s) is already recording into %s (started by MARK_TRACE); "
-					 "`mark stop %d` ends that recording", (int)c->pid, c->comm, dir, (int)c->pid);
+					 "`mark stop %d` ends that recording", (int)c->pid, c->comm, cli_text(dir), (int)c->pid);
 		return cli_error("record: process %d (%s) is already recording (started by the program through the "
 				 "tracer API); one recording per process at a time", (int)c->pid, c->comm);
 	}
