@@ -573,6 +573,17 @@ static bool session_disconnect(struct tracer_session *s)
 	return quiet;
 }
 
+/* `path` made absolute against the working directory (links not
+ * resolved), malloc'ed; NULL: out of memory, or no working directory. */
+static char *absolute_path(const char *path)
+{
+	char *abs = NULL, cwd[PATH_MAX];
+	if (path[0] == '/' ? asprintf(&abs, "%s", path) < 0
+			   : (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs, "%s/%s", cwd, path) < 0))
+		return NULL;
+	return abs;
+}
+
 /*
  * Open the trace directory the user gave (creating it 0700 if missing) and
  * this process's pid-<pid> in it, and keep descriptors of both: every file
@@ -605,11 +616,7 @@ static int open_session_dirs(struct tracer_session *s, const char *given)
 	s->base_fd = bfd;
 	s->base_dev = st.st_dev;
 	s->base_ino = st.st_ino;
-	char *abs = NULL, *dir = NULL;
-	char cwd[PATH_MAX];
-	if (given[0] == '/' ? asprintf(&abs, "%s", given) < 0
-			    : (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs, "%s/%s", cwd, given) < 0))
-		abs = NULL;
+	char *abs = absolute_path(given), *dir = NULL;
 	if (!abs || asprintf(&dir, "%s/%s%d", abs, MARK_TF_CHILD_PREFIX, (int)s->pid) < 0) {
 		free(abs);
 		return mark_error(ENOMEM, "mark: tracer: out of memory, or the working directory is too long");
@@ -1081,7 +1088,6 @@ int mark_rotate_parse(const char *text, uint64_t *bytes, uint64_t *ms)
 
 /* ---- environment configuration ---- */
 
-
 /* A decimal count ("100"): 0, or -EINVAL. */
 static int parse_count(const char *text, uint64_t *out)
 {
@@ -1282,9 +1288,7 @@ static void __attribute__((constructor)) tracer_env_init(void)
 	 */
 	char *abs_dir = NULL;
 	if (dir[0] != '/') {
-		char cwd[PATH_MAX];
-		if (MARK_SINGLE_THREADED() && getcwd(cwd, sizeof(cwd)) && asprintf(&abs_dir, "%s/%s", cwd, dir) > 0 &&
-		    setenv("MARK_TRACE", abs_dir, 1) == 0) {
+		if (MARK_SINGLE_THREADED() && (abs_dir = absolute_path(dir)) && setenv("MARK_TRACE", abs_dir, 1) == 0) {
 			dir = abs_dir;
 		} else {
 			mark_warn("mark: MARK_TRACE=%s is a relative path, and could not be made absolute in the "
