@@ -1158,14 +1158,19 @@ static int open_streams(struct tn_reader *r, struct tn_trace *t)
 	return 0;
 }
 
+/* Close an open stream and free it with the messages it still holds. */
+static void free_stream(struct tn_stream *s)
+{
+	close(s->fd);
+	free_buffers(s->cur);
+	free(s->name);
+	free(s);
+}
+
 static void free_reader(struct tn_reader *r)
 {
-	for (size_t i = 0; i < r->nstreams; i++) {
-		close(r->streams[i]->fd);
-		free_buffers(r->streams[i]->cur);
-		free(r->streams[i]->name);
-		free(r->streams[i]);
-	}
+	for (size_t i = 0; i < r->nstreams; i++)
+		free_stream(r->streams[i]);
 	free(r->streams);
 	free(r->heap);
 	free_buffers(r->retired);
@@ -2210,10 +2215,7 @@ static void fl_retire_streams(struct tn_reader *r, struct fl_state *f)
 				f->ngone++;
 			f->gone[g] = (struct fl_gone){ st.st_dev, st.st_ino, st.st_size, st.st_mtim };
 		}
-		close(s->fd);
-		free_buffers(s->cur);   /* one thread: every message of it was delivered (emit_message) */
-		free(s->name);
-		free(s);
+		free_stream(s);   /* one thread: every message of it was delivered (emit_message) */
 		r->nstreams--;
 		r->streams[i] = r->streams[r->nstreams];
 		f->files[i] = f->files[r->nstreams];
