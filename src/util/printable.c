@@ -62,35 +62,47 @@ void mark_thread_name_clean(char out[16], const char *name, size_t len)
 	}
 }
 
-size_t mark_printable_copy(char *out, size_t size, const char *text)
+/*
+ * How the character at p prints: printable ASCII and printable UTF-8 as
+ * they are (*form = p), \n \t \r and every other byte as an escape written
+ * into piece (*form = piece).  *printed: the printed length (1 to 4).
+ * Returns the bytes of text it takes (1, or the UTF-8 sequence's length).
+ */
+static size_t printed_form(const unsigned char *p, char piece[4], const char **form, size_t *printed)
 {
 	static const char hex[] = "0123456789abcdef";
+	size_t n;
+	*form = (const char *)p;
+	if (*p >= 0x20 && *p < 0x7f)
+		return *printed = 1;
+	if (*p >= 0x80 && (n = mark_utf8_printable(p)) > 0)
+		return *printed = n;
+	char esc = *p == '\n' ? 'n' : *p == '\t' ? 't' : *p == '\r' ? 'r' : 0;
+	piece[0] = '\\';
+	if (esc) {
+		piece[1] = esc;
+		*printed = 2;
+	} else {
+		piece[1] = 'x';
+		piece[2] = hex[*p >> 4];
+		piece[3] = hex[*p & 15];
+		*printed = 4;
+	}
+	*form = piece;
+	return 1;
+}
+
+size_t mark_printable_copy(char *out, size_t size, const char *text)
+{
 	size_t len = 0;
 	size_t ends[4] = { 0 }, pieces = 0;   /* where the last 4 printed characters end */
 	if (size == 0)
 		return 0;
 	for (const unsigned char *p = (const unsigned char *)text; *p;) {
 		char piece[4];
-		size_t n = 1;
-		const unsigned char *from = p;
-		if (*p >= 0x20 && *p < 0x7f) {
-			from = p;
-		} else if (*p >= 0x80 && (n = mark_utf8_printable(p)) > 0) {
-			from = p;
-		} else {
-			char esc = *p == '\n' ? 'n' : *p == '\t' ? 't' : *p == '\r' ? 'r' : 0;
-			piece[0] = '\\';
-			if (esc) {
-				piece[1] = esc;
-				n = 2;
-			} else {
-				piece[1] = 'x';
-				piece[2] = hex[*p >> 4];
-				piece[3] = hex[*p & 15];
-				n = 4;
-			}
-			from = (const unsigned char *)piece;
-		}
+		const char *from;
+		size_t n;
+		const size_t taken = printed_form(p, piece, &from, &n);
 		if (len + n + 1 > size) {
 			/* Cut: make room for "..." at the end of a character as
 			 * printed (never inside a UTF-8 sequence nor inside an
@@ -116,25 +128,18 @@ size_t mark_printable_copy(char *out, size_t size, const char *text)
 		memcpy(out + len, from, n);
 		len += n;
 		ends[pieces++ % 4] = len;
-		p += from == (const unsigned char *)piece ? 1 : n;
+		p += taken;
 	}
 	out[len] = '\0';
 	return len;
 }
 
-/* Bytes of text's first character and of its printed form (see
- * mark_printable_copy: 1 or a valid UTF-8 length as it is, 2 for \n \t \r,
- * 4 for \xXX). */
+/* Bytes of text's first character, and its printed length in *printed. */
 static size_t printed_char(const unsigned char *p, size_t *printed)
 {
-	size_t n;
-	if (*p >= 0x20 && *p < 0x7f)
-		n = *printed = 1;
-	else if (*p >= 0x80 && (n = mark_utf8_printable(p)) > 0)
-		*printed = n;
-	else
-		n = 1, *printed = *p == '\n' || *p == '\t' || *p == '\r' ? 2 : 4;
-	return n;
+	char piece[4];
+	const char *form;
+	return printed_form(p, piece, &form, printed);
 }
 
 static size_t printed_len(const unsigned char *p)
