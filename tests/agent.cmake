@@ -47,7 +47,7 @@ target_link_libraries(evil_target PRIVATE mark)
 
 if(TARGET mark_cli)
   foreach(case list_enable_disable errors record record_exit record_fork_stop record_target_killed record_kill_controller
-               second_controller stop_env fork other_user snapshot ps_stale ps_many bad_dir closed_fds short_lived
+               second_controller stop_env stop_counts fork other_user snapshot ps_stale ps_many bad_dir closed_fds short_lived
                setuid_env peer_pid planted_socket pidns_socket escape other_user_links list_hits_dir
                hostile_flood hostile_slow hostile_send record_stray)
     add_test(NAME agent_cli_${case}

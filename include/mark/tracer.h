@@ -70,7 +70,7 @@ int mark_tracer_stop(void);
  * mark_tracer_stop() if the running session writes into `directory` (the
  * directory it was started with, absolute: MARK_TRACE for a session the
  * environment started); -ESRCH if it writes elsewhere, -ENOENT if none
- * runs.  The agent uses it to stop a session it did not start, for
+ * runs, -EINVAL for a NULL directory.  The agent uses it to stop a session it did not start, for
  * `mark record -d` (the caller names the directory it gave, so that no
  * other recording is stopped by mistake).
  */

@@ -995,9 +995,8 @@ static void do_trace_stop(int ci, const struct mark_request *req, struct mark_pr
 		 * snapshot; the directory only guards against stopping another
 		 * recording by mistake.
 		 */
-		struct mark_trace_stats before, after;
-		mark_tracer_get_stats(&before);
-		int r = mark_tracer_stop_directory(req->dir);
+		struct mark_trace_stats final;
+		int r = tracer_stop_counted(req->dir, &final);
 		if (r < 0) {
 			/* The CLI adds its own "mark: " prefix. */
 			const char *why = mark_last_error();
@@ -1005,8 +1004,7 @@ static void do_trace_stop(int ci, const struct mark_request *req, struct mark_pr
 			return;
 		}
 		session_detached = false;
-		mark_tracer_get_stats(&after);
-		add_stats(out, after.events >= before.events ? &after : &before);
+		add_stats(out, &final);
 		return;
 	}
 	if (session_conn != ci) {
@@ -1018,18 +1016,15 @@ static void do_trace_stop(int ci, const struct mark_request *req, struct mark_pr
 					 (int)getpid());
 		return;
 	}
-	struct mark_trace_stats before, after;
-	mark_tracer_get_stats(&before);
+	struct mark_trace_stats final;
 	session_conn = -1;
 	session_owner_pid = 0;
-	int r = mark_tracer_stop();
+	int r = tracer_stop_counted(NULL, &final);
 	if (r < 0) {
 		mark_proto_error(out, r, "stopping the recording failed: %s", mark_last_error());
 		return;
 	}
-	mark_tracer_get_stats(&after);
-	/* Counters may be reset by stop: report the larger, final view. */
-	add_stats(out, after.events >= before.events ? &after : &before);
+	add_stats(out, &final);
 }
 
 static void do_snapshot(const struct mark_request *req, struct mark_proto_buf *out)

@@ -821,7 +821,13 @@ int tracer_start_full(const struct mark_trace_config *config, const struct trace
  * `family`: also stop the sessions of the processes this one forked while
  * it ran (only the root session does; see tracer_session.family_stop).
  */
-static int session_stop_locked(bool family)
+/*
+ * Stop the current session.  With `final`, also its last counts, read
+ * after the final drain (what .mark-stats and the trace hold): a reading
+ * taken before the stop misses the events fired until the disarm, and
+ * after it no session is current to read.
+ */
+static int session_stop_locked(bool family, struct mark_trace_stats *final)
 {
 	struct tracer_session *s = tracer_current;
 	if (!s)
@@ -837,6 +843,14 @@ static int session_stop_locked(bool family)
 	tracer_drain_all_final(s);
 	tracer_metadata_write(tracer_dir_fd(s), s->dir, s, s->trace_uuid, &s->described);
 	tracer_stats_update(s, MARK_TF_STATE_STOPPED);
+	if (final) {
+		/* The rings are still mapped (unmapped just below, if quiet). */
+		uint64_t buffers;
+		memset(final, 0, sizeof(*final));
+		tracer_sum_rings(s, &final->events, &final->lost, &buffers);
+		if (s->stats)
+			final->bytes_written = __atomic_load_n(&s->stats->bytes_written, __ATOMIC_ACQUIRE);
+	}
 	if (quiet) {
 		session_unmap(s, true);
 		free_session(s);
@@ -844,16 +858,7 @@ static int session_stop_locked(bool family)
 	return 0;
 }
 
-int mark_tracer_stop(void)
-{
-	mark_error_clear();
-	control_lock();
-	int rc = session_stop_locked(true);
-	control_unlock();
-	return rc;
-}
-
-int mark_tracer_stop_directory(const char *directory)
+int tracer_stop_counted(const char *directory, struct mark_trace_stats *final)
 {
 	mark_error_clear();
 	control_lock();
@@ -861,15 +866,29 @@ int mark_tracer_stop_directory(const char *directory)
 	 * take the place of the one compared in between. */
 	struct tracer_session *s = tracer_current;
 	int rc;
-	if (!s)
+	if (!s && directory)
 		rc = mark_error(ENOENT, "mark: tracer: no tracing session is running in process %d", (int)getpid());
-	else if (!directory || !s->base_dir || strcmp(s->base_dir, directory) != 0)
+	else if (!s)
+		rc = mark_error(ENOENT, "mark: tracer: no tracing session is running");
+	else if (directory && (!s->base_dir || strcmp(s->base_dir, directory) != 0))
 		rc = mark_error(ESRCH, "mark: tracer: process %d records into %s, not into %s", (int)getpid(),
-				s->base_dir ? s->base_dir : "?", directory ? directory : "?");
+				s->base_dir ? s->base_dir : "?", directory);
 	else
-		rc = session_stop_locked(true);
+		rc = session_stop_locked(true, final);
 	control_unlock();
 	return rc;
+}
+
+int mark_tracer_stop(void)
+{
+	return tracer_stop_counted(NULL, NULL);
+}
+
+int mark_tracer_stop_directory(const char *directory)
+{
+	if (!directory)
+		return mark_error(EINVAL, "mark: tracer: mark_tracer_stop_directory() needs a directory");
+	return tracer_stop_counted(directory, NULL);
 }
 
 int mark_tracer_set_filter(const char *expr)
@@ -1327,7 +1346,7 @@ static void __attribute__((destructor)) tracer_exit_fini(void)
 	mark_error_clear();
 	control_lock();
 	s = tracer_current;
-	session_stop_locked(s && !s->from_env);
+	session_stop_locked(s && !s->from_env, NULL);
 	control_unlock();
 }
 
@@ -1350,7 +1369,7 @@ int tracer_session_stop_by_family(struct tracer_session *s)
 	}
 	__atomic_store_n(&s->consumer_started, false, __ATOMIC_RELEASE);
 	pthread_detach(pthread_self());
-	session_stop_locked(false);
+	session_stop_locked(false, NULL);
 	control_unlock();
 	return 0;
 }

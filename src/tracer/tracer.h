@@ -67,4 +67,14 @@ __attribute__((visibility("hidden"))) int tracer_start_full(const struct mark_tr
  */
 __attribute__((visibility("hidden"))) bool tracer_env_session(char *dir, size_t len, enum mark_trace_mode *mode);
 
+/*
+ * mark_tracer_stop() (directory NULL) or mark_tracer_stop_directory(), and
+ * with `final` the stopped session's last counts (events, lost, bytes
+ * written: what its .mark-stats and trace hold; active 0).  For the
+ * agent's reply to `mark stop`: mark_tracer_get_stats() before the stop
+ * misses the events fired until the disarm, and after it reads nothing.
+ */
+__attribute__((visibility("hidden"))) int tracer_stop_counted(const char *directory,
+							      struct mark_trace_stats *final);
+
 #endif

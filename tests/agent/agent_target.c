@@ -15,6 +15,7 @@
  * --fork-after MS: fork a child after MS that runs the same loop (prints
  * "child PID"); the parent ends it at exit.
  * --spawn-exec: fork a child that execs `sleep 2` at once (prints "spawned PID").
+ * --busy: fire without the ~1 ms pause per 256 iterations (a busy server).
  * Exit status 0 means the loop ran and the markers kept working.
  *
  * Built a second time as loop_target (AGENT_TARGET_EVENT_LOOP): the program
@@ -69,7 +70,7 @@ static long long now_ms(void)
 int main(int argc, char **argv)
 {
 	long exit_after = -1, exec_after = -1, close_after = -1, fork_after = -1;
-	int do_fork = 0, spawn_exec = 0;
+	int do_fork = 0, spawn_exec = 0, busy = 0;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--fork") == 0)
 			do_fork = 1;
@@ -77,6 +78,8 @@ int main(int argc, char **argv)
 			do_fork = 2;
 		else if (strcmp(argv[i], "--spawn-exec") == 0)
 			spawn_exec = 1;
+		else if (strcmp(argv[i], "--busy") == 0)
+			busy = 1;
 		else if (strcmp(argv[i], "--exit-after") == 0 && i + 1 < argc)
 			exit_after = atol(argv[++i]);
 		else if (strcmp(argv[i], "--close-fds-after") == 0 && i + 1 < argc)
@@ -136,7 +139,7 @@ int main(int argc, char **argv)
 	unsigned i = 0;
 	while (!stop) {
 		work(i++);
-		if ((i & 255) == 0) {
+		if ((i & 255) == 0 && !busy) {
 #ifdef AGENT_TARGET_EVENT_LOOP
 			/* The event loop's wait: up to 1 ms per 256 iterations. */
 			struct pollfd pf = { .fd = agent_fd, .events = POLLIN };
