@@ -322,37 +322,43 @@ static void print_totals(int dir_fd, const char *dir, const struct rec_target *t
 }
 
 /*
- * The process ended while we recorded: make sure its trace is complete:
- * `name` in DIR (dir_fd), the whole directory (".") for one process, its
- * pid-P/ when there are several, so that the others, still running, are
- * not waited for; `shown` is that path for messages.  Reached by
- * descriptor, without following a link: DIR is the traced user's, who
- * may have replaced pid-P/ with a link to a directory of root's.
+ * The process ended its recording without stopping it (it exited, was
+ * killed, or exec'd another program: the pid may live on): make sure its
+ * trace is complete: `name` in DIR (dir_fd), the whole directory (".") for
+ * one process, its pid-P/ when there are several, so that the others,
+ * still running, are not waited for; `shown` is that path for messages.
+ * Reached by descriptor, without following a link: DIR is the traced
+ * user's, who may have replaced pid-P/ with a link to a directory of
+ * root's.
  */
 static int finish_after_exit(int dir_fd, const char *name, const char *shown, pid_t pid)
 {
-	struct live_stats s;
-	/* Its exit path finishes the trace; give it a moment if it is still going. */
-	for (int i = 0; i < 50; i++) {
-		if (live_stats_read_at(dir_fd, name, &s) != 0 || s.unfinished == 0)
-			break;
-		if (ctl_process_gone(pid))
-			break;
-		usleep(100000);
-	}
-	/* The process writes into DIR/pid-P/: live_stats_read_at covers those. */
 	struct stat st;
 	const bool there = fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	if (!there || !S_ISDIR(st.st_mode))
 		return cli_error("record: could not complete the trace of process %d: %s is %s (its owner "
 				 "replaced it during the recording?); a link is not followed", (int)pid, shown,
 				 !there ? "gone" : S_ISLNK(st.st_mode) ? "a symbolic link" : "not a directory");
-	if (live_stats_read_at(dir_fd, name, &s) != 0 || s.unfinished == 0)
-		return 0;
-	if (mark_trace_recover_at(dir_fd, name, shown) < 0)   /* otherwise: the number of events recovered */
+	/*
+	 * An exiting process's exit path finishes the trace; recovery refuses
+	 * (-EBUSY) while any process still maps its buffers, so it is tried
+	 * until the trace is finished or recovered, for up to 5 s.
+	 */
+	struct live_stats s;
+	int64_t r = 0;
+	for (int i = 0; i < 50; i++) {
+		if (live_stats_read_at(dir_fd, name, &s) != 0 || s.unfinished == 0)
+			return 0;
+		r = mark_trace_recover_at(dir_fd, name, shown);   /* >= 0: the number of events recovered */
+		if (r != -EBUSY)
+			break;
+		usleep(100000);
+	}
+	if (r < 0)
 		return cli_error("record: could not complete the trace in %s: %s", shown, mark_last_error());
-	fprintf(stderr, "mark: completed the trace of process %d, which ended without stopping the tracer\n",
-		(int)pid);
+	if (r > 0 || (live_stats_read_at(dir_fd, name, &s) == 0 && s.unfinished == 0))
+		fprintf(stderr, "mark: completed the trace of process %d, which ended without stopping the tracer\n",
+			(int)pid);
 	return 0;
 }
 
@@ -805,8 +811,12 @@ int cli_record_pid(int argc, char **argv)
 			x->exited = true;
 			running--;
 			if (!quiet)
-				fprintf(stderr, "%smark: process %d (%s) exited during the recording%s\n",
-					line ? "\r\033[K" : "", (int)x->pid, x->c.comm,
+				fprintf(stderr, "%smark: process %d (%s) %s%s\n", line ? "\r\033[K" : "", (int)x->pid,
+					x->c.comm,
+					ctl_process_gone(x->pid) ? "exited during the recording"
+								 : "ended its recording without stopping it (it "
+								   "exec'd another program, or closed the agent's "
+								   "descriptors)",
 					running ? "; the other processes record on" : "");
 			if (finish_after_exit(dir_fd, multi ? x->sub_name : ".", multi ? x->sub : dir, x->pid))
 				status = 1;

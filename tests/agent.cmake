@@ -46,7 +46,7 @@ target_compile_definitions(loop_target PRIVATE AGENT_TARGET_EVENT_LOOP)
 target_link_libraries(evil_target PRIVATE mark)
 
 if(TARGET mark_cli)
-  foreach(case list_enable_disable errors record record_exit record_fork_stop record_target_killed record_kill_controller
+  foreach(case list_enable_disable errors record record_exit record_fork_stop record_exec recover_live record_target_killed record_kill_controller
                second_controller stop_env stop_counts fork other_user snapshot ps_stale ps_many bad_dir closed_fds short_lived
                setuid_env peer_pid planted_socket pidns_socket escape other_user_links list_hits_dir
                hostile_flood hostile_slow hostile_send record_stray)

@@ -787,6 +787,38 @@ out:
 	return rc;
 }
 
+/*
+ * Whether some process still holds the trace's statistics file (sb: the
+ * one recovery opened) open for writing.  The writer maps it shared and
+ * writable for the whole session (tracer_stats_open()), which keeps it
+ * open for writing until the writer's address space goes: at exit, and
+ * also at exec, where the pid lives on running another program.  A read
+ * lease is granted only while nobody holds a file open for writing
+ * (fcntl(2), F_SETLEASE), so granting one says that no mapping is left, in
+ * any process: a forked child that still maps its parent's file counts as
+ * a writer, the safe mistake.  Whatever prevents the test (a filesystem
+ * without leases, leases disabled, neither the owner nor CAP_LEASE, a
+ * lease someone else holds) answers "still writes", as before the test.
+ * The lease is released at once; a writer that opens the file in between
+ * would break it with a signal to us, SIGURG here, whose default action is
+ * to ignore it (SIGIO's would end the process).
+ */
+static bool stats_mapped_for_writing(const struct rdir *d, const struct stat *sb)
+{
+	int fd = openat(d->fd, MARK_TF_STATS, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return true;
+	struct stat now;
+	bool writing = true;
+	if (fstat(fd, &now) == 0 && now.st_dev == sb->st_dev && now.st_ino == sb->st_ino &&
+	    fcntl(fd, F_SETSIG, SIGURG) == 0 && fcntl(fd, F_SETLEASE, F_RDLCK) == 0) {
+		writing = false;
+		fcntl(fd, F_SETLEASE, F_UNLCK);
+	}
+	close(fd);
+	return writing;
+}
+
 static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_t expect_pid)
 {
 	struct stat sb;
@@ -830,9 +862,31 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 	 */
 	pid_t pid = st->pid;
 	if (pid != getpid() && mark_process_running(pid)) {
-		rc = recover_fail(ctx, EBUSY, "mark: recover: process %d still writes %s; recover after it has "
-				  "exited", (int)pid, d->path);
-		goto out;
+		/*
+		 * The pid runs, but it may run another program: an exec ends
+		 * the old image's session without a stop, and nothing writes
+		 * the buffers any more.  The lease test counts our own write
+		 * descriptor as a writer: closed for the test, opened again
+		 * after it and required to be the same file.
+		 */
+		close(fd);
+		fd = -1;
+		if (stats_mapped_for_writing(d, &sb)) {
+			rc = recover_fail(ctx, EBUSY, "mark: recover: process %d still writes %s; recover after it "
+					  "has exited", (int)pid, d->path);
+			goto out;
+		}
+		struct stat again;
+		fd = open_owned(ctx, d, MARK_TF_STATS, &again);
+		if (fd < 0) {
+			rc = fd;
+			goto out;
+		}
+		if (again.st_dev != sb.st_dev || again.st_ino != sb.st_ino) {
+			rc = recover_fail(ctx, EAGAIN, "mark: recover: %s/%s was replaced during the recovery; the "
+					  "trace is left as it is (recover again)", d->path, MARK_TF_STATS);
+			goto out;
+		}
 	}
 	unsigned described = st->markers_described;
 	struct stat ms;
@@ -980,7 +1034,8 @@ static int64_t recover_trace(struct recover_ctx *ctx, const struct rdir *d, pid_
 			     strerror(-wrc));
 	rc = ring_rc < 0 ? ring_rc : wrc < 0 ? wrc : (int64_t)events;
 out:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	free(buf);
 	return rc;
 }

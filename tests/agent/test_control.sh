@@ -410,6 +410,55 @@ stop_counts)
 		stop_target
 	done
 	;;
+record_exec)
+	# The recorded process execs a program without markers (`sleep 30`)
+	# mid-recording: the exec ends the old image's recording (its agent
+	# connection closes), and nothing writes the trace any more, though the
+	# pid lives on.  `mark record --pid` completes the trace from the old
+	# image's buffers and exits 0.  Before, recovery refused while the pid
+	# ran ("process P still writes ..."), the command exited 1 and the
+	# trace stayed incomplete.
+	start_target --exec-sleep-after 800
+	run rec "$MARK" record --pid "$TPID" -e 'agent_*' -o "$WORK/trace" -d 20
+	expect_rc 0 "mark record --pid of a process that execs"
+	expect_in rec.err "process $TPID (agent_target) ended its recording without stopping it"
+	expect_in rec.err "completed the trace of process $TPID"
+	expect_not_in rec.err "still writes"
+	alive "$TPID" || fail "the exec'd process is gone"
+	grep -q sleep "/proc/$TPID/comm" || fail "process $TPID runs $(cat "/proc/$TPID/comm"), not sleep"
+	run stats "$MARK" stats "$WORK/trace"
+	expect_rc 0 "mark stats of the trace"
+	expect_not_in stats.err "incomplete\|still being written"
+	n=$(trace_events "$WORK/trace" agent_tick)
+	[ "$n" -gt 0 ] || fail "no events in the trace of the process that exec'd"
+	echo "trace of the process that exec'd: $n agent_tick events"
+	kill "$TPID"
+	;;
+recover_live)
+	# `mark recover` never takes the buffers of a process that still
+	# writes them, and it does complete the trace of a pid that exec'd a
+	# program without markers (the pid lives on; nothing writes).  Before,
+	# the second recovery refused ("process P still writes") for as long
+	# as the pid ran.
+	MARK_TRACE="$WORK/live" MARK_ENABLE='agent_*' "$TARGET" --exec-sleep-after 1500 \
+		>"$WORK/target.out" 2>"$WORK/target.err" &
+	TPID=$!
+	PIDS+=("$TPID")
+	wait_socket "$TPID"
+	sleep 0.3
+	run rec1 "$MARK" recover "$WORK/live"
+	[ "$rc" != 0 ] || fail "mark recover of a trace its process still writes succeeded"
+	expect_in rec1.err "process $TPID still writes"
+	alive "$TPID" || fail "the recording process died"
+	for _ in $(seq 100); do grep -q sleep "/proc/$TPID/comm" && break; sleep 0.1; done
+	grep -q sleep "/proc/$TPID/comm" || fail "process $TPID did not exec sleep"
+	run rec2 "$MARK" recover "$WORK/live"
+	expect_rc 0 "mark recover of the trace of a pid that exec'd"
+	run stats "$MARK" stats "$WORK/live"
+	expect_rc 0 "mark stats of the recovered trace"
+	expect_not_in stats.err "incomplete\|still being written"
+	kill "$TPID"
+	;;
 record_target_killed)
 	# The process dies by SIGKILL mid-recording: its buffers are recovered
 	# into a complete trace.
