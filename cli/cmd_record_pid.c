@@ -362,6 +362,18 @@ static int finish_after_exit(int dir_fd, const char *name, const char *shown, pi
 	return 0;
 }
 
+/* Whether process pid is gone, or goes within ms: its agent's connection
+ * closes on the way out, a little before the process is gone. */
+static bool process_gone_within(pid_t pid, int ms)
+{
+	for (int waited = 0; !ctl_process_gone(pid); waited += 20) {
+		if (waited >= ms)
+			return false;
+		usleep(20000);
+	}
+	return true;
+}
+
 static int cmp_pid(const void *a, const void *b)
 {
 	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
@@ -813,10 +825,10 @@ int cli_record_pid(int argc, char **argv)
 			if (!quiet)
 				fprintf(stderr, "%smark: process %d (%s) %s%s\n", line ? "\r\033[K" : "", (int)x->pid,
 					x->c.comm,
-					ctl_process_gone(x->pid) ? "exited during the recording"
-								 : "ended its recording without stopping it (it "
-								   "exec'd another program, or closed the agent's "
-								   "descriptors)",
+					process_gone_within(x->pid, 1000) ? "exited during the recording"
+									  : "ended its recording without stopping it (it "
+									    "exec'd another program, or closed the "
+									    "agent's descriptors)",
 					running ? "; the other processes record on" : "");
 			if (finish_after_exit(dir_fd, multi ? x->sub_name : ".", multi ? x->sub : dir, x->pid))
 				status = 1;

@@ -72,6 +72,11 @@
 
 enum tn_kind { TN_SINT, TN_UINT, TN_REAL, TN_CHAR, TN_STRING };
 
+/* The tags of a %s as src/tracer/metadata.c writes them. */
+#define STRING_TAGS "{ empty = 0, text = 1 ... 253, null = 254, truncated = 255 } "
+_Static_assert(MARK_TF_STRING_TEXT_MAX == 253 && MARK_TF_STRING_NULL == 254 && MARK_TF_STRING_CUT == 255,
+	       "STRING_TAGS is the text metadata.c writes");
+
 struct tn_field {
 	char *name;
 	size_t name_len;             /* strlen(name): appended once per event     */
@@ -79,6 +84,9 @@ struct tn_field {
 	uint8_t kind;                /* enum tn_kind                             */
 	uint8_t bytes;               /* integers: 1, 2, 4 or 8                   */
 	uint8_t base;                /* integers: 10 or 16                       */
+	bool tagged;                 /* a %s whose byte before it tags NULL and cut
+					strings (trace_format.h, MARK_TF_STRING_*);
+					false: an older mark's, a length only      */
 };
 
 struct tn_class {
@@ -452,7 +460,8 @@ static struct tn_class *parse_event(struct cur *c, unsigned *id)
 	if (n < 0 || n > MARK_TF_MAX_ID)
 		c->ok = false;
 	*id = (unsigned)n;
-	char *pending_len = NULL;   /* the length byte of the next string */
+	char *pending_len = NULL;   /* the length (or tag) byte of the next string */
+	bool pending_tagged = false;
 	while (c->ok && !try_lit(c, "\t};\n};\n")) {
 		if (k->nfields == MAX_FIELDS) {
 			c->ok = false;
@@ -468,8 +477,12 @@ static struct tn_class *parse_event(struct cur *c, unsigned *id)
 			free(sel);
 			free(pending_len);
 			pending_len = NULL;
-			lit(c, "> { string { encoding = UTF8; } empty; string { encoding = UTF8; } text; } ");
+			lit(c, "> { string { encoding = UTF8; } empty; string { encoding = UTF8; } text; ");
+			if (pending_tagged)
+				lit(c, "string { encoding = UTF8; } null; string { encoding = UTF8; } truncated; ");
+			lit(c, "} ");
 			f->kind = TN_STRING;
+			f->tagged = pending_tagged;
 			k->has_string = true;
 		} else if (try_lit(c, "integer { size = ")) {
 			int64_t bits = number(c);
@@ -485,8 +498,11 @@ static struct tn_class *parse_event(struct cur *c, unsigned *id)
 			f->kind = sign ? TN_SINT : TN_UINT;
 			f->bytes = (uint8_t)(bits / 8);
 			f->base = (uint8_t)base;
-		} else if (try_lit(c, "enum : integer { size = 8; align = 8; signed = false; } "
-				      "{ empty = 0, text = 1 ... 255 } ")) {
+		} else if (try_lit(c, "enum : integer { size = 8; align = 8; signed = false; } ")) {
+			/* this mark's tags, or an older mark's length byte */
+			pending_tagged = try_lit(c, STRING_TAGS);
+			if (!pending_tagged)
+				lit(c, "{ empty = 0, text = 1 ... 255 } ");
 			pending_len = ident(c);
 			lit(c, ";\n");
 			continue;   /* the selector is not shown: no field of its own */
@@ -2438,7 +2454,12 @@ static const uint8_t *append_field_value(struct strbuf *sb, const struct tn_fiel
 {
 	if (f->kind == TN_STRING) {
 		const char *text = (const char *)p + 1;
-		trace_value_append_string(sb, text, style);
+		if (f->tagged && p[0] == MARK_TF_STRING_NULL)
+			trace_value_append_null(sb, style);
+		else if (f->tagged && p[0] == MARK_TF_STRING_CUT)
+			trace_value_append_cut_string(sb, text, style);
+		else
+			trace_value_append_string(sb, text, style);
 		return p + 1 + strlen(text) + 1;
 	}
 	p = align8(base, p);
@@ -2510,9 +2531,15 @@ bool trace_native_field_key(struct strbuf *sb, const struct trace_native_event *
 	/* the kind first, so a string never equals a number's bytes */
 	char tag = (char)('a' + f->kind);
 	strbuf_add(sb, &tag, 1);
-	if (f->kind == TN_STRING)
+	if (f->kind == TN_STRING) {
+		/* NULL and a cut string: a NUL and a letter after the text,
+		 * which no text holds (so NULL is not "", nor "(null)") */
 		strbuf_add(sb, (const char *)at + 1, strlen((const char *)at + 1));
-	else
+		if (f->tagged && at[0] == MARK_TF_STRING_NULL)
+			strbuf_add(sb, "\0n", 2);
+		else if (f->tagged && at[0] == MARK_TF_STRING_CUT)
+			strbuf_add(sb, "\0c", 2);
+	} else
 		strbuf_add(sb, (const char *)at, f->bytes);
 	return true;
 }
@@ -2536,8 +2563,9 @@ bool trace_native_field_value(const struct trace_native_event *ev, const char *n
 	if (!f)
 		return false;
 	if (f->kind == TN_STRING) {
+		/* a NULL as the probe's filter judges it (filter_probe.c) */
 		out->type = MARK_FILTER_STRING;
-		out->str.s = (const char *)at + 1;
+		out->str.s = f->tagged && at[0] == MARK_TF_STRING_NULL ? "(null)" : (const char *)at + 1;
 		out->str.len = strlen(out->str.s);
 		return true;
 	}
@@ -2612,7 +2640,10 @@ void trace_native_args_each(const struct trace_native_event *ev, void (*fn)(cons
 	for (unsigned i = 0; i < k->nfields; i++) {
 		const struct tn_field *f = &k->fields[i];
 		struct trace_arg a = { .name = f->name };
-		if (f->kind == TN_STRING) {
+		if (f->kind == TN_STRING && f->tagged && p[0] == MARK_TF_STRING_NULL) {
+			a.type = TRACE_ARG_TEXT;   /* JSON null, as the libbabeltrace2 reader gives it */
+			a.s = "null";
+		} else if (f->kind == TN_STRING) {
 			a.type = TRACE_ARG_STRING;
 			a.s = (const char *)p + 1;
 		} else {

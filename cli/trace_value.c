@@ -1,6 +1,7 @@
 /* Field values as text and JSON: see trace_value.h. */
 #include "trace_value.h"
 #include "trace_reader.h"
+#include "tracer/trace_format.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -572,6 +573,42 @@ static void add_char(struct strbuf *sb, unsigned char c, enum trace_value_style 
 }
 
 /*
+ * For a variant of mark's tagged %s (src/tracer/metadata.c: options
+ * "empty", "text", "null", "truncated", every one a string): 'n' when it
+ * holds a NULL, 'c' when a cut string, else 0 (and 0 for every other
+ * variant, an older mark's two-option one included).
+ */
+static char mark_string_tag(const bt_field *variant)
+{
+	const bt_field_class *fc = bt_field_borrow_class_const(variant);
+	if (bt_field_class_variant_get_option_count(fc) != 4)
+		return 0;
+	static const char *const names[4] = { "empty", "text", "null", "truncated" };
+	for (uint64_t i = 0; i < 4; i++) {
+		const bt_field_class_variant_option *o = bt_field_class_variant_borrow_option_by_index_const(fc, i);
+		if (strcmp(bt_field_class_variant_option_get_name(o), names[i]) != 0 ||
+		    bt_field_class_get_type(bt_field_class_variant_option_borrow_field_class_const(o)) !=
+			    BT_FIELD_CLASS_TYPE_STRING)
+			return 0;
+	}
+	const uint64_t selected = bt_field_variant_get_selected_option_index(variant);
+	return selected == 2 ? 'n' : selected == 3 ? 'c' : 0;
+}
+
+/* A variant's value: its selected option, or mark's NULL or cut %s. */
+static void append_variant(struct strbuf *sb, const bt_field *variant, enum trace_value_style style)
+{
+	const bt_field *inner = bt_field_variant_borrow_selected_option_field_const(variant);
+	const char tag = mark_string_tag(variant);
+	if (tag == 'n')
+		trace_value_append_null(sb, style);
+	else if (tag == 'c')
+		trace_value_append_cut_string(sb, bt_field_string_get_value(inner), style);
+	else
+		trace_value_append(sb, inner, style);
+}
+
+/*
  * The OTLP AnyValue of the values that are not a scalar of the JSON text
  * (true if it appended one): a bool, a bit array (its hex as a string),
  * an array (arrayValue), a structure (kvlistValue), an option or a
@@ -605,7 +642,7 @@ static bool append_otlp_compound(struct strbuf *sb, const bt_field *field, bt_fi
 		else
 			strbuf_add_lit(sb, "{}");
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT)) {
-		trace_value_append(sb, bt_field_variant_borrow_selected_option_field_const(field), TRACE_VALUE_OTLP);
+		append_variant(sb, field, TRACE_VALUE_OTLP);
 	} else if (is_char_class(fc) || bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_INTEGER) ||
 		   t == BT_FIELD_CLASS_TYPE_SINGLE_PRECISION_REAL || t == BT_FIELD_CLASS_TYPE_DOUBLE_PRECISION_REAL ||
 		   t == BT_FIELD_CLASS_TYPE_STRING) {
@@ -686,7 +723,7 @@ void trace_value_append(struct strbuf *sb, const bt_field *field, enum trace_val
 		else
 			strbuf_addf(sb, json ? "null" : "(none)");
 	} else if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT)) {
-		trace_value_append(sb, bt_field_variant_borrow_selected_option_field_const(field), style);
+		append_variant(sb, field, style);
 	} else {
 		strbuf_addf(sb, json ? "null" : "(?)");
 	}
@@ -725,8 +762,10 @@ static bool string_option(const bt_field_class *fc, uint64_t i, const char *name
  * Whether member i of the payload structure class fc (of n members) is the
  * length byte mark's tracer writes before a %s (src/tracer/metadata.c
  * put_field, docs/tracer.md): an 8-bit unsigned enumeration
- * { empty = 0, text = 1 ... 255 } directly followed by the variant it
- * selects, of two strings "empty" and "text".  The string is the value;
+ * { empty = 0, text = 1 ... 253, null = 254, truncated = 255 } directly
+ * followed by the variant it selects, of four strings of those names (an
+ * older mark's: { empty = 0, text = 1 ... 255 }, two strings "empty" and
+ * "text").  The string is the value;
  * that byte is not shown.  Any other selector is a field of the trace's
  * own and is shown, with its labels, as babeltrace2 does (found by a
  * review: every selector was hidden, so a foreign trace's
@@ -741,15 +780,21 @@ static bool is_mark_length_byte(const bt_field_class *fc, uint64_t i, uint64_t n
 	const bt_field_class *len = bt_field_class_structure_member_borrow_field_class_const(
 		bt_field_class_structure_borrow_member_by_index_const(fc, i));
 	if (bt_field_class_get_type(len) != BT_FIELD_CLASS_TYPE_UNSIGNED_ENUMERATION ||
-	    bt_field_class_integer_get_field_value_range(len) != 8 ||
-	    bt_field_class_enumeration_get_mapping_count(len) != 2 || !enum_maps(len, "empty", 0, 0) ||
-	    !enum_maps(len, "text", 1, 255))
+	    bt_field_class_integer_get_field_value_range(len) != 8)
+		return false;
+	const uint64_t mappings = bt_field_class_enumeration_get_mapping_count(len);
+	const bool tagged = mappings == 4;
+	if ((mappings != 2 && !tagged) || !enum_maps(len, "empty", 0, 0) ||
+	    !enum_maps(len, "text", 1, tagged ? MARK_TF_STRING_TEXT_MAX : 255) ||
+	    (tagged && (!enum_maps(len, "null", MARK_TF_STRING_NULL, MARK_TF_STRING_NULL) ||
+			!enum_maps(len, "truncated", MARK_TF_STRING_CUT, MARK_TF_STRING_CUT))))
 		return false;
 	const bt_field_class *var = bt_field_class_structure_member_borrow_field_class_const(
 		bt_field_class_structure_borrow_member_by_index_const(fc, i + 1));
 	if (!bt_field_class_type_is(bt_field_class_get_type(var), BT_FIELD_CLASS_TYPE_VARIANT_WITH_SELECTOR_FIELD) ||
-	    bt_field_class_variant_get_option_count(var) != 2 || !string_option(var, 0, "empty") ||
-	    !string_option(var, 1, "text"))
+	    bt_field_class_variant_get_option_count(var) != mappings || !string_option(var, 0, "empty") ||
+	    !string_option(var, 1, "text") ||
+	    (tagged && (!string_option(var, 2, "null") || !string_option(var, 3, "truncated"))))
 		return false;
 	const bt_field_path *path = bt_field_class_variant_with_selector_field_borrow_selector_field_path_const(var);
 	if (!path || bt_field_path_get_root_scope(path) != BT_FIELD_PATH_SCOPE_EVENT_PAYLOAD ||
@@ -808,6 +853,11 @@ void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace
 static void field_arg(const bt_field *f, struct trace_arg *a, struct strbuf *scratch)
 {
 	bt_field_class_type t = bt_field_get_class_type(f);
+	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT) && mark_string_tag(f) == 'n') {
+		a->type = TRACE_ARG_TEXT;   /* a NULL %s: JSON null */
+		a->s = "null";
+		return;
+	}
 	while (f && (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT) ||
 		     bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_OPTION))) {
 		f = bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT)
@@ -892,6 +942,33 @@ void trace_value_append_real(struct strbuf *sb, double d, enum trace_value_style
 void trace_value_append_char(struct strbuf *sb, unsigned char c, enum trace_value_style style)
 {
 	add_char(sb, c, style);
+}
+
+void trace_value_append_null(struct strbuf *sb, enum trace_value_style style)
+{
+	if (style == TRACE_VALUE_OTLP)
+		strbuf_add_lit(sb, "{}");
+	else if (style == TRACE_VALUE_JSON)
+		strbuf_add_lit(sb, "null");
+	else
+		strbuf_add_lit(sb, "NULL");
+}
+
+void trace_value_append_cut_string(struct strbuf *sb, const char *text, enum trace_value_style style)
+{
+	const size_t len = text ? strlen(text) : 0;
+	if (style != TRACE_VALUE_TEXT || len < 3 || strcmp(text + len - 3, "...") != 0) {
+		trace_value_append_string(sb, text ? text : "", style);
+		return;
+	}
+	char *kept = strndup(text, len - 3);
+	if (!kept) {
+		sb->failed = 1;
+		return;
+	}
+	strbuf_add_c_string(sb, kept);
+	strbuf_add_lit(sb, "...");
+	free(kept);
 }
 
 void trace_value_append_string(struct strbuf *sb, const char *text, enum trace_value_style style)

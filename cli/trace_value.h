@@ -60,5 +60,14 @@ void trace_value_append_integer(struct strbuf *sb, uint64_t raw, bool is_signed,
 void trace_value_append_real(struct strbuf *sb, double d, enum trace_value_style style);
 void trace_value_append_char(struct strbuf *sb, unsigned char c, enum trace_value_style style);
 void trace_value_append_string(struct strbuf *sb, const char *text, enum trace_value_style style);
+/*
+ * A %s the tracer recorded as a NULL pointer (text: NULL, unquoted, so
+ * never the string "(null)"; JSON null; OTLP's empty AnyValue), and one it
+ * cut (`text` is its first bytes and "..."; the text style prints the
+ * kept bytes quoted and the "..." after the closing quote, so that a
+ * string ending in "..." of its own is not taken for a cut one).
+ */
+void trace_value_append_null(struct strbuf *sb, enum trace_value_style style);
+void trace_value_append_cut_string(struct strbuf *sb, const char *text, enum trace_value_style style);
 
 #endif

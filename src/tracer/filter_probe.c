@@ -57,18 +57,19 @@ static uint64_t __attribute__((noinline, cold)) bind_marker(const struct tracer_
 
 /*
  * A %s longer than the trace keeps: record_with_strings() (probe.c) keeps
- * a string of string_max bytes or more as its first string_max - 4 bytes
- * followed by "..." (string_max - 1 bytes).  Every session's string_max is
- * MARK_TF_STRING_MAX (session.c; a forked child copies its parent's).
+ * a string of more than MARK_TF_STRING_TEXT_MAX bytes as its first
+ * MARK_TF_STRING_CUT_KEPT bytes followed by "..." (KEPT_LEN bytes), and
+ * tags it cut.  The filter judges that text, as `mark view --filter`
+ * does; a NULL %s it judges as the text "(null)", as the readers give it.
  */
-#define KEPT_CUT (MARK_TF_STRING_MAX - 4)
+#define KEPT_CUT MARK_TF_STRING_CUT_KEPT
 #define KEPT_LEN (MARK_TF_STRING_MAX - 1)
 
 /*
  * The value of argument slot `slot` as the trace would show it.  False
- * for a %s the recorder truncates: v then holds the program's first
- * MARK_TF_STRING_MAX bytes (str.len == MARK_TF_STRING_MAX), which
- * judge_kept() replaces with the kept text.
+ * for a %s the recorder cuts: v then holds the program's string with
+ * str.len > MARK_TF_STRING_TEXT_MAX, which judge_kept() replaces with the
+ * kept text.
  */
 static bool slot_value(const struct mark_arg *a, uint64_t raw, struct mark_filter_value *v)
 {
@@ -91,8 +92,8 @@ static bool slot_value(const struct mark_arg *a, uint64_t raw, struct mark_filte
 			p = "(null)";
 		v->type = MARK_FILTER_STRING;
 		v->str.s = p;
-		v->str.len = strnlen(p, MARK_TF_STRING_MAX);
-		return v->str.len < MARK_TF_STRING_MAX;
+		v->str.len = strnlen(p, MARK_TF_STRING_TEXT_MAX + 1);
+		return v->str.len <= MARK_TF_STRING_TEXT_MAX;
 	}
 	case MARK_ARG_POINTER:
 		v->type = MARK_FILTER_UINT;
@@ -113,15 +114,15 @@ static bool slot_value(const struct mark_arg *a, uint64_t raw, struct mark_filte
  * the same filter on read does not show, and `s == "*..."` dropped events
  * it does.  Out of line: the copies take 2 KiB of stack, and only such
  * events pay for them (no allocation: the probe may run in a signal
- * handler).  vals[k] of a truncated string holds the program's first
- * MARK_TF_STRING_MAX bytes (slot_value()).
+ * handler).  vals[k] of a cut string holds the program's string, of
+ * more than MARK_TF_STRING_TEXT_MAX bytes (slot_value()).
  */
 static bool __attribute__((noinline, cold)) judge_kept(const struct mark_filter *f, struct mark_filter_value *vals,
 						       unsigned nf)
 {
 	char kept[MARK_FILTER_MAX_FIELDS][MARK_TF_STRING_MAX];
 	for (unsigned k = 0; k < nf; k++) {
-		if (vals[k].type != MARK_FILTER_STRING || vals[k].str.len < MARK_TF_STRING_MAX)
+		if (vals[k].type != MARK_FILTER_STRING || vals[k].str.len <= MARK_TF_STRING_TEXT_MAX)
 			continue;
 		memcpy(kept[k], vals[k].str.s, KEPT_CUT);
 		memcpy(kept[k] + KEPT_CUT, "...", KEPT_LEN - KEPT_CUT);

@@ -155,20 +155,25 @@ static void put_field(FILE *f, const struct mark_arg *a, const char *name, const
 		break;
 	case MARK_ARG_STRING:
 		/*
-		 * A length byte, then a variant of two strings selected by it:
-		 * "empty" for length 0, "text" otherwise.  One string field
-		 * would do in CTF, but babeltrace2 2.0.4 (Debian 12) reuses the
-		 * field objects of earlier events and never resets a string
-		 * field that gets no bytes: an empty string shows the text of
-		 * an earlier event.  Here the "empty" field only ever holds ""
-		 * and the "text" field always gets its bytes.
+		 * A tag byte, then a variant of strings selected by it
+		 * (trace_format.h, MARK_TF_STRING_*): "empty" for "", "text"
+		 * for a string kept whole (the tag is its length), "null" for
+		 * a NULL pointer, "truncated" for a string cut to its first
+		 * bytes and "...".  A reader tells them apart by the option,
+		 * so the text never has to say it.  The "empty" option is
+		 * there because babeltrace2 2.0.4 (Debian 12) reuses the field
+		 * objects of earlier events and never resets a string field
+		 * that gets no bytes: an empty "text" would show the text of
+		 * an earlier event.  Here only "text" and "truncated" get
+		 * bytes, and they always do.
 		 */
 		fprintf(f,
 			"\t\tenum : integer { size = 8; align = 8; signed = false; } "
-			"{ empty = 0, text = 1 ... 255 } %s;\n"
+			"{ empty = 0, text = 1 ... %u, null = %u, truncated = %u } %s;\n"
 			"\t\tvariant <%s> { string { encoding = UTF8; } empty; "
-			"string { encoding = UTF8; } text; } %s;\n",
-			len_name, len_name, name);
+			"string { encoding = UTF8; } text; string { encoding = UTF8; } null; "
+			"string { encoding = UTF8; } truncated; } %s;\n",
+			MARK_TF_STRING_TEXT_MAX, MARK_TF_STRING_NULL, MARK_TF_STRING_CUT, len_name, len_name, name);
 		break;
 	case MARK_ARG_DOUBLE:
 		fprintf(f, "\t\tfloating_point { exp_dig = 11; mant_dig = 53; byte_order = le; align = 64; } %s;\n",

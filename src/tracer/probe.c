@@ -753,14 +753,15 @@ static void ring_write_record(struct tracer_session *s, struct tracer_ring *r, u
  * A record with %s arguments is laid out exactly as a CTF decoder reads
  * it: integers and doubles at 8-byte aligned offsets (align = 64 in the
  * metadata) occupying their `size` bytes, strings (byte aligned) right
- * after the previous field: a length byte, the bytes, a NUL.  The length
- * byte is the tag of a CTF variant that selects an "empty" or a "text"
- * string field, so a decoder never reuses a string field for both: an
- * empty string field of babeltrace2 2.0.4 shows the text an earlier event
- * left in it (docs/tracer.md, "CTF mapping").  The record is assembled on
- * the stack (at most 16 + 12 * (1 + 256 + 8) bytes) and then stored into
- * the ring word by word.  A string longer than string_max - 1 bytes keeps
- * its first string_max - 4 bytes followed by "..." (the truncation mark).
+ * after the previous field: a tag byte, the bytes, a NUL.  The tag
+ * selects the CTF variant's option (trace_format.h, MARK_TF_STRING_*):
+ * "empty", "text" (its length), "null" or "truncated", so that a reader
+ * tells a NULL from "(null)" and a cut string from one ending in "...",
+ * and never reuses a string field for both an empty and a non-empty
+ * value: an empty string field of babeltrace2 2.0.4 shows the text an
+ * earlier event left in it (docs/tracer.md, "CTF mapping").  The record
+ * is assembled on the stack (at most 16 + 12 * (1 + 256 + 8) bytes) and
+ * then stored into the ring word by word.
  */
 #define RECORD_MAX (16 + MARK__MAX_ARGS * (1 + MARK_TF_STRING_MAX + 8) + 8)
 
@@ -771,21 +772,21 @@ static void __attribute__((noinline)) record_with_strings(struct tracer_session 
 {
 	const unsigned n = m->nargs;
 	const struct mark_arg *a = m->args;
-	const unsigned max = s->string_max <= MARK_TF_STRING_MAX ? s->string_max : MARK_TF_STRING_MAX;
 	uint64_t buf[RECORD_MAX / 8];
 	unsigned char *b = (unsigned char *)buf;
 	size_t off = 16;
 	for (unsigned i = 0; i < n && i < MARK__MAX_ARGS; i++) {
 		if (a[i].type == MARK_ARG_STRING) {
 			const char *p = (const char *)(uintptr_t)args[i];
-			if (!p)
-				p = "(null)";
-			size_t len = strnlen(p, max);
-			if (len >= max) {
-				b[off++] = (unsigned char)(max - 1);
-				memcpy(b + off, p, max - 4);
-				memcpy(b + off + max - 4, "...", 4);
-				off += max;
+			size_t len = p ? strnlen(p, MARK_TF_STRING_TEXT_MAX + 1) : 0;
+			if (!p) {
+				b[off++] = MARK_TF_STRING_NULL;
+				b[off++] = '\0';
+			} else if (len > MARK_TF_STRING_TEXT_MAX) {
+				b[off++] = MARK_TF_STRING_CUT;
+				memcpy(b + off, p, MARK_TF_STRING_CUT_KEPT);
+				memcpy(b + off + MARK_TF_STRING_CUT_KEPT, "...", 4);
+				off += MARK_TF_STRING_CUT_KEPT + 4;
 			} else {
 				b[off++] = (unsigned char)len;
 				memcpy(b + off, p, len + 1);

@@ -479,7 +479,6 @@ static void atfork_child(void)
 			s->base_ino = parent->base_ino;
 			s->mode = parent->mode;
 			s->buffer_size = parent->buffer_size;
-			s->string_max = parent->string_max;
 			/* Its own chunks (DIR/pid-CHILD.chunk-K), with the parent's limits. */
 			s->max_size = parent->max_size;
 			s->chunk_size = parent->chunk_size;
@@ -689,7 +688,6 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 		return mark_error(ENOMEM, "mark: tracer: out of memory");
 	s->mode = cfg->mode;
 	s->buffer_size = round_pow2(size);
-	s->string_max = MARK_TF_STRING_MAX;
 	s->pid = getpid();
 	if (triggered) {
 		s->max_snapshots = trigger->max_snapshots ? (unsigned)trigger->max_snapshots

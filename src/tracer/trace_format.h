@@ -297,11 +297,27 @@ struct mark_tf_record_header {
 };
 
 #define MARK_TF_MAX_ID 0xfffe                 /* larger marker ids are counted lost */
-#define MARK_TF_STRING_MAX 256                /* default bytes kept of a %s, with NUL */
-/* A string's length (without its NUL) is stored in one byte before it. */
+#define MARK_TF_STRING_MAX 256                /* bytes kept of a %s, with NUL */
+/*
+ * The byte before a %s's text: its tag, the selector of the CTF variant
+ * that holds the text (metadata.c).  0: the empty string; 1 to
+ * MARK_TF_STRING_TEXT_MAX: a string kept whole, of that length;
+ * MARK_TF_STRING_NULL: a NULL pointer (the text is empty);
+ * MARK_TF_STRING_CUT: a longer string, cut to its first
+ * MARK_TF_STRING_CUT_KEPT bytes followed by "..." (the text is
+ * MARK_TF_STRING_MAX - 1 bytes).  Readers tell the cases apart by the
+ * variant's option, never by the text: a NULL is not "(null)", and a
+ * string of its own ending in "..." is not cut.  (Traces of older marks
+ * have only "empty" and "text": their NULL was "(null)", and 255 was both
+ * a whole string's length and a cut one's.)
+ */
+#define MARK_TF_STRING_TEXT_MAX (MARK_TF_STRING_MAX - 3)
+#define MARK_TF_STRING_NULL (MARK_TF_STRING_MAX - 2)
+#define MARK_TF_STRING_CUT (MARK_TF_STRING_MAX - 1)
+#define MARK_TF_STRING_CUT_KEPT (MARK_TF_STRING_MAX - 4)
 _Static_assert(sizeof(struct mark_tf_ring) <= MARK_TF_RING_HEADER_SIZE, "the ring header must fit its page");
 _Static_assert(sizeof(struct mark_tf_stats) == 256, "header_size of the statistics file is 256");
-_Static_assert(MARK_TF_STRING_MAX - 1 <= 255, "a %s length must fit its length byte");
+_Static_assert(MARK_TF_STRING_CUT <= 255, "a %s tag must fit its byte");
 
 /* ------------------------------------------------------------------ */
 /* CTF packet layout of stream-N (also described in `metadata`)        */

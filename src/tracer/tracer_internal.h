@@ -273,7 +273,6 @@ struct tracer_session {
 	uint64_t base_dev, base_ino, dir_dev, dir_ino;
 	enum mark_trace_mode mode;
 	uint64_t buffer_size;
-	unsigned string_max;
 	char **globs;
 	size_t nglobs;
 	pid_t pid;

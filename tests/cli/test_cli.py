@@ -9,6 +9,7 @@ the record cases trace tests/cli/record_target.c through libmark's tracer
 and cross-check `mark`'s numbers against the babeltrace2 command line.
 Exit 0 = pass, 1 = fail, 77 = skip (reason printed after "SKIP:").
 """
+import glob
 import json
 import os
 import pty
@@ -60,7 +61,8 @@ def bt2_module():
 def bt2_payload(ev):
     """(name, field) of a bt2 event's payload as mark's traces hold it: a
     %s argument is a variant beside its `NAME_len` selector, which is left
-    out, and the variant's selected option is the field."""
+    out, and the variant's selected option is the field; None when that
+    option is "null" (a NULL pointer)."""
     bt2 = bt2_module()
     payload = ev.payload_field
     lens = {k + "_len" for k, v in payload.items() if isinstance(v, bt2._VariantFieldConst)}
@@ -68,6 +70,9 @@ def bt2_payload(ev):
         if k in lens:
             continue
         if isinstance(v, bt2._VariantFieldConst):
+            if v.cls.option_at_index(v.selected_option_index).name == "null":
+                yield k, None
+                continue
             v = v.selected_option
         yield k, v
 
@@ -461,6 +466,65 @@ def case_hostile(mark, target, workdir):
     check(rc == 0 and b" " + name + b": value=0.5" in out, "view shows the escaped name: %r" % out[:400])
     rc, out, _ = outputs["stats"]
     check(rc == 0 and name + b" " in out, "stats shows the escaped name: %r" % out[:400])
+
+
+def case_string_tags(mark, target, workdir):
+    """What a %s held reaches every reader as it was
+    (tests/cli/strings_target.c): a NULL pointer is not the string "(null)",
+    and a string cut by the tracer (first 252 bytes, then "...") is not a
+    string of 253 bytes that ends in "..." of its own.  Before, the tracer
+    recorded NULL as "(null)" and cut strings at 255 bytes with "..."
+    inside the text, so both pairs read the same everywhere.  A trace with
+    the older metadata (two options, "empty" and "text") is still read."""
+    need_babeltrace2()
+    prog = os.path.join(os.path.dirname(target), "cli_strings_target")
+    trace = fresh(workdir, "strings")
+    r = run([mark, "record", "-q", "-o", trace, "--", prog])
+    check(r.returncode == 0, "mark record: exit %d: %s" % (r.returncode, r.stderr[-400:]))
+    whole = "w" * 250 + "..."
+    cut = "o" * 252
+    want = 'str_tags: none=NULL nulltext="(null)" whole="%s" over="%s"... empty=""' % (whole, cut)
+    for reader in ("native", "bt2"):
+        r = run([mark, "view", trace], env=dict(os.environ, MARK_READER=reader))
+        lines = [re.sub(r"^\[[^]]*\] cpu \d+ tid \d+ ", "", l) for l in r.stdout.splitlines()]
+        check(r.returncode == 0 and lines == [want], "mark view (%s reader): exit %d, %r, want %r; %s" %
+              (reader, r.returncode, lines, [want], r.stderr[-300:]))
+    # babeltrace2 sees the tags as the variants' options
+    bt = run(["babeltrace2", trace])
+    for label in ('none_len = ( "null"', 'nulltext_len = ( "text"', 'whole_len = ( "text"',
+                  'over_len = ( "truncated"', 'empty_len = ( "empty"'):
+        check(label in bt.stdout, "babeltrace2 does not show %s: %s" % (label, bt.stdout[:400]))
+    # the Chrome JSON export: NULL is null, the rest strings
+    r = run([mark, "export", "-o", "-", trace])
+    doc = json.loads(r.stdout) if r.returncode == 0 else {"traceEvents": []}
+    args = [{k: v for k, v in e.get("args", {}).items() if k != "cpu"}
+            for e in doc["traceEvents"] if e.get("name") == "str_tags"]
+    check(args == [{"none": None, "nulltext": "(null)", "whole": whole, "over": cut + "...", "empty": ""}],
+          "mark export: %r" % args)
+    # the filter judges a NULL as the text "(null)" and a cut string by the text kept
+    for expr, n in (('none == "(null)"', 1), ('over == "*o..."', 1), ('whole == "*w..."', 1)):
+        r = run([mark, "view", "--filter", expr, trace])
+        check(r.returncode == 0 and len(r.stdout.splitlines()) == n, "mark view --filter '%s': exit %d, %d lines" %
+              (expr, r.returncode, len(r.stdout.splitlines())))
+    # the metadata of an older mark: "empty" and "text" only
+    old = fresh(workdir, "strings-old")
+    shutil.copytree(trace, old)
+    metas = glob.glob(os.path.join(old, "pid-*", "metadata"))
+    check(len(metas) == 1, "the trace has %d metadata files" % len(metas))
+    with open(metas[0]) as f:
+        meta = f.read()
+    meta2 = meta.replace("{ empty = 0, text = 1 ... 253, null = 254, truncated = 255 }",
+                         "{ empty = 0, text = 1 ... 255 }")
+    meta2 = meta2.replace(" string { encoding = UTF8; } null; string { encoding = UTF8; } truncated; }", " }")
+    check(meta2 != meta, "the metadata has no string tags to rewrite")
+    with open(metas[0], "w") as f:
+        f.write(meta2)
+    for reader in ("native", "bt2"):
+        r = run([mark, "view", old], env=dict(os.environ, MARK_READER=reader))
+        lines = [re.sub(r"^\[[^]]*\] cpu \d+ tid \d+ ", "", l) for l in r.stdout.splitlines()]
+        want_old = 'str_tags: none="" nulltext="(null)" whole="%s" over="%s..." empty=""' % (whole, cut)
+        check(r.returncode == 0 and lines == [want_old], "old metadata, mark view (%s reader): exit %d, %r; %s" %
+              (reader, r.returncode, lines, r.stderr[-300:]))
 
 
 def case_hostile_labels(mark, target, workdir):

@@ -88,6 +88,9 @@ def ctf_events(trace):
         env = ev.stream.trace.environment
         fields = []
         for k, v in bt2_payload(ev):
+            if v is None:   # a NULL %s: the empty AnyValue
+                fields.append((k, {}))
+                continue
             fc = v.cls
             if isinstance(v, bt2._StringFieldConst):
                 val = {"stringValue": json_text(str(v).encode("utf-8", "surrogateescape"))}

@@ -227,6 +227,9 @@ def bt2_expected(path, ptype=lambda name: None):
             tid = int(ev.packet.context_field["tid"])
             args = {}
             for k, v in bt2_payload(ev):
+                if v is None:   # a NULL %s: JSON null
+                    args[k] = ("legacy_json_value", "null")
+                    continue
                 fc = v.cls
                 if isinstance(v, bt2._StringFieldConst):
                     args[k] = ("string_value", escape(bytes(str(v), "utf-8", "surrogateescape")))

@@ -130,12 +130,12 @@ def case_read(mark, target, workdir):
 
 
 def case_long_strings(mark, prog, workdir):
-    """A %s of 256 bytes or more is recorded as its first 252 bytes and "...":
+    """A %s of 254 bytes or more is recorded as its first 252 bytes and "...":
     the probe must judge that text, not the program's longer string, so that
     `record --filter X` keeps exactly the events `view --filter X` shows of
     the same program recorded unfiltered.  PROG is tests/tracer/tracer_prog
     ("strings 10 1": t_str "%d %ld %s %s" tid, i, s, next, s cycling through
-    "", "b", 255 x "m" (kept whole), "" and 1000 x "z" (kept truncated))."""
+    "", "b", 253 x "m" (kept whole), "" and 1000 x "z" (kept truncated))."""
     trace = t.fresh(workdir, "all")
     r = run([prog, "strings", "10", "1"], env=dict(os.environ, MARK_TRACE=trace, MARK_ENABLE="t_str"))
     check(r.returncode == 0, "unfiltered run: %d %s" % (r.returncode, r.stderr))
@@ -151,7 +151,7 @@ def case_long_strings(mark, prog, workdir):
             ("dots", 's == "*z..."', [4, 9]),
             ("exact", 's == "%s..."' % ("z" * 252), [4, 9]),
             ("head", 'next == "zzz*" && s != "*..."', [3, 8]),
-            ("whole", 's == "%s"' % ("m" * 255), [2, 7])):  # 255 bytes: kept whole
+            ("whole", 's == "%s"' % ("m" * 253), [2, 7])):  # 253 bytes: kept whole
         shown = ids(trace, expr)
         check(shown == want, "%s: view --filter shows i=%r, want %r" % (name, shown, want))
         kept = t.fresh(workdir, name)

@@ -43,7 +43,7 @@ def events_of(path):
     for msg in bt2.TraceCollectionMessageIterator(path):
         if type(msg) is bt2._EventMessageConst:
             name = msg.event.name.split(":")[-1]
-            fields = {k: (str(v) if isinstance(v, bt2._StringFieldConst) else int(v))
+            fields = {k: (None if v is None else str(v) if isinstance(v, bt2._StringFieldConst) else int(v))
                       for k, v in t.bt2_payload(msg.event)}
             out.append((msg.default_clock_snapshot.ns_from_origin, name, fields, msg.event.stream.id))
         elif type(msg) is bt2._DiscardedEventsMessageConst:

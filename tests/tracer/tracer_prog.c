@@ -458,7 +458,8 @@ static void fire_seq(long n)
 
 /*
  * Records of very different sizes in one sequence: most are 24 bytes, some
- * carry a string of up to 1500 bytes (the tracer keeps 255), so a record
+ * carry a string of up to 1500 bytes (the tracer keeps 253, or 252 and
+ * "..."), so a record
  * can be longer than an overwrite chunk of a 4 KiB ring (256 bytes) and
  * some chunks have no record starting in them.
  * Every event carries its index i.
@@ -616,20 +617,21 @@ static __attribute__((noreturn)) void run_die(long n, int how)
 
 /*
  * The strings scenario: T threads, each firing N events whose %s cycles
- * through "", one byte, 255 bytes (the longest kept whole), "" again and
- * 1000 bytes (kept as its first 252 bytes and "...").  Consecutive events
- * of one class alternate empty and non-empty strings, which is what a
- * reader that reuses event objects gets wrong (issue 16, item 1).
+ * through "", one byte, 253 bytes (the longest kept whole), "" again and
+ * 1000 bytes (kept as its first 252 bytes and "...", tagged cut).
+ * Consecutive events of one class alternate empty and non-empty strings,
+ * which is what a reader that reuses event objects gets wrong (issue 16,
+ * item 1).
  */
 static void *strings_thread(void *arg)
 {
 	long n = (long)(intptr_t)arg;
-	char s255[256], s1000[1001];
-	memset(s255, 'm', 255);
-	s255[255] = '\0';
+	char s253[254], s1000[1001];
+	memset(s253, 'm', 253);
+	s253[253] = '\0';
 	memset(s1000, 'z', 1000);
 	s1000[1000] = '\0';
-	const char *vals[5] = { "", "b", s255, "", s1000 };
+	const char *vals[5] = { "", "b", s253, "", s1000 };
 	int tid = (int)gettid();
 	for (long i = 0; i < n; i++) {
 		const char *s = vals[i % 5], *next = vals[(i + 1) % 5];
