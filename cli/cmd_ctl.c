@@ -130,7 +130,7 @@ int cli_list_pid(const char *pid_text, const char *glob)
 		w->note = NULL;
 		/* What the agent sends is the target's text: escaped for the terminal. */
 		w->name = strdup(cli_text(mname));
-		w->format = dupf("\"%s\"", cli_text(mark_proto_str(&c.msg, MARK_TAG_FORMAT, 0)));
+		w->format = text_c_string_dup(mark_proto_str(&c.msg, MARK_TAG_FORMAT, 0));
 		w->kind = strdup(cli_text(mark_proto_str(&c.msg, MARK_TAG_KIND, 0)));
 		const char *loc = cli_text(mark_proto_str(&c.msg, MARK_TAG_LOCATION, 0));
 		if (more)

@@ -448,8 +448,8 @@ static int list_file(const char *path, const char *glob)
 			rows[i].name = strdup(cli_text(sites[i].display));
 			if (sites[i].enabled_test)
 				rows[i].format = strdup("(enabled test)");
-			else if (asprintf(&rows[i].format, "\"%s\"", cli_text(sites[i].format)) < 0)
-				rows[i].format = NULL;
+			else   /* quoted as the C literal it was: '"' and '\\' escaped */
+				rows[i].format = text_c_string_dup(sites[i].format);
 			rows[i].kind = strdup(sites[i].kind);
 			rows[i].location = strdup(cli_text(sites[i].location));
 			if (sites[i].never_armed &&

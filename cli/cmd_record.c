@@ -482,7 +482,7 @@ static int64_t complete_one(int dfd, const char *name, const char *shown, const 
 	int r = mark_trace_recover_at(dfd, name, shown);
 	if (r < 0) {
 		fprintf(stderr, "%s\nmark: the trace in %s may lack the events that were still in its buffers\n",
-			cli_text(mark_last_error()), cli_text(shown));
+			cli_message_text(mark_last_error()), cli_text(shown));
 		return -1;
 	}
 	if (quiet_run || r == 0)

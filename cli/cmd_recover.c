@@ -52,7 +52,7 @@ static int recover_run(int argc, char **argv)
 		 * fallbacks are for an empty one. */
 		const char *why = mark_last_error();
 		if (why && *why)
-			fprintf(stderr, "%s\n", cli_text(why));
+			fprintf(stderr, "%s\n", cli_message_text(why));   /* escaped by libmark */
 		else if (r == -EBUSY)
 			cli_error("recover: a process still writes the trace in %s; run this again after it "
 				  "has exited", dir);

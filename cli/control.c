@@ -51,7 +51,8 @@ static void read_comm(pid_t pid, char *buf, size_t len)
 		buf[strcspn(buf, "\n")] = '\0';
 	fclose(f);
 	/* The process names itself (prctl, its argv[0]): escaped here once for
-	 * every message that shows it (escaping is idempotent, see text.h). */
+	 * every message that shows it (cli_error() leaves its escapes as they
+	 * are, see text.h). */
 	snprintf(buf, len, "%s", cli_text(buf));
 }
 

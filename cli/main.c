@@ -23,7 +23,9 @@ extern const struct mark_cli_command __stop_mark_cli_commands[] __attribute__((w
 /*
  * Messages quote names, paths and globs, often from the traced process (its
  * name, its markers, its agent's error text): the whole message is escaped
- * for the terminal (text.h), so no caller can forget to.
+ * for the terminal (text.h), so no caller can forget to.  As a message:
+ * the values a caller quoted with cli_text() (unambiguous, a backslash as
+ * \\) keep their escapes as they are.
  */
 int cli_error(const char *fmt, ...)
 {
@@ -33,7 +35,7 @@ int cli_error(const char *fmt, ...)
 	char *raw = NULL;
 	int n = vasprintf(&raw, fmt, ap);
 	va_end(ap);
-	strbuf_add_terminal(&msg, n >= 0 ? raw : fmt);
+	strbuf_add_message(&msg, n >= 0 ? raw : fmt);
 	fprintf(stderr, "mark: %s\n", msg.failed ? "(out of memory)" : msg.data ? msg.data : "");
 	free(raw);
 	strbuf_release(&msg);

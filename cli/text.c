@@ -200,20 +200,24 @@ void strbuf_release(struct strbuf *sb)
 	*sb = (struct strbuf){ 0 };
 }
 
-enum text_style { STYLE_JSON, STYLE_C, STYLE_TERMINAL };
+enum text_style { STYLE_JSON, STYLE_C, STYLE_TERMINAL, STYLE_MESSAGE };
 
 /*
- * The one escaping routine (see text.h for the three forms).  Newline and
+ * The one escaping routine (see text.h for the four forms).  Newline and
  * tab are two-character escapes in all; JSON and terminal text also
- * escape CR so.  The quoted forms escape `"` and `\`; JSON escapes every
- * other control byte, DEL or byte >= 0x80 (a %s argument is any bytes, not
- * necessarily UTF-8) as \u00XX, so the file is always valid JSON; the C
- * form (the text view's values) every byte outside printable ASCII as
- * \xXX; terminal text keeps printable UTF-8 and escapes the rest as \xXX.
+ * escape CR so.  The quoted forms escape `"` and `\`, and so does terminal
+ * text the backslash (the escape character: a name holding the four
+ * characters \x1b must not print as one holding ESC); a whole message
+ * leaves it, so that the values it quotes, escaped already, are not
+ * escaped twice.  JSON escapes every other control byte, DEL or byte >=
+ * 0x80 (a %s argument is any bytes, not necessarily UTF-8) as \u00XX, so
+ * the file is always valid JSON; the C form (the text view's values) and
+ * terminal text keep printable UTF-8 and escape the rest as \xXX.
  */
 static void add_escaped(struct strbuf *sb, const char *text, enum text_style style)
 {
-	bool quoted = style != STYLE_TERMINAL;
+	bool quoted = style == STYLE_JSON || style == STYLE_C;
+	bool backslash_escaped = style != STYLE_MESSAGE;
 	if (quoted)
 		strbuf_add(sb, "\"", 1);
 	for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
@@ -229,11 +233,14 @@ static void add_escaped(struct strbuf *sb, const char *text, enum text_style sty
 		}
 		switch (*p) {
 		case '"':
-		case '\\':
 			if (!quoted)
 				break;
-			strbuf_add(sb, "\\", 1);
-			strbuf_add(sb, (const char *)p, 1);
+			strbuf_add(sb, "\\\"", 2);
+			continue;
+		case '\\':
+			if (!backslash_escaped)
+				break;
+			strbuf_add(sb, "\\\\", 2);
 			continue;
 		case '\n': strbuf_add(sb, "\\n", 2); continue;
 		case '\t': strbuf_add(sb, "\\t", 2); continue;
@@ -268,9 +275,25 @@ void strbuf_add_c_string(struct strbuf *sb, const char *text)
 	add_escaped(sb, text, STYLE_C);
 }
 
+char *text_c_string_dup(const char *text)
+{
+	struct strbuf sb = { 0 };
+	strbuf_add_c_string(&sb, text ? text : "");
+	if (sb.failed) {
+		strbuf_release(&sb);
+		return NULL;
+	}
+	return sb.data;
+}
+
 void strbuf_add_terminal(struct strbuf *sb, const char *text)
 {
 	add_escaped(sb, text, STYLE_TERMINAL);
+}
+
+void strbuf_add_message(struct strbuf *sb, const char *text)
+{
+	add_escaped(sb, text, STYLE_MESSAGE);
 }
 
 /* Per thread (the live line and the trace reader have their own), reused
@@ -284,6 +307,15 @@ const char *cli_text(const char *text)
 	strbuf_reset(sb);
 	strbuf_add(sb, "", 0);
 	strbuf_add_terminal(sb, text ? text : "");
+	return sb->failed || !sb->data ? "?" : sb->data;
+}
+
+const char *cli_message_text(const char *text)
+{
+	struct strbuf *sb = &cli_text_ring[cli_text_next++ % 8];
+	strbuf_reset(sb);
+	strbuf_add(sb, "", 0);
+	strbuf_add_message(sb, text ? text : "");
 	return sb->failed || !sb->data ? "?" : sb->data;
 }
 

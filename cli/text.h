@@ -160,20 +160,35 @@ static inline uint64_t text_hash_words(const void *s, size_t n)
 	return h ^ (h >> 29);
 }
 
-/* A JSON string literal, quotes included, with every control/non-ASCII-safe escape. */
+/* A JSON string literal, quotes included, with every control/non-ASCII-safe escape
+ * (add_escaped() in text.c says which). */
 void strbuf_add_json_string(struct strbuf *sb, const char *text);
 /* A C-style string literal, quotes included: every byte outside printable
  * ASCII as \xXX (the text view's string values). */
 void strbuf_add_c_string(struct strbuf *sb, const char *text);
+/* The same in a new allocation (a marker's format in `mark list`), or NULL
+ * when out of memory. */
+char *text_c_string_dup(const char *text);
 /*
- * Text for a terminal, without quotes: newline, CR and tab as \n \r \t,
- * every other C0 control, DEL, C1 control (U+0080-U+009F), bidirectional
- * override and byte that is not valid UTF-8 as \xXX (a C1 or bidi control
- * as its UTF-8 bytes); valid printable UTF-8 stays as it is.  A backslash
- * is not escaped, so escaping is idempotent: text escaped once may pass
- * through cli_error() (which escapes its whole message) unchanged.
+ * Text for a terminal, without quotes: a value (a name, a label, a path)
+ * the reader must be able to tell from any other.  A backslash as \\,
+ * newline, CR and tab as \n \r \t, every other C0 control, DEL, C1
+ * control (U+0080-U+009F), bidirectional override and byte that is not
+ * valid UTF-8 as \xXX (a C1 or bidi control as its UTF-8 bytes); valid
+ * printable UTF-8 stays as it is.  So a name holding the four characters
+ * \x1b prints \\x1b and one holding ESC prints \x1b.
  */
 void strbuf_add_terminal(struct strbuf *sb, const char *text);
+/*
+ * A whole message for a terminal (cli_error()), whose values were escaped
+ * by cli_text() already, or that libmark escaped (mark_last_error(), an
+ * agent's reply): escaped as strbuf_add_terminal() does but for the
+ * backslash, left as it is, so this form is idempotent and the values'
+ * escapes are not escaped twice.  Text a message quotes raw is still
+ * never printed with a control byte, but only cli_text() makes a value
+ * unambiguous.
+ */
+void strbuf_add_message(struct strbuf *sb, const char *text);
 
 /*
  * `text` escaped as by strbuf_add_terminal(), for one printf-style call:
@@ -181,6 +196,9 @@ void strbuf_add_terminal(struct strbuf *sb, const char *text);
  * may appear in one call.  Never NULL ("" for NULL, "?" if memory ran out).
  */
 const char *cli_text(const char *text);
+/* The same as by strbuf_add_message(), for a message escaped already
+ * (mark_last_error()): from the same 8 buffers. */
+const char *cli_message_text(const char *text);
 /* A thread that called cli_text() and now ends frees what it kept. */
 void cli_text_thread_done(void);
 

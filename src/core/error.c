@@ -13,13 +13,14 @@ static __thread char last_error[512];
 int mark_error(int err, const char *fmt, ...)
 {
 	/* Escaped: callers print it, and it may quote a glob, a path or an
-	 * environment value (see printable.h). */
+	 * environment value (see printable.h); as a whole message, so a value
+	 * the caller quoted with mark_printable_brief() is not escaped twice. */
 	char raw[sizeof(last_error)];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
-	mark_printable_copy(last_error, sizeof(last_error), raw);
+	mark_printable_message_copy(last_error, sizeof(last_error), raw);
 	return -err;
 }
 
@@ -86,8 +87,9 @@ void mark_warn(const char *fmt, ...)
 		raw[n - 1] = '\0';
 	/* Escaping may make it up to four times longer: keep its end (what to
 	 * do) rather than cut it off.  Callers shorten the values they quote
-	 * (mark_printable_brief), so this is a last resort. */
-	n = mark_printable_brief(line, sizeof(line) - 1, raw);
+	 * (mark_printable_brief, which escapes them), so this is a last
+	 * resort, and leaves their backslashes as they are. */
+	n = mark_printable_message_brief(line, sizeof(line) - 1, raw);
 	if (newline) {
 		line[n++] = '\n';
 		line[n] = '\0';

@@ -1,6 +1,7 @@
 /* Which bytes may reach a terminal as they are: see printable.h. */
 #include "printable.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -65,19 +66,25 @@ void mark_thread_name_clean(char out[16], const char *name, size_t len)
 /*
  * How the character at p prints: printable ASCII and printable UTF-8 as
  * they are (*form = p), \n \t \r and every other byte as an escape written
- * into piece (*form = piece).  *printed: the printed length (1 to 4).
- * Returns the bytes of text it takes (1, or the UTF-8 sequence's length).
+ * into piece (*form = piece).  A backslash is the escape character, so as
+ * a value it is escaped too (\\): otherwise a name holding the four
+ * characters \x1b would print exactly as a name holding ESC.  The form for
+ * a whole message (escape_backslash false) leaves it, so that values the
+ * message quotes, escaped already, are not escaped twice.  *printed: the
+ * printed length (1 to 4).  Returns the bytes of text it takes (1, or the
+ * UTF-8 sequence's length).
  */
-static size_t printed_form(const unsigned char *p, char piece[4], const char **form, size_t *printed)
+static size_t printed_form(const unsigned char *p, bool escape_backslash, char piece[4], const char **form,
+			   size_t *printed)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t n;
 	*form = (const char *)p;
-	if (*p >= 0x20 && *p < 0x7f)
+	if (*p >= 0x20 && *p < 0x7f && (*p != '\\' || !escape_backslash))
 		return *printed = 1;
 	if (*p >= 0x80 && (n = mark_utf8_printable(p)) > 0)
 		return *printed = n;
-	char esc = *p == '\n' ? 'n' : *p == '\t' ? 't' : *p == '\r' ? 'r' : 0;
+	char esc = *p == '\n' ? 'n' : *p == '\t' ? 't' : *p == '\r' ? 'r' : *p == '\\' ? '\\' : 0;
 	piece[0] = '\\';
 	if (esc) {
 		piece[1] = esc;
@@ -92,7 +99,7 @@ static size_t printed_form(const unsigned char *p, char piece[4], const char **f
 	return 1;
 }
 
-size_t mark_printable_copy(char *out, size_t size, const char *text)
+static size_t printable_copy(char *out, size_t size, const char *text, bool escape_backslash)
 {
 	size_t len = 0;
 	size_t ends[4] = { 0 }, pieces = 0;   /* where the last 4 printed characters end */
@@ -102,7 +109,7 @@ size_t mark_printable_copy(char *out, size_t size, const char *text)
 		char piece[4];
 		const char *from;
 		size_t n;
-		const size_t taken = printed_form(p, piece, &from, &n);
+		const size_t taken = printed_form(p, escape_backslash, piece, &from, &n);
 		if (len + n + 1 > size) {
 			/* Cut: make room for "..." at the end of a character as
 			 * printed (never inside a UTF-8 sequence nor inside an
@@ -135,43 +142,63 @@ size_t mark_printable_copy(char *out, size_t size, const char *text)
 }
 
 /* Bytes of text's first character, and its printed length in *printed. */
-static size_t printed_char(const unsigned char *p, size_t *printed)
+static size_t printed_char(const unsigned char *p, bool escape_backslash, size_t *printed)
 {
 	char piece[4];
 	const char *form;
-	return printed_form(p, piece, &form, printed);
+	return printed_form(p, escape_backslash, piece, &form, printed);
 }
 
-static size_t printed_len(const unsigned char *p)
+static size_t printed_len(const unsigned char *p, bool escape_backslash)
 {
 	size_t len = 0, w;
 	while (*p) {
-		p += printed_char(p, &w);
+		p += printed_char(p, escape_backslash, &w);
 		len += w;
 	}
 	return len;
 }
 
-size_t mark_printable_brief(char *out, size_t size, const char *text)
+static size_t printable_brief(char *out, size_t size, const char *text, bool escape_backslash)
 {
 	const unsigned char *t = (const unsigned char *)text;
 	/* Too small to show both ends: the plain cut. */
-	if (size < 16 || printed_len(t) < size)
-		return mark_printable_copy(out, size, text);
+	if (size < 16 || printed_len(t, escape_backslash) < size)
+		return printable_copy(out, size, text, escape_backslash);
 	/* About two thirds for the start (which ends in "..."), the rest for the end. */
 	size_t room = size - 1, head_room = room * 2 / 3, tail_room = room - head_room;
-	size_t len = mark_printable_copy(out, head_room + 1, text);
+	size_t len = printable_copy(out, head_room + 1, text, escape_backslash);
 	/* The end: the longest suffix starting on a character boundary
 	 * (never inside a UTF-8 sequence) whose printed form fits. */
 	size_t n = strlen(text);
 	const unsigned char *s = t + (n > tail_room ? n - tail_room : 0);
 	while ((*s & 0xc0) == 0x80)
 		s++;
-	while (*s && printed_len(s) > size - 1 - len) {
+	while (*s && printed_len(s, escape_backslash) > size - 1 - len) {
 		size_t w;
-		s += printed_char(s, &w);
+		s += printed_char(s, escape_backslash, &w);
 		while ((*s & 0xc0) == 0x80)
 			s++;
 	}
-	return len + mark_printable_copy(out + len, size - len, (const char *)s);
+	return len + printable_copy(out + len, size - len, (const char *)s, escape_backslash);
+}
+
+size_t mark_printable_copy(char *out, size_t size, const char *text)
+{
+	return printable_copy(out, size, text, true);
+}
+
+size_t mark_printable_brief(char *out, size_t size, const char *text)
+{
+	return printable_brief(out, size, text, true);
+}
+
+size_t mark_printable_message_copy(char *out, size_t size, const char *text)
+{
+	return printable_copy(out, size, text, false);
+}
+
+size_t mark_printable_message_brief(char *out, size_t size, const char *text)
+{
+	return printable_brief(out, size, text, false);
 }

@@ -38,11 +38,13 @@ MARK_HIDDEN_PRINTABLE size_t mark_utf8_len(const unsigned char *p, uint32_t *cod
 MARK_HIDDEN_PRINTABLE size_t mark_utf8_printable(const unsigned char *p);
 
 /*
- * Copy NUL-terminated `text` into out[size] as terminal text: printable
- * ASCII and printable UTF-8 as they are, newline, tab and CR as \n \t \r,
- * every other byte as \xXX.  Always NUL-terminates (size > 0); text that
- * does not fit is cut at a character boundary and ends in "...".  Returns
- * strlen(out).
+ * Copy NUL-terminated `text`, a value (an environment variable, a path, a
+ * glob), into out[size] as terminal text: printable ASCII and printable
+ * UTF-8 as they are, a backslash as \\, newline, tab and CR as \n \t \r,
+ * every other byte as \xXX.  So the printed form is unambiguous: a value
+ * holding the four characters \x1b prints \\x1b, one holding ESC \x1b.
+ * Always NUL-terminates (size > 0); text that does not fit is cut at a
+ * character boundary and ends in "...".  Returns strlen(out).
  */
 MARK_HIDDEN_PRINTABLE size_t mark_printable_copy(char *out, size_t size, const char *text);
 
@@ -55,6 +57,16 @@ MARK_HIDDEN_PRINTABLE size_t mark_printable_copy(char *out, size_t size, const c
  * strlen(out).
  */
 MARK_HIDDEN_PRINTABLE size_t mark_printable_brief(char *out, size_t size, const char *text);
+
+/*
+ * The same for a whole message (mark_error(), mark_warn()), whose values
+ * were quoted with the two above: every byte escaped as they do except the
+ * backslash, left as it is, so the values' escapes are not escaped twice
+ * (the message form is idempotent).  A control byte the message carries
+ * raw still never reaches a terminal.
+ */
+MARK_HIDDEN_PRINTABLE size_t mark_printable_message_copy(char *out, size_t size, const char *text);
+MARK_HIDDEN_PRINTABLE size_t mark_printable_message_brief(char *out, size_t size, const char *text);
 
 /*
  * A thread name (/proc/PID/task/TID/comm, prctl(PR_GET_NAME): up to 15

@@ -551,6 +551,54 @@ def case_hostile_labels(mark, target, workdir):
     check(r.returncode == 0 and lines == want, "mark view: %d %r, want %r" % (r.returncode, lines, want))
 
 
+def case_hostile_backslash(mark, target, workdir):
+    """A backslash is the escape character, so printed text escapes it too
+    (\\): a name holding the four characters \x1b and a name holding ESC
+    print apart (\\x1b and \x1b), in `mark view` (event names, enumeration
+    labels of a foreign trace; %s values of a recorded one), `mark stats`
+    and `mark list` (formats, quoted as C literals).  Found by a review:
+    both printed \x1b, and the reader could not tell them apart."""
+    need_babeltrace2()
+    labels = 'enum : integer { size = 8; align = 8; signed = false; } { "a\\\\x1b" = 1, "a\x1b" = 2 } k'
+    views, stats = {}, {}
+    for kind, name in (("literal", '"e\\\\x1b"'), ("escape", '"e\x1b"')):
+        trace = fresh(workdir, kind)
+        plain_string_trace(trace, [1, 2], field=labels, pack=lambda v: bytes([v]))
+        meta = os.path.join(trace, "metadata")
+        with open(meta) as f:
+            text = f.read()
+        with open(meta, "w") as f:
+            f.write(text.replace("name = ev;", "name = %s;" % name))
+        r = run([mark, "view", trace])
+        views[kind] = (r.returncode, [l.split("] ", 1)[-1] for l in r.stdout.splitlines()], r.stderr[-300:])
+        r = run([mark, "stats", trace])
+        stats[kind] = (r.returncode, stats_marker_counts(r.stdout), r.stderr[-300:])
+    want = {"literal": [r"e\\x1b: k=1 (a\\x1b)", r"e\\x1b: k=2 (a\x1b)"],
+            "escape": [r"e\x1b: k=1 (a\\x1b)", r"e\x1b: k=2 (a\x1b)"]}
+    for kind in want:
+        check(views[kind][0] == 0 and views[kind][1] == want[kind],
+              "mark view of the %s name: %r, want %r" % (kind, views[kind], want[kind]))
+    check(stats["literal"][1] == {r"e\\x1b": 2} and stats["escape"][1] == {r"e\x1b": 2},
+          "mark stats names: %r and %r" % (stats["literal"], stats["escape"]))
+    # a recorded trace and the program's own markers
+    prog = os.path.join(os.path.dirname(target), "cli_backslash_target")
+    r = run([mark, "list", prog])
+    rows = {}
+    for line in r.stdout.splitlines()[1:]:
+        m = re.match(r'(\S+)\s+(".*")\s+jump\s', line)
+        if m:
+            rows.setdefault(m.group(1), m.group(2))
+    want_rows = {"fmt_backslash": r'"a\\x1b %d"', "fmt_escape": r'"a\x1b %d"', "fmt_quote": r'"say \"%d\""',
+                 "str_value": '"s %s"'}
+    check(r.returncode == 0 and rows == want_rows, "mark list: %r, want %r (%r)" % (rows, want_rows, r.stdout))
+    trace = fresh(workdir, "recorded")
+    r = run([mark, "record", "-q", "-o", trace, "--", prog])
+    check(r.returncode == 0, "mark record: %d %r" % (r.returncode, r.stderr[-300:]))
+    r = run([mark, "view", trace])
+    values = [l.split(": ", 1)[-1] for l in r.stdout.splitlines() if " str_value: " in l]
+    check(r.returncode == 0 and values == [r's="a\\x1b"', r's="a\x1b"'], "mark view of %%s values: %r" % values)
+
+
 def case_utf8_names(mark, target, workdir):
     """Marker and process names that are not ASCII reach every reader as
     they were: MARK(café) and MARK(cafè) (tests/cli/utf8_names.c) are two

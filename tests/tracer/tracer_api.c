@@ -77,9 +77,9 @@ static int test_parse(void)
 	CHECK(n == strlen(out) && n < sizeof(out) && out[0] == 'S' && out[n - 1] == 'E' && strstr(out, "..."));
 	CHECK_EQ(mark_printable_brief(out, sizeof(out), "short"), 5);
 	CHECK(strcmp(out, "short") == 0);
-	const char *const units[] = { "\x01", "\xc3\xa9", "\n" };
-	const size_t printed[] = { 4, 2, 2 };
-	for (size_t u = 0; u < 3; u++) {
+	const char *const units[] = { "\x01", "\xc3\xa9", "\n", "\\" };
+	const size_t printed[] = { 4, 2, 2, 2 };
+	for (size_t u = 0; u < 4; u++) {
 		big[0] = '\0';
 		while (strlen(big) + strlen(units[u]) < sizeof(big))
 			strcat(big, units[u]);
@@ -93,6 +93,17 @@ static int test_parse(void)
 		n = mark_printable_copy(out, sizeof(out) - 1, big);   /* 35 bytes before "...": not a whole \x01 */
 		CHECK(n >= 3 && strcmp(out + n - 3, "...") == 0 && (n - 3) % printed[u] == 0);
 	}
+	/* A value's backslash is escaped, so the four characters \x1b print
+	 * apart from ESC; a whole message leaves it as it is (the values it
+	 * quotes are escaped already, and must not be escaped twice). */
+	CHECK_EQ(mark_printable_copy(out, sizeof(out), "a\\x1b"), 6);
+	CHECK(strcmp(out, "a\\\\x1b") == 0);
+	CHECK_EQ(mark_printable_copy(out, sizeof(out), "a\x1b"), 5);
+	CHECK(strcmp(out, "a\\x1b") == 0);
+	CHECK_EQ(mark_printable_brief(out, sizeof(out), "\\"), 2);
+	CHECK_EQ(mark_printable_message_copy(out, sizeof(out), "q \\\\x1b \x1b"), 12);
+	CHECK(strcmp(out, "q \\\\x1b \\x1b") == 0);
+	CHECK_EQ(mark_printable_message_brief(out, sizeof(out), "\\"), 1);
 	TEST_DONE();
 }
 
