@@ -209,9 +209,11 @@ enum text_style { STYLE_JSON, STYLE_C, STYLE_TERMINAL, STYLE_MESSAGE };
  * text the backslash (the escape character: a name holding the four
  * characters \x1b must not print as one holding ESC); a whole message
  * leaves it, so that the values it quotes, escaped already, are not
- * escaped twice.  JSON escapes every other control byte, DEL or byte >=
- * 0x80 (a %s argument is any bytes, not necessarily UTF-8) as \u00XX, so
- * the file is always valid JSON; the C form (the text view's values) and
+ * escaped twice.  JSON escapes every other control byte and DEL as
+ * \u00XX, a valid UTF-8 character that is not printable (C1 and
+ * bidirectional controls) as \uXXXX of its code point, so a JSON reader
+ * gets that character back, and a byte that is not UTF-8 (a %s argument is
+ * any bytes) as \u00XX, so the file is always valid JSON; the C form (the text view's values) and
  * terminal text keep printable UTF-8 and escape the rest as \xXX.
  */
 static void add_escaped(struct strbuf *sb, const char *text, enum text_style style)
@@ -253,10 +255,18 @@ static void add_escaped(struct strbuf *sb, const char *text, enum text_style sty
 			break;
 		}
 		size_t n;
+		uint32_t code;
 		if (*p >= 0x20 && *p < 0x7f)
 			strbuf_add(sb, (const char *)p, 1);
 		else if (*p >= 0x80 && (n = mark_utf8_printable(p)) > 0) {
 			strbuf_add(sb, (const char *)p, n);
+			p += n - 1;
+		} else if (style == STYLE_JSON && *p >= 0x80 && (n = mark_utf8_len(p, &code)) > 0) {
+			/* A C1 or bidirectional control is a character like any
+			 * other to a JSON reader: its code point (all are below
+			 * U+10000), not its UTF-8 bytes as U+00XX each, which
+			 * read back as other characters. */
+			strbuf_addf(sb, "\\u%04x", (unsigned)code);
 			p += n - 1;
 		} else
 			strbuf_addf(sb, style == STYLE_JSON ? "\\u%04x" : "\\x%02x", *p);

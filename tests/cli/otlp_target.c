@@ -29,8 +29,9 @@
 #define THREADS 2
 
 static int rounds = 20;
-/* every escape form JSON has: quote, backslash, control bytes, UTF-8, DEL */
-static const char *const names[] = { "plain", "q\"b\\s/\n\t\r\x01\x1f", "caf\xc3\xa9 \xe2\x82\xac \x7f", "" };
+/* every escape form JSON has: quote, backslash, control bytes, UTF-8, DEL,
+ * a C1 and a bidirectional control (U+0085, U+202E) */
+static const char *const names[] = { "plain", "q\"b\\s/\n\t\r\x01\x1f", "caf\xc3\xa9 \xe2\x82\xac \x7f \xc2\x85\xe2\x80\xae", "" };
 
 static void *worker(void *arg)
 {

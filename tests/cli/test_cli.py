@@ -342,12 +342,15 @@ def case_export(mark, target, workdir):
           "trace start in otherData: %r" % doc["otherData"])
     check(first["args"] == {"count": 1, "ptr": "0x1000", "name": "alpha", "cpu": 0}, "args: %r" % first["args"])
     # JSON: control bytes escaped (\r, \u0001, \u007f), printable UTF-8 as real
-    # UTF-8 (Perfetto shows é, not Ã©), every other byte >= 0x80 (not UTF-8,
-    # or a C1/bidirectional control) as \u00XX.
+    # UTF-8 (Perfetto shows é, not Ã©), a C1 or bidirectional control as the
+    # character it is (\u0085, \u202e: JSON readers get it back exactly; they
+    # got the characters U+00C2 U+0085 and U+00E2 U+0080 U+00AE), every byte
+    # that is not UTF-8 as \u00XX.
     with open(out, "rb") as f:
         raw = f.read()
     check("é €😀".encode() in raw, "export does not write valid UTF-8 as UTF-8")
-    check(any(e["args"].get("name") == 'quote"d\r\x01\x7f\té €😀 \u00ff\u00c3( \u00c2\u0085\u00e2\u0080\u00ae'
+    check(b"\\u0085\\u202e" in raw, "export does not write C1 and bidirectional controls as \\uXXXX")
+    check(any(e["args"].get("name") == 'quote"d\r\x01\x7f\té €😀 \u00ff\u00c3( \u0085\u202e'
               for e in evs),
           "escaped string survives JSON: %s" % [e["args"].get("name") for e in evs if "name" in e["args"]])
     check(doc["otherData"]["lost_events"] == 5, "lost events in otherData")

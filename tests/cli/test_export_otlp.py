@@ -54,8 +54,9 @@ def record(mark, target, workdir, name, *args):
 
 def json_text(raw):
     """The string mark's JSON escaping (cli/text.c, shared with the Chrome
-    export) gives a %s's bytes: printable UTF-8 as it is; every other byte
-    (not UTF-8, or a C1 or bidirectional control) as the character U+00XX."""
+    export) gives a %s's bytes: valid UTF-8 as the characters it holds (a
+    C1 or bidirectional control written \\uXXXX, read back as itself); every
+    byte that is not UTF-8 as the character U+00XX."""
     out, i = [], 0
     while i < len(raw):
         b = raw[i]
@@ -63,8 +64,7 @@ def json_text(raw):
         if n > 1:
             try:
                 c = raw[i:i + n].decode("utf-8")
-                cp = ord(c)
-                if len(c) == 1 and not (cp <= 0x9f or 0x202a <= cp <= 0x202e or 0x2066 <= cp <= 0x2069):
+                if len(c) == 1:
                     out.append(c)
                     i += n
                     continue
