@@ -19,7 +19,9 @@
  * Timestamps are in microseconds with ns precision (3 decimals) from the
  * first event of the trace, so they stay exact in a double (an epoch time
  * in µs does not: 1.7e15 µs leaves 0.25 µs steps); the first event's
- * clock time is in otherData (trace_start_ns, trace_start_utc).
+ * clock time is in otherData (trace_start_ns, trace_start_utc).  For the
+ * same reason an integer argument beyond +-2^53 is a string of its digits
+ * (trace_value.c): a JavaScript viewer reads every number as a double.
  *
  * `--format perfetto` (a native Perfetto protobuf trace) is written by
  * cli/export_perfetto.c, with the output file handling of this one;
@@ -65,7 +67,9 @@ static const char export_usage[] =
 	"           ts is in microseconds from the first event, whose clock\n"
 	"           time is otherData.trace_start_utc; pid and tid are the traced\n"
 	"           process and thread.\n"
-	"           The cpu of each event is in its args as \"cpu\".\n"
+	"           The cpu of each event is in its args as \"cpu\".  An integer\n"
+	"           arg beyond +-2^53 is a string of its digits (a JSON reader\n"
+	"           would round the number); %x and %p are \"0x...\" strings.\n"
 	"  perfetto Native Perfetto protobuf trace (FILE.pftrace; open it at\n"
 	"           https://ui.perfetto.dev or load it with trace_processor_shell):\n"
 	"           one track per thread under its process, the same slices as\n"

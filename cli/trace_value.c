@@ -11,6 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The largest magnitude a JSON number keeps in every reader: chrome://tracing
+ * and the Perfetto UI (JavaScript) parse numbers as doubles, which hold every
+ * integer up to 2^53 and round beyond it (18446744073709551615 arrives as
+ * 18446744073709552000).  A decimal integer of the JSON style beyond it is a
+ * string of its digits, which arrives exactly.
+ */
+#define JSON_EXACT_INTEGER_MAX (UINT64_C(1) << 53)
+
 static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_preferred_display_base base,
 			 enum trace_value_style style)
 {
@@ -62,7 +71,13 @@ static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_p
 		break;
 	}
 	default:
-		strbuf_add_uint(sb, v, 1);
+		if (style == TRACE_VALUE_JSON && v > JSON_EXACT_INTEGER_MAX) {
+			strbuf_add_lit(sb, "\"");
+			strbuf_add_uint(sb, v, 1);
+			strbuf_add_lit(sb, "\"");
+		} else {
+			strbuf_add_uint(sb, v, 1);
+		}
 	}
 }
 
@@ -73,9 +88,16 @@ static void add_signed(struct strbuf *sb, int64_t v, bt_field_class_integer_pref
 		strbuf_add_lit(sb, "{\"intValue\": \"");
 		strbuf_add_int(sb, v);
 		strbuf_add_lit(sb, "\"}");
-	} else if (base == BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL)
+	} else if (base == BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_DECIMAL) {
+		/* the magnitude, without overflow for INT64_MIN */
+		uint64_t mag = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+		bool quoted = style == TRACE_VALUE_JSON && mag > JSON_EXACT_INTEGER_MAX;
+		if (quoted)
+			strbuf_add_lit(sb, "\"");
 		strbuf_add_int(sb, v);
-	else
+		if (quoted)
+			strbuf_add_lit(sb, "\"");
+	} else
 		/* A non-decimal signed value shows its two's-complement bits, as printf("%x") does. */
 		add_unsigned(sb, (uint64_t)v, base, style);
 }

@@ -17,7 +17,10 @@ if(TARGET mark_cli)
   # Formats and %s values holding a backslash beside ones holding ESC.
   add_executable(cli_backslash_target cli/backslash_target.c)
   target_link_libraries(cli_backslash_target PRIVATE mark)
-  foreach(case view stats export output errors glob help hostile hostile_labels hostile_backslash utf8_names string_tags wide_payload variant_selector trace_links record_hostile_stats record_exit record_filter record_fork record_fork_kill record_kill record_kill_busy record_signal record_interrupt record_liveline
+  # 64-bit values around 2^53 and at the ends of their types (the Chrome export).
+  add_executable(cli_int64_target cli/int64_target.c)
+  target_link_libraries(cli_int64_target PRIVATE mark)
+  foreach(case view stats export output errors glob help hostile hostile_labels hostile_backslash export_int64 utf8_names string_tags wide_payload variant_selector trace_links record_hostile_stats record_exit record_filter record_fork record_fork_kill record_kill record_kill_busy record_signal record_interrupt record_liveline
                recover record_quiet record_duration list_pid)
     add_test(NAME cli_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/test_cli.py ${case}

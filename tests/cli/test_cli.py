@@ -361,6 +361,56 @@ def case_export(mark, target, workdir):
     check(r.returncode == 0 and len(json.loads(r.stdout)["traceEvents"]) == 12, "export -o -")
 
 
+def case_export_int64(mark, target, workdir):
+    """Integer arguments of the Chrome export arrive exactly in a viewer that
+    parses JSON numbers as doubles (chrome://tracing, the Perfetto UI: every
+    JavaScript reader): a value within +-2^53 is a JSON number, a larger one
+    a string of its decimal digits.  Recorded by libmark from
+    tests/cli/int64_target.c (2^53 - 1, 2^53, 2^53 + 1, -2^53, -2^53 - 1,
+    INT64_MIN, INT64_MAX, UINT64_MAX, pointers) and read by both readers.
+    Found by a review: 18446744073709551615 was written as a number, which
+    such a viewer shows as 18446744073709552000."""
+    two53 = 2 ** 53
+    u = [two53 - 1, two53, two53 + 1, 2 ** 64 - 1, 0, 0x7f0012345678]
+    s = [-two53, -two53 - 1, -2 ** 63, 2 ** 63 - 1, two53 + 1, -1]
+    prog = os.path.join(os.path.dirname(target), "cli_int64_target")
+    trace = fresh(workdir, "int64")
+    r = run([mark, "record", "-q", "-o", trace, "--", prog])
+    check(r.returncode == 0, "mark record: %d %r" % (r.returncode, r.stderr[-300:]))
+
+    def exact(value, want):
+        """The value as a double-parsing reader gets it equals `want`."""
+        if abs(want) <= two53:
+            return type(value) is int and float(value) == want
+        return value == str(want)
+
+    for reader in ("native", "bt2"):
+        if reader == "bt2" and not shutil.which("babeltrace2"):
+            continue
+        r = run([mark, "export", "-o", "-", trace], env=dict(os.environ, MARK_READER=reader))
+        check(r.returncode == 0, "mark export (%s reader): %d %r" % (reader, r.returncode, r.stderr[-300:]))
+        if r.returncode != 0:
+            continue
+        # a JavaScript reader: every number a double
+        js = json.loads(r.stdout, parse_int=float)
+        exact_doc = json.loads(r.stdout)
+        args = [e["args"] for e in exact_doc["traceEvents"] if e.get("name") == "int64_values"]
+        js_args = [e["args"] for e in js["traceEvents"] if e.get("name") == "int64_values"]
+        check(len(args) == len(u), "%s reader: %d events, want %d" % (reader, len(args), len(u)))
+        for i, (a, ja) in enumerate(zip(args, js_args)):
+            check(exact(a["u"], u[i]) and exact(a["s"], s[i]),
+                  "%s reader, event %d: u=%r s=%r, want %d and %d (numbers within 2^53, strings beyond)"
+                  % (reader, i, a["u"], a["s"], u[i], s[i]))
+            for key, want in (("u", u[i]), ("s", s[i])):
+                got = ja[key]
+                check((int(got) if isinstance(got, float) else int(got)) == want,
+                      "%s reader, event %d: a double-parsing reader reads %s=%r, recorded %d"
+                      % (reader, i, key, got, want))
+            check(a["p"] == "0x%x" % u[i], "%s reader, event %d: p=%r" % (reader, i, a["p"]))
+            check(type(a["small"]) is int and a["small"] == 2 ** 32 - 1 - i,
+                  "%s reader, event %d: small=%r" % (reader, i, a["small"]))
+
+
 def case_errors(mark, target, workdir):
     need_babeltrace2()
     missing = os.path.join(workdir, "no-such-trace")
