@@ -5,7 +5,7 @@ target_include_directories(test_filter_parse PRIVATE ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(test_filter_parse PRIVATE mark_static)
 # record --filter, MARK_FILTER, refusal before the program runs (needs the CLI).
 if(TARGET mark_cli)
-  foreach(case record refuse read)
+  foreach(case record refuse meaningless read)
     add_test(NAME filter_cli_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/filter/test_filter_cli.py ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:cli_record_target>

@@ -184,12 +184,21 @@ static struct op *emit(struct parser *ps, enum op_kind kind, uint8_t arg)
 	return o;
 }
 
-/* What a sub-expression is, for the checks that need it. */
-enum shape { SH_ANY, SH_STRING_LITERAL };
+/*
+ * What a sub-expression is, for the checks that refuse what parses but
+ * means nothing (bits: 0 is an expression of constants that is neither
+ * literal below).
+ */
+enum shape {
+	SH_FIELD = 1,            /* it names a field: its value depends on the event */
+	SH_STRING_LITERAL = 2,   /* a string literal alone (a glob when compared)     */
+	SH_FLOAT_LITERAL = 4,    /* a floating-point literal alone                    */
+};
 
 static enum shape parse_or(struct parser *ps);
 
-static void parse_number(struct parser *ps)
+/* Returns SH_FLOAT_LITERAL for a floating-point number, else 0. */
+static enum shape parse_number(struct parser *ps)
 {
 	const char *where = ps->tok_start;
 	bool negative = *where == '-';
@@ -197,7 +206,7 @@ static void parse_number(struct parser *ps)
 	size_t n = ps->tok_len - negative;
 	if (n >= sizeof(buf)) {
 		fail_at(ps, where, "number too long");
-		return;
+		return 0;
 	}
 	memcpy(buf, where + negative, n);
 	buf[n] = '\0';
@@ -211,7 +220,7 @@ static void parse_number(struct parser *ps)
 		if (*end || errno == ERANGE || !isfinite(v.d)) {
 			fail_at(ps, ps->tok_start, "\"%s\" is not a number (expected e.g. 42, 0x2a, "
 				"-1.5 or 2e-3)", buf);
-			return;
+			return 0;
 		}
 		if (negative)
 			v.d = -v.d;
@@ -221,12 +230,12 @@ static void parse_number(struct parser *ps)
 		if (*end || errno == ERANGE || (hex && buf[2] == '\0')) {
 			fail_at(ps, ps->tok_start, "\"%s\" is not a number (expected e.g. 42, 0x2a, "
 				"-1.5 or 2e-3; integers up to 2^64-1)", buf);
-			return;
+			return 0;
 		}
 		if (negative) {
 			if (u > (unsigned long long)INT64_MAX + 1) {
 				fail_at(ps, where, "-%s is below the smallest integer, -2^63", buf);
-				return;
+				return 0;
 			}
 			v.i = (int64_t)(0 - (uint64_t)u);
 		} else if (u > INT64_MAX) {
@@ -239,6 +248,7 @@ static void parse_number(struct parser *ps)
 	struct op *o = emit(ps, OP_CONST, 0);
 	if (o)
 		o->v = v;
+	return v.type == MARK_FILTER_DOUBLE ? SH_FLOAT_LITERAL : 0;
 }
 
 static void parse_string(struct parser *ps)
@@ -295,11 +305,11 @@ static const char expected_operand[] = "expected a field name, number, string, '
 static enum shape parse_unary(struct parser *ps)
 {
 	if (ps->failed)
-		return SH_ANY;
+		return SH_FIELD;
 	if (ps->depth >= MARK_FILTER_MAX_DEPTH) {
 		fail_at(ps, ps->tok_start, "nested too deeply (at most %d levels of '(' and '!')",
 			MARK_FILTER_MAX_DEPTH);
-		return SH_ANY;
+		return SH_FIELD;
 	}
 	const char *at = ps->tok_start;
 	switch (ps->tok) {
@@ -311,7 +321,7 @@ static enum shape parse_unary(struct parser *ps)
 		if (s == SH_STRING_LITERAL)
 			fail_at(ps, at, "'!' cannot apply to a string");
 		emit(ps, OP_NOT, 0);
-		return SH_ANY;
+		return s & SH_FIELD;
 	}
 	case T_LPAREN: {
 		next(ps);
@@ -324,10 +334,11 @@ static enum shape parse_unary(struct parser *ps)
 		next(ps);
 		return s;
 	}
-	case T_NUMBER:
-		parse_number(ps);
+	case T_NUMBER: {
+		enum shape s = parse_number(ps);
 		next(ps);
-		return SH_ANY;
+		return s;
+	}
 	case T_STRING:
 		parse_string(ps);
 		next(ps);
@@ -335,12 +346,12 @@ static enum shape parse_unary(struct parser *ps)
 	case T_FIELD:
 		parse_field(ps);
 		next(ps);
-		return SH_ANY;
+		return SH_FIELD;
 	case T_ERROR:
-		return SH_ANY;   /* the lexer said why */
+		return SH_FIELD;   /* the lexer said why */
 	default:
 		fail_at(ps, at, ps->tok == T_END ? "the expression ends early: %s" : "%s", expected_operand);
-		return SH_ANY;
+		return SH_FIELD;
 	}
 }
 
@@ -353,14 +364,20 @@ static enum shape parse_bits(struct parser *ps)
 		enum shape r = parse_unary(ps);
 		if (s == SH_STRING_LITERAL || r == SH_STRING_LITERAL)
 			fail_at(ps, at, "'&' needs integers, not a string");
+		/* The bits of a double are not the number's: `x & 1.5` was
+		 * always 0 (and false). */
+		if (s == SH_FLOAT_LITERAL || r == SH_FLOAT_LITERAL)
+			fail_at(ps, at, "'&' needs integers, not a floating-point number: write an integer "
+				"mask (flags & 4, flags & 0x10)");
 		emit(ps, OP_BITAND, 0);
-		s = SH_ANY;
+		s = (s | r) & SH_FIELD;
 	}
 	return s;
 }
 
 static enum shape parse_cmp(struct parser *ps)
 {
+	const char *start = ps->tok_start;
 	enum shape l = parse_bits(ps);
 	enum op_kind k;
 	switch (ps->tok) {
@@ -377,25 +394,42 @@ static enum shape parse_cmp(struct parser *ps)
 	enum shape r = parse_bits(ps);
 	if ((l == SH_STRING_LITERAL || r == SH_STRING_LITERAL) && k != OP_EQ && k != OP_NE)
 		fail_at(ps, at, "strings compare only with == or != (a \"*\" in the string is a glob)");
+	/* Constants on both sides: the same answer for every event. */
+	if (!((l | r) & SH_FIELD))
+		fail_at(ps, start, "this comparison compares no field, so it is always true or always false: "
+			"compare a field (status == 500, path == \"/api/*\")");
 	uint8_t arg = (uint8_t)((l == SH_STRING_LITERAL ? PATTERN_LEFT : 0) |
 				(r == SH_STRING_LITERAL ? PATTERN_RIGHT : 0));
 	emit(ps, k, arg);
 	if (!ps->failed && (ps->tok == T_EQ || ps->tok == T_NE || ps->tok == T_LT || ps->tok == T_LE ||
 			    ps->tok == T_GT || ps->tok == T_GE))
 		fail_at(ps, ps->tok_start, "comparisons do not chain (use && between them, or parentheses)");
-	return SH_ANY;
+	return SH_FIELD;
 }
 
-/* A left-associative chain "sub { tok sub }" emitting `op` after each pair. */
+static const char string_not_condition[] = "a string alone is not a condition (compare a field with it: "
+					   "path == \"/api/*\")";
+
+/*
+ * A left-associative chain "sub { tok sub }" emitting `op` after each pair
+ * (&& and ||): each operand is a truth value, which a string literal is
+ * not (it was always true, or false when empty).
+ */
 static enum shape parse_chain(struct parser *ps, enum shape (*sub)(struct parser *), enum tok tok,
 			      enum op_kind op)
 {
+	const char *at = ps->tok_start;
 	enum shape s = sub(ps);
 	while (!ps->failed && ps->tok == tok) {
+		if (s == SH_STRING_LITERAL)
+			fail_at(ps, at, "%s", string_not_condition);
 		next(ps);
-		sub(ps);
+		at = ps->tok_start;
+		enum shape r = sub(ps);
+		if (r == SH_STRING_LITERAL)
+			fail_at(ps, at, "%s", string_not_condition);
 		emit(ps, op, 0);
-		s = SH_ANY;
+		s = (s | r) & SH_FIELD;
 	}
 	return s;
 }
@@ -448,8 +482,7 @@ struct mark_filter *mark_filter_parse(const char *text, char *err, size_t errlen
 		fail_at(&ps, ps.tok_start, "unexpected text after the expression (expected &&, ||, "
 			"a comparison or the end)");
 	if (!ps.failed && s == SH_STRING_LITERAL)
-		fail_at(&ps, text, "a string alone is not a condition (compare a field with it: "
-			"path == \"/api/*\")");
+		fail_at(&ps, text, "%s", string_not_condition);
 	/* The stack depth a postfix program needs: operands push, binaries pop one. */
 	int depth = 0, most = 0;
 	for (unsigned i = 0; !ps.failed && i < f->nops; i++) {

@@ -102,6 +102,35 @@ def case_refuse(mark, target, workdir):
           "bad MARK_FILTER message: %r" % r.stderr)
 
 
+def case_meaningless(mark, target, workdir):
+    """Expressions that parse but mean nothing are refused the same way by
+    `mark record --filter` (before the program runs), `mark view/stats
+    --filter` and MARK_FILTER (the program runs untraced): a floating-point
+    mask, a string as a truth value beside && or ||, a comparison naming no
+    field.  Each message gives the column and what to write instead.  Found
+    by a review: all three were accepted (the mask was always 0, the
+    string always true, the comparison always true or always false)."""
+    cases = [("tick & 1.5", "column 6", "write an integer mask"),
+             ('tick > 3 && "a"', "column 13", "a string alone is not a condition"),
+             ("1 == 1", "column 1", "compares no field")]
+    trace, r = t.record(mark, target, workdir, "all", "exit", "0")
+    check(r.returncode == 0, "record: %d %s" % (r.returncode, r.stderr))
+    for expr, column, words in cases:
+        bad = t.fresh(workdir, "bad")
+        r = run([mark, "record", "-o", bad, "--filter", expr, "--", target, "exit", "0"])
+        check(r.returncode == 2 and column in r.stderr and words in r.stderr,
+              "record --filter '%s': exit %d, %r (want 2, %s, %r)" % (expr, r.returncode, r.stderr, column, words))
+        check(not os.path.exists(bad), "record --filter '%s': the program ran (%s was written)" % (expr, bad))
+        for cmd in ("view", "stats"):
+            r = run([mark, cmd, "--filter", expr, trace])
+            check(r.returncode == 2 and column in r.stderr and words in r.stderr,
+                  "%s --filter '%s': exit %d, %r" % (cmd, expr, r.returncode, r.stderr))
+        env_trace = t.fresh(workdir, "badenv")
+        r = run([target, "exit", "0"], env=dict(os.environ, MARK_TRACE=env_trace, MARK_ENABLE="*", MARK_FILTER=expr))
+        check(r.returncode == 0 and "MARK_FILTER" in r.stderr and column in r.stderr and words in r.stderr and
+              "tracing is off" in r.stderr, "MARK_FILTER='%s': exit %d, %r" % (expr, r.returncode, r.stderr))
+
+
 def case_read(mark, target, workdir):
     """view/stats --filter: the same language on a recorded (unfiltered) trace,
     through mark's native reader and through libbabeltrace2 (MARK_READER=bt2)."""

@@ -116,6 +116,11 @@ int main(void)
 		{ "path == star", 0 },             /* two fields: exact */
 		{ "star == star", 1 },
 		{ " ( status==500 ) &&(neg<0)", 1 },
+		/* constants beside a field still mean something */
+		{ "500 == status", 1 },
+		{ "(1 & 3) == status & 1", 0 },
+		{ "flags & (2 & 6)", 1 },
+		{ "ratio == (0.25)", 1 },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int got = eval(cases[i].expr, ev, n);
@@ -140,6 +145,20 @@ int main(void)
 	bad("!\"s\"", 1, "'!' cannot apply to a string");
 	bad("a & \"s\"", 3, "'&' needs integers");
 	bad("a == 1 b", 8, "unexpected text");
+	/* Expressions that parse but mean nothing, refused with what to write
+	 * instead: a floating-point mask (its bits are not the number's), a
+	 * string as a truth value beside && or ||, a comparison of constants
+	 * (always true or always false). */
+	bad("flags & 1.5", 7, "'&' needs integers, not a floating-point number");
+	bad("1.5 & flags", 5, "write an integer mask");
+	bad("flags & (-2e3)", 7, "'&' needs integers");
+	bad("status == 500 && \"a\"", 18, "a string alone is not a condition");
+	bad("\"a\" || status == 500", 1, "compare a field with it");
+	bad("(\"a\") && status == 500", 1, "a string alone is not a condition");
+	bad("1 == 1", 1, "compares no field");
+	bad("\"a\" == \"a\"", 1, "compares no field");
+	bad("status == 500 || 2 > 1", 18, "always true or always false");
+	bad("(1 & 3) != 0 && path == \"x\"", 1, "compares no field");
 	bad("f1 || f2 || f3 || f4 || f5 || f6 || f7 || f8 || f9", 49, "too many fields");
 	char deep[200] = "";
 	for (int i = 0; i < 40; i++)
