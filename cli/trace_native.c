@@ -83,7 +83,7 @@ struct tn_field {
 	char *text_key;              /* " name=" (mark view's text; NULL: no memory) */
 	uint8_t kind;                /* enum tn_kind                             */
 	uint8_t bytes;               /* integers: 1, 2, 4 or 8                   */
-	uint8_t base;                /* integers: 10 or 16                       */
+	uint8_t base;                /* integers: 8, 10 or 16                    */
 	bool tagged;                 /* a %s whose byte before it tags NULL and cut
 					strings (trace_format.h, MARK_TF_STRING_*);
 					false: an older mark's, a length only      */
@@ -493,7 +493,8 @@ static struct tn_class *parse_event(struct cur *c, unsigned *id)
 			lit(c, "; base = ");
 			int64_t base = number(c);
 			lit(c, "; } ");
-			if ((bits != 8 && bits != 16 && bits != 32 && bits != 64) || (base != 10 && base != 16))
+			if ((bits != 8 && bits != 16 && bits != 32 && bits != 64) ||
+			    (base != 8 && base != 10 && base != 16))
 				c->ok = false;
 			f->kind = sign ? TN_SINT : TN_UINT;
 			f->bytes = (uint8_t)(bits / 8);
@@ -2659,7 +2660,7 @@ void trace_native_args_each(const struct trace_native_event *ev, void (*fn)(cons
 				a.type = TRACE_ARG_INT;
 				a.i = (int64_t)v;
 				break;
-			default: a.type = f->base == 16 ? TRACE_ARG_HEX : TRACE_ARG_UINT; break;
+			default: a.type = f->base != 10 ? TRACE_ARG_HEX : TRACE_ARG_UINT; break;
 			}
 		}
 		fn(&a, ctx);

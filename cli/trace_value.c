@@ -55,7 +55,8 @@ static void add_unsigned(struct strbuf *sb, uint64_t v, bt_field_class_integer_p
 			strbuf_add_lit(sb, "\"");
 		break;
 	case BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_OCTAL:
-		strbuf_addf(sb, "%s0%" PRIo64 "%s", q, v, q);
+		/* as printf("%#o"): a leading 0, and 0 itself is "0" */
+		strbuf_addf(sb, v ? "%s0%" PRIo64 "%s" : "%s%" PRIo64 "%s", q, v, q);
 		break;
 	case BT_FIELD_CLASS_INTEGER_PREFERRED_DISPLAY_BASE_BINARY: {
 		char bits[72];

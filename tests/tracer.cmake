@@ -42,6 +42,8 @@ if(TARGET mark_cli)
     set_tests_properties(tracer_${s} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
                          ENVIRONMENT MARK_CLI=$<TARGET_FILE:mark_cli>)
   endforeach()
+  # types also checks how `mark view` shows a %o
+  set_tests_properties(tracer_types PROPERTIES ENVIRONMENT MARK_CLI=$<TARGET_FILE:mark_cli>)
 endif()
 
 # Not a test: `tracer_speed DIR [N]` prints the probe cost and block-mode

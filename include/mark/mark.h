@@ -63,12 +63,14 @@ struct mark_marker;   /* one per marker name (all its sites), owned by libmark *
 /* Argument types, derived from the conversion in the format string. */
 enum mark_arg_type {
 	MARK_ARG_SIGNED = 1,   /* %d %i %ld %lld %zd %hd ...          */
-	MARK_ARG_UNSIGNED,     /* %u %lu %llu %zu %o ...               */
+	MARK_ARG_UNSIGNED,     /* %u %lu %llu %zu ...                  */
 	MARK_ARG_HEX,          /* %x %lx %llx %X                       */
 	MARK_ARG_POINTER,      /* %p                                   */
 	MARK_ARG_STRING,       /* %s: slot holds a const char *        */
 	MARK_ARG_DOUBLE,       /* %f %e %g %a                          */
 	MARK_ARG_CHAR,         /* %c                                   */
+	MARK_ARG_OCTAL,        /* %o %lo ...: unsigned, shown in octal
+				  (last: the values above keep theirs) */
 };
 
 /*

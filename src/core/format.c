@@ -124,8 +124,11 @@ static int format_parse(const char *fmt, enum mark_arg_type *types, unsigned *si
 		case 'd': case 'i':
 			PUSH(MARK_ARG_SIGNED, int_size(len));
 			break;
-		case 'u': case 'o':
+		case 'u':
 			PUSH(MARK_ARG_UNSIGNED, int_size(len));
+			break;
+		case 'o':
+			PUSH(MARK_ARG_OCTAL, int_size(len));
 			break;
 		case 'x': case 'X':
 			PUSH(MARK_ARG_HEX, int_size(len));

@@ -147,6 +147,9 @@ static void put_field(FILE *f, const struct mark_arg *a, const char *name, const
 	case MARK_ARG_UNSIGNED:
 		fprintf(f, "\t\tinteger { size = %u; align = 64; signed = false; base = 10; } %s;\n", bits, name);
 		break;
+	case MARK_ARG_OCTAL:
+		fprintf(f, "\t\tinteger { size = %u; align = 64; signed = false; base = 8; } %s;\n", bits, name);
+		break;
 	case MARK_ARG_HEX:
 		fprintf(f, "\t\tinteger { size = %u; align = 64; signed = false; base = 16; } %s;\n", bits, name);
 		break;

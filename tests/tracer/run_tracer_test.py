@@ -284,6 +284,20 @@ def s_types():
             check(isinstance(fc["d"].field_class, bt2._RealFieldClassConst), "%f not double")
             check(fc["small"].field_class.field_value_range == 8, "%hhd is not 8-bit")
             break
+    # %o is shown in octal, as the marker printed it (a file mode: 0755, not 493)
+    for msg in bt2.TraceCollectionMessageIterator(d):
+        if type(msg) is bt2._EventMessageConst and msg.event.name == "t_more":
+            fc = msg.event.cls.payload_field_class
+            check(fc["oct"].field_class.preferred_display_base == 8,
+                  "%%o has display base %d, not 8" % fc["oct"].field_class.preferred_display_base)
+            break
+    mark = os.environ.get("MARK_CLI")
+    if mark:
+        for reader in ("native", "bt2"):
+            v = run([mark, "view", d], env={"MARK_READER": reader})
+            octs = set(re.findall(r"\boct=(\S+)", v.stdout))
+            check(v.returncode == 0 and octs == {"0755"}, "mark view (%s reader) shows oct as %s: %s" %
+                  (reader, sorted(octs), v.stderr[-300:]))
     st = stats(d)
     check(st["state"] == 2 and st["events"] == 4 * n and st["lost"] == 0
           and st["events_written"] == 4 * n, "stats %s" % st)
