@@ -62,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -703,13 +704,22 @@ static int parse_metadata(const struct tn_reader *r, struct tn_trace *t, const c
 	return c.ok ? 0 : TRACE_NATIVE_NOT_MINE;
 }
 
-/* 0, TRACE_NATIVE_NOT_MINE or -1 (printed). */
-static int load_metadata(struct tn_reader *r, struct tn_trace *t)
+/*
+ * 0, TRACE_NATIVE_NOT_MINE or -1 (printed).  *open_err (if not NULL): the
+ * errno of an open of the trace's directory or metadata that failed, else 0
+ * (follow tells a file that is gone from one it could not open).
+ */
+static int load_metadata_opened(struct tn_reader *r, struct tn_trace *t, int *open_err)
 {
 	int fd = trace_dir_open(r->directory, t->path);
+	int err = errno;
 	int mfd = fd < 0 ? -1 : openat(fd, MARK_TF_METADATA, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd >= 0)
+	if (fd >= 0) {
+		err = errno;
 		close(fd);
+	}
+	if (open_err)
+		*open_err = mfd < 0 ? err : 0;
 	if (mfd < 0)
 		return TRACE_NATIVE_NOT_MINE;   /* let babeltrace2 say why */
 	struct stat st;
@@ -737,6 +747,11 @@ static int load_metadata(struct tn_reader *r, struct tn_trace *t)
 	int rc = parse_metadata(r, t, text, len);
 	free(text);
 	return rc;
+}
+
+static int load_metadata(struct tn_reader *r, struct tn_trace *t)
+{
+	return load_metadata_opened(r, t, NULL);
 }
 
 /* ---------------- stream files ---------------- */
@@ -1828,6 +1843,63 @@ static int64_t realtime_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/*
+ * An open (or listing) of follow's failed with err, for `path` (a trace's
+ * directory, DIR, or a directory of DIR) and `name` in it (NULL: the
+ * directory itself).  True: the caller goes on without it; false: said,
+ * f->failed set (follow stops, exit status 1).
+ *
+ * Gone is what the recording does while we read: ENOENT (a stream file
+ * renamed into a sealed chunk, found there by the next listing; a chunk
+ * --max-size deleted; a metadata not written yet), and ENOTDIR or ELOOP,
+ * the name no longer being what the listing found (a directory or file
+ * replaced by another kind of file or by a link, which the next listing
+ * sees as such: a link inside a trace is said there).  Every other error
+ * says nothing about the file and leaves its events unread: EMFILE
+ * (follow holds a descriptor per stream file being written), ENFILE,
+ * ENOMEM, EACCES.  Taking those for "renamed meanwhile" left that file's
+ * events out in silence, and follow ended "the recording ended" with exit
+ * status 0.  Follow stops instead, as for a trace it cannot read (see
+ * fl_state): going on would print a merge that lacks those events and
+ * looks complete.
+ *
+ * `known`: path is a trace (or DIR itself).  A directory of DIR that
+ * cannot be opened for want of permission is not known to be a trace and
+ * is passed over, as `mark view` passes it over (lost+found, someone
+ * else's directory); for want of resources it may be one, and is said.
+ */
+static bool fl_open_gone(struct fl_state *f, const char *path, const char *name, int err, bool known)
+{
+	if (err == ENOENT || err == ENOTDIR || err == ELOOP)
+		return true;
+	const bool resources = err == EMFILE || err == ENFILE || err == ENOMEM;
+	if (!known && !resources)
+		return true;
+	char todo[160];
+	struct rlimit nofile;
+	if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+		snprintf(todo, sizeof(todo), "follow holds a descriptor for each stream file being written and "
+					     "may have %llu; raise the limit (ulimit -n) and run it again",
+			 (unsigned long long)nofile.rlim_cur);
+	else if (err == EMFILE)
+		snprintf(todo, sizeof(todo), "raise the limit of open files (ulimit -n) and run it again");
+	else if (err == ENFILE)
+		snprintf(todo, sizeof(todo), "the system's table of open files is full: close files, or raise "
+					     "fs.file-max, and run it again");
+	else if (err == ENOMEM)
+		snprintf(todo, sizeof(todo), "free some memory and run it again");
+	else if (err == EACCES || err == EPERM)
+		snprintf(todo, sizeof(todo), "run it as the user who recorded the trace (or root)");
+	else
+		snprintf(todo, sizeof(todo), "run it again once that is mended");
+	fprintf(stderr, "mark: view --follow: cannot open %s%s%s: %s; its events are not shown, and follow stops "
+			"here rather than go on without them (what it printed is whole and in order up to this "
+			"point): %s\n",
+		cli_text(path), name ? "/" : "", name ? cli_text(name) : "", strerror(err), todo);
+	f->failed = true;
+	return false;
+}
+
 /* Is there an entry `metadata` in the trace directory at path (not through a link)? */
 static bool fl_metadata_present(const char *directory, const char *path)
 {
@@ -1873,10 +1945,13 @@ static void fl_add_trace(struct tn_reader *r, struct fl_state *f, const char *di
 		return;
 	}
 	t->index = r->ntraces;
-	int lr = load_metadata(r, t);
+	int open_err;
+	int lr = load_metadata_opened(r, t, &open_err);
 	if (lr != 0) {
 		/* No `metadata` any more (a chunk --max-size deletes): not an error; see fl_state's comment. */
-		if (lr == TRACE_NATIVE_NOT_MINE && fl_metadata_present(directory, t->path)) {
+		if (lr == TRACE_NATIVE_NOT_MINE && open_err) {
+			fl_open_gone(f, t->path, MARK_TF_METADATA, open_err, true);
+		} else if (lr == TRACE_NATIVE_NOT_MINE && fl_metadata_present(directory, t->path)) {
 			fprintf(stderr,
 				"mark: view --follow: %s/%s: not a trace mark wrote, or its metadata is damaged; "
 				"--follow reads only mark's own traces: use `mark view %s`\n",
@@ -1932,17 +2007,20 @@ static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_tr
 	 * trace": an error, and that image's events never shown.  Looked for
 	 * again next round, under the name discovery finds it by.
 	 */
-	struct stat ds;
-	if (dfd >= 0 && (fstat(dfd, &ds) != 0 || ds.st_dev != f->tdirs[t->index].dev ||
-			 ds.st_ino != f->tdirs[t->index].ino)) {
-		close(dfd);
-		dfd = -1;
-	}
-	DIR *d = dfd < 0 ? NULL : dir_listing(dfd);
-	if (!d) {
-		if (dfd >= 0)
-			close(dfd);
+	if (dfd < 0) {
+		fl_open_gone(f, t->path, NULL, errno, true);
 		return;   /* deleted (--max-size) or moved: its streams we opened read on */
+	}
+	struct stat ds;
+	if (fstat(dfd, &ds) != 0 || ds.st_dev != f->tdirs[t->index].dev || ds.st_ino != f->tdirs[t->index].ino) {
+		close(dfd);
+		return;
+	}
+	DIR *d = dir_listing(dfd);
+	if (!d) {
+		fl_open_gone(f, t->path, NULL, errno, true);
+		close(dfd);
+		return;
 	}
 	/*
 	 * Which of t's open streams the tracer will not write any more
@@ -1989,8 +2067,11 @@ static void fl_add_streams(struct tn_reader *r, struct fl_state *f, struct tn_tr
 			continue;
 		int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 		struct stat fst;
-		if (fd < 0)
-			continue;   /* renamed into a chunk meanwhile: found there */
+		if (fd < 0) {
+			if (fl_open_gone(f, t->path, de->d_name, errno, true))
+				continue;   /* renamed into a chunk meanwhile: found there */
+			break;
+		}
 		if (fstat(fd, &fst) != 0 || !S_ISREG(fst.st_mode) || fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
 			close(fd);
 			continue;
@@ -2131,6 +2212,7 @@ static void fl_discover(struct tn_reader *r, struct fl_state *f, const char *dir
 	int dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd < 0 ? NULL : dir_listing(dfd);
 	if (!d) {
+		fl_open_gone(f, directory, NULL, errno, true);
 		if (dfd >= 0)
 			close(dfd);
 		return;
@@ -2145,8 +2227,10 @@ static void fl_discover(struct tn_reader *r, struct fl_state *f, const char *dir
 		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
 			continue;
 		int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (sub < 0)
+		if (sub < 0) {
+			fl_open_gone(f, directory, de->d_name, errno, false);
 			continue;
+		}
 		char nested[1024];
 		if (faccessat(sub, MARK_TF_METADATA, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 			fl_add_trace(r, f, directory, de->d_name, &st);

@@ -95,7 +95,7 @@ endif()
 add_executable(step_target agent/step_target.c)
 target_link_libraries(step_target PRIVATE mark)
 if(TARGET mark_cli)
-  foreach(case pids name follow follow_rotate follow_chunks follow_exec follow_killed follow_damaged controller_killed)
+  foreach(case pids name follow follow_rotate follow_chunks follow_exec follow_killed follow_damaged follow_nofile controller_killed)
     add_test(NAME agent_multi_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/agent/test_multi.py ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:step_target> ${CMAKE_CURRENT_BINARY_DIR}/agent-work/multi_${case})

@@ -36,6 +36,11 @@ follow_chunks: follow_rotate for 60 chunks, follow limited to 32 open
   descriptors (RLIMIT_NOFILE): it closes each stream file once the file is
   sealed in a chunk and read to its end, so it shows all 60 events, each
   once, in order, with at most a few descriptors open meanwhile.
+follow_nofile: eight processes traced through MARK_TRACE, each with an
+  event; follow, limited to 8 descriptors (RLIMIT_NOFILE), holds one per
+  stream file being written and cannot open them all: it says which file
+  it could not open, why (EMFILE) and what to do, and exits 1 instead of
+  leaving that file's events out and ending "the recording ended" with 0.
 follow_exec: a process traced through MARK_TRACE executes itself while
   follow reads its trace: the new image sets the old image's DIR/pid-P/ aside
   (DIR/pid-P.1/) and starts a new DIR/pid-P/; follow shows the events of both
@@ -478,6 +483,31 @@ def main():
             if most > 16:
                 fail("follow held %d descriptors open (one per stream file it read?)" % most)
             a.finish()
+        elif case == "follow_nofile":
+            many = [Target(prog, comm, xdg, {"MARK_TRACE": trace, "MARK_ENABLE": "multi_step"})
+                    for _ in range(8)]
+            targets += many
+            for n, t in enumerate(many, 1):
+                t.step(n)
+            fol, out, ferr = start_follow(mark, trace, env, "0.2", nofile=8)
+            # Follow has exited (it could not open a stream file) or printed an event.
+            deadline = time.monotonic() + BOUND
+            while fol.poll() is None and out.q.empty():
+                if time.monotonic() > deadline:
+                    fail("follow neither printed an event nor exited within %g s" % BOUND)
+                time.sleep(0.02)
+            for t in many:
+                t.finish()
+            rc, said = follow_exit(fol, ferr, "the processes exited")
+            shown = [int(x) for x in re.findall(r"multi_step: \w+=(-?\d+)", "".join(out.rest()))]
+            if len(shown) == len(many):
+                fail("follow with 8 descriptors showed all %d events: the limit did not bind" % len(many))
+            if rc == 0 or "the recording ended" in said:
+                fail("follow with 8 descriptors showed %d of %d events, exit %d, and said %r: the other "
+                     "processes' events were left out in silence" % (len(shown), len(many), rc, said))
+            if not re.search(r"cannot open %s/pid-\d+\S*: Too many open files" % re.escape(trace), said) or \
+               "ulimit -n" not in said or "not shown" not in said:
+                fail("follow did not say which file it could not open, why and what to do: %r" % said)
         elif case == "follow_exec":
             a = Target(prog, comm, xdg, {"MARK_TRACE": trace, "MARK_ENABLE": "multi_step"})
             targets.append(a)
