@@ -130,7 +130,7 @@ endif()
 # are reported from .mark-stats (tests/tracer/test_diskfull.py; mounts a
 # tmpfs, skipped when that is denied).
 if(TARGET mark_cli)
-  foreach(case full_later full_before)
+  foreach(case full_later full_before full_at_start)
     add_test(NAME tracer_diskfull_${case}
       COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/tracer/test_diskfull.py ${case}
               $<TARGET_FILE:mark_cli> $<TARGET_FILE:tracer_chunk_prog> ${CMAKE_CURRENT_BINARY_DIR}/diskfull-work/${case})

@@ -772,16 +772,28 @@ int tracer_stats_open(struct tracer_session *s)
 	tracer_path(path, sizeof(path), s->dir, MARK_TF_STATS, -1);
 	void *map = MAP_FAILED;
 	/* A new file in the session's (clean, private) directory. */
-	int fd = tracer_dir_fd(s);
-	if (fd >= 0)
-		fd = mark_file_create_at(fd, MARK_TF_STATS, O_RDWR);
+	const int dfd = tracer_dir_fd(s);
+	int fd = dfd >= 0 ? mark_file_create_at(dfd, MARK_TF_STATS, O_RDWR) : -EBADF;
 	if (fd < 0)
 		errno = -fd;
 	if (fd >= 0) {
+		struct stat st;
+		if (fstat(fd, &st) == 0) {
+			s->stats_made = true;
+			s->stats_dev = st.st_dev;
+			s->stats_ino = st.st_ino;
+		}
 		if (fallocate(fd, 0, 0, (off_t)size) == 0)
 			map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-		if (map != MAP_FAILED)
+		if (map != MAP_FAILED) {
 			tracer_map_no_readahead(map, size);
+		} else {
+			/* An empty .mark-stats is worse than none: the readers take it
+			 * for a damaged trace (a full disk left one behind). */
+			const int err = errno;
+			tracer_stats_remove(s, dfd);
+			errno = err;
+		}
 		close(fd);
 	}
 	if (map == MAP_FAILED) {
@@ -814,6 +826,17 @@ int tracer_stats_open(struct tracer_session *s)
 	if (!s->marker_counts)
 		return -ENOMEM;
 	return 0;
+}
+
+void tracer_stats_remove(struct tracer_session *s, int dirfd)
+{
+	/* By identity: a file that took the name since (the directory is
+	 * private to this euid, so only its own processes could) stays. */
+	struct stat st;
+	if (s->stats_made && dirfd >= 0 && fstatat(dirfd, MARK_TF_STATS, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (uint64_t)st.st_dev == s->stats_dev && (uint64_t)st.st_ino == s->stats_ino)
+		unlinkat(dirfd, MARK_TF_STATS, 0);
+	s->stats_made = false;
 }
 
 /* Events that had no buffer (probe.c, count_lost_no_ring()): counted in

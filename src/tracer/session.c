@@ -173,7 +173,8 @@ static int open_process_dir(struct tracer_session *s, int bfd, char *why, size_t
 {
 	char name[32];
 	snprintf(name, sizeof(name), "%s%d", MARK_TF_CHILD_PREFIX, (int)s->pid);
-	int dfd = mark_dir_open_at(bfd, name, MARK_DIR_CREATE, 0700, NULL);
+	bool made = false;
+	int dfd = mark_dir_open_at(bfd, name, MARK_DIR_CREATE, 0700, &made);
 	if (dfd < 0) {
 		snprintf(why, whylen, "cannot create or open %s/%s: %s%s", s->base_dir, name, strerror(-dfd),
 			 dfd == -ELOOP || dfd == -ENOTDIR ? " (it is a symbolic link or not a directory: remove it)"
@@ -191,7 +192,60 @@ static int open_process_dir(struct tracer_session *s, int bfd, char *why, size_t
 	s->dir_fd = dfd;
 	s->dir_dev = st.st_dev;
 	s->dir_ino = st.st_ino;
+	s->dir_made = made;
 	return 0;
+}
+
+/* The trace directory DIR itself, when this start created it: its parent
+ * and name, to remove it by descriptor (undo_start). */
+struct start_made {
+	bool base;
+	int parent_fd;
+	char leaf[NAME_MAX + 1];
+};
+
+/*
+ * A start (or a forked child's set-up) that failed after it made files:
+ * remove what it made, and only that, by descriptor and identity: its
+ * statistics file (an empty one, left by a full disk, made every reader
+ * say "not a CTF trace"), DIR/pid-P/ if it made it, DIR if it made it.
+ * A directory is removed only if empty: anything another process put
+ * there keeps it.  The metadata writer removes its own temporary file.
+ */
+static void undo_start(struct tracer_session *s, const struct start_made *made)
+{
+	tracer_stats_remove(s, tracer_dir_fd(s));
+	struct stat st;
+	const int bfd = tracer_base_fd(s);
+	if (s->dir_made && bfd >= 0) {
+		char name[32];
+		snprintf(name, sizeof(name), "%s%d", MARK_TF_CHILD_PREFIX, (int)s->pid);
+		if (fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+		    (uint64_t)st.st_dev == s->dir_dev && (uint64_t)st.st_ino == s->dir_ino)
+			unlinkat(bfd, name, AT_REMOVEDIR);
+	}
+	s->dir_made = false;
+	if (made && made->base && made->parent_fd >= 0 &&
+	    fstatat(made->parent_fd, made->leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+	    (uint64_t)st.st_dev == s->base_dev && (uint64_t)st.st_ino == s->base_ino)
+		unlinkat(made->parent_fd, made->leaf, AT_REMOVEDIR);
+}
+
+/* What to do about a trace directory the tracer could not write (errno err). */
+static const char *unwritable_remedy(int err)
+{
+	switch (err) {
+	case ENOSPC:
+	case EDQUOT:
+		return "free space on its file system (or trace into another directory) and start the program again";
+	case EROFS:
+		return "trace into a directory on a file system mounted read-write";
+	case EACCES:
+	case EPERM:
+		return "trace into a directory this user may write";
+	default:
+		return "trace into another directory, or start the program again once that is mended";
+	}
 }
 
 /* NAME is PREFIX followed by decimal digits only. */
@@ -527,6 +581,7 @@ static void atfork_child(void)
 					"the child is not traced\n", (int)getpid(), dir, why);
 				if (s->stats)
 					munmap(s->stats, s->stats_map_size);
+				undo_start(s, NULL);
 				free_session(s);
 			}
 		} else {
@@ -592,10 +647,15 @@ static char *absolute_path(const char *path)
  * and s->dir become absolute (the program may chdir()) without resolving
  * links, which the walk has already judged.
  */
-static int open_session_dirs(struct tracer_session *s, const char *given)
+static int open_session_dirs(struct tracer_session *s, const char *given, struct start_made *made)
 {
 	char why[512];
-	int bfd = mark_dir_open(given, MARK_DIR_CREATE, 0700, 0700, NULL, NULL, NULL, why, sizeof(why));
+	int bfd = mark_dir_open(given, MARK_DIR_CREATE, 0700, 0700, &made->base, &made->parent_fd, made->leaf, why,
+				sizeof(why));
+	if ((bfd < 0 || !made->base) && made->parent_fd >= 0) {
+		close(made->parent_fd);   /* kept only to remove what this start made */
+		made->parent_fd = -1;
+	}
 	if (bfd < 0)
 		return mark_error(-bfd, "mark: tracer: cannot use %s as trace directory: %s", BRIEF(given), why);
 	struct stat st;
@@ -721,40 +781,39 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 			return mark_error(ENOMEM, "mark: tracer: out of memory");
 		}
 	}
-	rc = open_session_dirs(s, cfg->directory);
-	if (rc < 0) {
-		free_session(s);
-		return rc;
-	}
+	struct start_made made = { .parent_fd = -1 };
+	rc = open_session_dirs(s, cfg->directory, &made);
+	if (rc < 0)
+		goto undo;
 	/* The image before an exec (exec keeps the pid) may have left its trace
 	 * here unfinished: keep it.  Otherwise (a second session in this
 	 * process, a pid reused after a clean exit) replace what that trace
 	 * wrote, and nothing else. */
-	if ((rc = keep_unfinished_trace(s)) < 0) {
-		free_session(s);
-		return rc;
-	}
+	if ((rc = keep_unfinished_trace(s)) < 0)
+		goto undo;
 	tracer_clean_trace_dir(s->dir_fd, 0);
 	tracer_clock_init(&s->clock);
 	s->snapshot_interval_ticks = ms_to_ticks(&s->clock, s->snapshot_interval_ms);
 	tracer_new_uuid(s->trace_uuid);
 	if ((rc = tracer_stats_open(s)) < 0) {
 		session_unmap(s, false);
-		free_session(s);
-		return mark_error(-rc, "mark: tracer: cannot set up statistics in %s", cfg->directory);
+		rc = mark_error(-rc, "mark: tracer: cannot set up statistics in %s", cfg->directory);
+		goto undo;
 	}
 	if ((rc = tracer_metadata_write(s->dir_fd, s->dir, s, s->trace_uuid, &s->described)) < 0) {
 		session_unmap(s, false);
-		free_session(s);
-		return mark_error(-rc, "mark: tracer: cannot write the metadata in %s: %s", cfg->directory,
-				  strerror(-rc));
+		rc = mark_error(-rc, "mark: tracer: cannot write the metadata in %s: %s; nothing is traced, and what "
+				     "the tracer made there is removed: %s", cfg->directory, strerror(-rc),
+				unwritable_remedy(-rc));
+		goto undo;
 	}
 	/* Before the consumer starts: from then on it is the only writer of the stats. */
 	tracer_stats_update(s, MARK_TF_STATE_RUNNING);
 	if ((rc = tracer_consumer_start(s)) < 0) {
-		session_unmap(s, false);
-		free_session(s);
-		return mark_error(-rc, "mark: tracer: cannot start the consumer thread: %s", strerror(-rc));
+		session_unmap(s, true);
+		tracer_clean_trace_dir(s->dir_fd, 0);   /* emptied at the start: what is there is this start's */
+		rc = mark_error(-rc, "mark: tracer: cannot start the consumer thread: %s", strerror(-rc));
+		goto undo;
 	}
 	/* The filter first: no event of this session is recorded unfiltered.
 	 * (A bad expression was refused above, before anything was created.) */
@@ -766,8 +825,7 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 			tracer_filter_set(NULL, "tracer: filter");
 			session_unmap(s, true);
 			tracer_clean_trace_dir(s->dir_fd, 0);
-			free_session(s);
-			return rc;
+			goto undo;
 		}
 	}
 	/* Release: everything above is visible to a probe that sees s. */
@@ -788,11 +846,22 @@ static int session_start_locked(const struct mark_trace_config *cfg, const struc
 		tracer_clean_trace_dir(s->dir_fd, 0);
 		if (quiet) {
 			session_unmap(s, true);
+			undo_start(s, &made);
 			free_session(s);
 		}
+		if (made.parent_fd >= 0)
+			close(made.parent_fd);
 		return mark_error(-rc, "%s", msg);
 	}
+	if (made.parent_fd >= 0)
+		close(made.parent_fd);
 	return 0;
+undo:
+	undo_start(s, &made);
+	if (made.parent_fd >= 0)
+		close(made.parent_fd);
+	free_session(s);
+	return rc;
 }
 
 int mark_tracer_start(const struct mark_trace_config *config)

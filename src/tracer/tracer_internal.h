@@ -316,6 +316,12 @@ struct tracer_session {
 	int consumer_waiting;       /* consumer is (about to be) asleep on `kick`   */
 	int kick;                   /* futex word                                   */
 
+	/* What this session's start created: the statistics file (by its
+	 * identity) and DIR/pid-P.  A start that fails removes them, and
+	 * nothing else (tracer_stats_remove, session.c undo_start). */
+	bool stats_made, dir_made;
+	uint64_t stats_dev, stats_ino;
+
 	/* Consumer-private bookkeeping */
 	struct mark_tf_stats *stats;
 	size_t stats_map_size;
@@ -452,6 +458,9 @@ MARK_HIDDEN void tracer_consumer_stop(struct tracer_session *s);
 /* Drain every ring completely (no producer may run). */
 MARK_HIDDEN void tracer_drain_all_final(struct tracer_session *s);
 MARK_HIDDEN int tracer_stats_open(struct tracer_session *s);
+/* Remove the statistics file tracer_stats_open() created, if it is still
+ * the one under that name in the directory dirfd (a start that failed). */
+MARK_HIDDEN void tracer_stats_remove(struct tracer_session *s, int dirfd);
 /* Events, lost events and buffers of every ready ring of the session, summed
  * with relaxed loads (counters each ring's producer or consumer updates). */
 MARK_HIDDEN void tracer_sum_rings(struct tracer_session *s, uint64_t *events, uint64_t *lost,

@@ -19,6 +19,12 @@ full_later: one batch is written with room to spare (a buffer and its
   are exact, whichever way they are reported.
 full_before: the disk is filled before the first event: no buffer, and
   no stream file, can be created at all.
+full_at_start: the disk is full before the program starts: the tracer
+  cannot write its statistics nor its metadata and turns itself off.  It
+  says so with what to do, and leaves nothing it made behind: before, an
+  empty DIR/pid-P/.mark-stats stayed, and the readers said "not a CTF
+  trace".  A trace directory that existed (as `mark record` makes it),
+  and a file of someone else in it, stay.
 
 Found by a review (the trace said 38,915 events + 257,257 lost,
 .mark-stats 38,915 + 4,086,085 lost of 4,125,000 produced); the review's
@@ -79,7 +85,42 @@ def main():
         subprocess.run(["umount", "-l", mnt])
 
 
+def tree(top):
+    """Every path below top, relative to it (what a start left behind)."""
+    return sorted(os.path.relpath(os.path.join(d, n), top)
+                  for d, dirs, files in os.walk(top) for n in dirs + files)
+
+
+def run_full_at_start(mark, prog, mnt):
+    made = os.path.join(mnt, "t")       # the tracer makes it
+    given = os.path.join(mnt, "given")  # it exists, with a file that is not the tracer's
+    os.mkdir(given, 0o700)
+    open(os.path.join(given, "keep"), "w").close()
+    fill(mnt)
+    for trace, want in ((made, None), (given, ["keep"])):
+        env = dict(os.environ, MARK_TRACE=trace)
+        p = subprocess.run([prog, "10", "stdin"], env=env, input="\n", stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+        print("chunk_prog (MARK_TRACE=%s): exit %d; its stderr:\n%s" % (trace, p.returncode, p.stderr))
+        if p.returncode != 0 or "produced 10" not in p.stdout:
+            fail("the program did not run on untraced when its tracer could not start (exit %d)" % p.returncode)
+        if want is None and os.path.exists(trace):
+            fail("the tracer that could not start left %s holding %r" % (trace, tree(trace)))
+        if want is not None and (not os.path.isdir(trace) or tree(trace) != want):
+            fail("%s held %r before the start that failed; after it: %r" % (trace, want,
+                 tree(trace) if os.path.isdir(trace) else "nothing"))
+        if not re.search(r"cannot write the metadata .*No space left on device.*free space", p.stderr):
+            fail("the tracer did not say it could not write its metadata for want of space, and what to do")
+        v = subprocess.run([mark, "view", mnt], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True)
+        if ".mark-stats" in v.stderr:
+            fail("mark view still finds a statistics file: %s" % v.stderr)
+    print("OK: the tracers that could not start said so and left only what was there")
+
+
 def run(case, mark, prog, mnt):
+    if case == "full_at_start":
+        return run_full_at_start(mark, prog, mnt)
     trace = os.path.join(mnt, "t")
     env = dict(os.environ, MARK_TRACE=trace, MARK_MODE="block", MARK_BUFFER="64k")
     p = subprocess.Popen([prog, str(BATCH), "stdin"], env=env, stdin=subprocess.PIPE,
