@@ -3,7 +3,8 @@
 #
 #   agent_socket      hostile and odd clients on a real agent socket; the
 #                     process stays healthy (tests/agent/test_agent_socket.c)
-#   agent_disabled    MARK_AGENT=0: no agent, no socket
+#   agent_disabled    MARK_AGENT=0: no agent, no socket (agent_disabled_off,
+#                     _false, _no, _OFF: the other spellings)
 #   agent_peercred    a client of another uid is refused by SO_PEERCRED
 #   agent_cli_*       the commands against running processes
 #                     (tests/agent/test_control.sh CASE)
@@ -33,6 +34,11 @@ set_tests_properties(test_agent_socket PROPERTIES TIMEOUT 60
 add_test(NAME agent_disabled COMMAND test_agent_socket --disabled)
 add_test(NAME agent_peercred COMMAND test_agent_socket --peercred)
 set_tests_properties(agent_disabled PROPERTIES ENVIRONMENT "MARK_AGENT=0" TIMEOUT 30)
+# The other spellings of "off" turn it off too (they left it on, in silence).
+foreach(off off false no OFF)
+  add_test(NAME agent_disabled_${off} COMMAND test_agent_socket --disabled)
+  set_tests_properties(agent_disabled_${off} PROPERTIES ENVIRONMENT "MARK_AGENT=${off}" TIMEOUT 30)
+endforeach()
 set_tests_properties(agent_peercred PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 30)
 
 add_executable(agent_target agent/agent_target.c)

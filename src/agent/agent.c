@@ -5,7 +5,7 @@
  * Life cycle.  mark_agent_autostart() runs after the first object with
  * markers registers (a constructor, before main); it only spawns the
  * thread, which creates the socket itself, so start-up is not delayed.
- * MARK_AGENT=0 turns the agent off, and a setuid/setgid/setcap program
+ * MARK_AGENT=0 (off, no, false) turns the agent off, and a setuid/setgid/setcap program
  * (AT_SECURE) never starts one (see mark_agent_autostart).  The socket is
  *     $XDG_RUNTIME_DIR/mark/<pid>.sock   or   /tmp/mark-<uid>/<pid>.sock
  * in a directory that must be a real directory owned by us with no group or
@@ -58,6 +58,7 @@
 #include "protocol.h"
 #include "../core/internal.h"
 #include "../tracer/tracer.h"
+#include "../util/printable.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -963,7 +964,8 @@ static void do_trace_start(int ci, const struct mark_request *req, struct mark_p
 		.buffer_size = (size_t)req->bufsize,
 		.globs = req->globs,
 	};
-	const struct tracer_chunk_limits limits = { req->max_size, req->rotate_size, req->rotate_ms };
+	const struct tracer_chunk_limits limits = { .max_size = req->max_size, .rotate_size = req->rotate_size,
+						    .rotate_ms = req->rotate_ms };   /* named --rotate, --max-size */
 	const struct tracer_trigger_config trigger = { req->snapshot_on, req->max_snapshots,
 						       req->snapshot_interval_ms };
 	int r = tracer_start_full(&cfg, &limits, req->filter, &trigger);
@@ -1865,8 +1867,19 @@ void mark_agent_autostart(void)
 	 * not controllable; docs/security.md says so.
 	 */
 	const char *env = secure_getenv("MARK_AGENT");
-	if (getauxval(AT_SECURE) || (env && strcmp(env, "0") == 0)) {
+	/* The spellings every MARK_* switch takes: MARK_AGENT=off, false or
+	 * no were taken for "on", in silence.  Any other value turns the
+	 * agent off (who wrote it did not ask for a socket in a way we can
+	 * read) and says so, after the lock (fork takes it). */
+	const int wanted = env && *env ? mark_env_bool(env) : 1;
+	if (getauxval(AT_SECURE) || wanted != 1) {
 		pthread_mutex_unlock(&fd_lock);
+		if (wanted < 0) {
+			char value[100];
+			mark_printable_brief(value, sizeof(value), env);
+			mark_warn("mark: MARK_AGENT=%s is not valid (use " MARK_ENV_BOOL_WORDS "); the agent is off, "
+				  "and `mark` cannot control this process\n", value);
+		}
 		return;
 	}
 	const char *xdg = secure_getenv("XDG_RUNTIME_DIR");

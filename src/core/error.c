@@ -1,12 +1,14 @@
-/* Per-thread error messages behind mark_last_error(), and mark_warn(). */
+/* Per-thread error messages behind mark_last_error(), mark_warn(), and mark_env_bool() for the MARK_* switches. */
 #include "internal.h"
 #include "util/printable.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static __thread char last_error[512];
 
@@ -108,4 +110,16 @@ void mark_error_clear(void)
 const char *mark_last_error(void)
 {
 	return last_error;
+}
+
+int mark_env_bool(const char *value)
+{
+	static const char *const on[] = { "1", "on", "yes", "true" }, *const off[] = { "0", "off", "no", "false" };
+	for (size_t i = 0; value && i < sizeof(on) / sizeof(on[0]); i++) {
+		if (strcasecmp(value, on[i]) == 0)
+			return 1;
+		if (strcasecmp(value, off[i]) == 0)
+			return 0;
+	}
+	return -EINVAL;
 }

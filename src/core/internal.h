@@ -80,6 +80,14 @@ MARK_HIDDEN void mark_warn(const char *fmt, ...) __attribute__((format(printf, 1
  * write to stderr can block for ever (error.c). */
 MARK_HIDDEN void mark_warn_hold(void);
 MARK_HIDDEN void mark_warn_release(void);
+/*
+ * The value of a MARK_* variable that turns something on or off
+ * (MARK_AGENT, MARK_EVENTHANDLER_DEBUG): 1 for 1, on, yes, true; 0 for 0,
+ * off, no, false (any case); -EINVAL for anything else, which the caller
+ * refuses with a line naming MARK_ENV_BOOL_WORDS, never guessing.
+ */
+MARK_HIDDEN int mark_env_bool(const char *value);
+#define MARK_ENV_BOOL_WORDS "1, on, yes, true, or 0, off, no, false"
 /* A module's hook, called (no lock held) after each object with markers
  * registers, and at once if one already has.  0, or -ENOSPC. */
 MARK_HIDDEN int mark_core_on_object_registered(void (*hook)(void));

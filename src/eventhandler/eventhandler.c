@@ -65,6 +65,7 @@
 #define _LGPL_SOURCE
 #endif
 #include "../core/internal.h"
+#include "../util/printable.h"
 #include <mark/eventhandler.h>
 
 #include <dlfcn.h>
@@ -139,7 +140,7 @@ static struct mark__eh_list *list_hash[LIST_HASH_SIZE];
  * Debug mode: before each invocation, check that every handler's code is
  * still in the object it was registered from (see check_handlers_loaded).
  * On by default in unoptimised builds without NDEBUG (a Debug build of
- * libmark); MARK_EVENTHANDLER_DEBUG=1 or 0 in the environment overrides.
+ * libmark); MARK_EVENTHANDLER_DEBUG=1 or 0 (on/off, yes/no, true/false) in the environment overrides.
  * Written once (pthread_once) before any handler exists.
  */
 static int debug_mode;
@@ -208,14 +209,22 @@ static void setup_fn(void)
 {
 	/* secure_getenv: the caller of a setuid program does not pick its mode. */
 	const char *env = secure_getenv("MARK_EVENTHANDLER_DEBUG");
-	if (env && *env)
-		__atomic_store_n(&debug_mode, strcmp(env, "0") != 0, __ATOMIC_RELAXED);
-	else
 #if defined(NDEBUG) || defined(__OPTIMIZE__)
-		__atomic_store_n(&debug_mode, 0, __ATOMIC_RELAXED);
+	int debug = 0;
 #else
-		__atomic_store_n(&debug_mode, 1, __ATOMIC_RELAXED);
+	int debug = 1;
 #endif
+	/* The spellings of every MARK_* switch (=off was taken for on). */
+	const int wanted = env && *env ? mark_env_bool(env) : debug;
+	if (wanted < 0) {
+		char value[100];
+		mark_printable_brief(value, sizeof(value), env);
+		mark_warn("mark: MARK_EVENTHANDLER_DEBUG=%s is not valid (use " MARK_ENV_BOOL_WORDS "); the checks "
+			  "are %s, as this libmark was built\n", value, debug ? "on" : "off");
+	} else {
+		debug = wanted;
+	}
+	__atomic_store_n(&debug_mode, debug, __ATOMIC_RELAXED);
 	mark_init();
 }
 

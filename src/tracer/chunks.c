@@ -27,6 +27,7 @@
  */
 #define _GNU_SOURCE
 #include "tracer_internal.h"
+#include "util/printable.h"
 #include "util/safe_dir.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -37,31 +38,63 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/*
+ * How a refusal names a setting: "MARK_ROTATE=600k" for a variable with
+ * its text, "--rotate 600k" for an option with its text, the name alone
+ * without one.  The text is shortened (mark_error escapes it).
+ */
+struct setting_text {
+	char text[160];
+};
+
+static struct setting_text setting(const char *name, const char *text)
+{
+	struct setting_text t;
+	char value[100];
+	if (!text) {
+		snprintf(t.text, sizeof(t.text), "%s", name);
+		return t;
+	}
+	mark_printable_brief(value, sizeof(value), text);
+	snprintf(t.text, sizeof(t.text), "%s%s%s", name, name[0] == '-' ? " " : "=", value);
+	return t;
+}
+
 int tracer_chunks_config(struct tracer_session *s, const struct tracer_chunk_limits *limits)
 {
-	static const struct tracer_chunk_limits none = { 0, 0, 0 };
+	static const struct tracer_chunk_limits none = { 0 };
 	const struct tracer_chunk_limits *cfg = limits ? limits : &none;
+	/* The names the user gave the settings by: the environment's for
+	 * MARK_ROTATE, which was refused naming `mark record`'s options. */
+	const char *rotate = cfg->rotate_name ? cfg->rotate_name : "--rotate";
+	const char *max_size = cfg->max_size_name ? cfg->max_size_name : "--max-size";
 	s->rotated_created = false;
 	s->max_size = cfg->max_size;
 	s->chunk_size = cfg->rotate_size;
 	if (cfg->rotate_ms > UINT64_MAX / 1000000ull)
-		return mark_error(ERANGE, "mark: tracer: rotation interval of %" PRIu64 " ms is too long",
-				  cfg->rotate_ms);
+		return mark_error(ERANGE, "mark: tracer: a rotation interval of %" PRIu64 " ms (%s) is too long; give "
+					  "a shorter one", cfg->rotate_ms, setting(rotate, cfg->rotate_text).text);
 	s->rotate_ns = cfg->rotate_ms * 1000000ull;
 	if (s->max_size) {
 		if (s->max_size < (1u << 20))
-			return mark_error(EINVAL, "mark: tracer: maximum trace size %" PRIu64 " is below 1M; "
-						  "give at least 1M (it also holds the live chunk)", s->max_size);
+			return mark_error(EINVAL, "mark: tracer: maximum trace size %" PRIu64 " (%s) is below 1M; "
+						  "give at least 1M (it also holds the live chunk)", s->max_size,
+					  setting(max_size, cfg->max_size_text).text);
 		/* Eight chunks: deleting one frees an eighth of the budget. */
 		if (!s->chunk_size)
 			s->chunk_size = s->max_size / 8;
 		if (s->chunk_size > s->max_size / 2)
-			return mark_error(EINVAL, "mark: tracer: rotation size %" PRIu64 " is more than half the "
-						  "maximum trace size %" PRIu64 "; give a smaller --rotate or a larger "
-						  "--max-size", s->chunk_size, s->max_size);
+			return mark_error(EINVAL, "mark: tracer: rotation size %" PRIu64 " (%s) is more than half of "
+						  "%s, the maximum trace size %" PRIu64 "; give a smaller %s (or none: "
+						  "a chunk is then an eighth of %s) or a larger %s",
+					  s->chunk_size, setting(rotate, cfg->rotate_text).text,
+					  setting(max_size, cfg->max_size_text).text, s->max_size, rotate, max_size,
+					  max_size);
 	}
 	if (cfg->rotate_size && cfg->rotate_size < 4096)
-		return mark_error(EINVAL, "mark: tracer: rotation size %" PRIu64 " is below 4k", cfg->rotate_size);
+		return mark_error(EINVAL, "mark: tracer: rotation size %" PRIu64 " (%s) is below 4k; give at least "
+					  "4k (64M), or a duration (500ms, 30s, 10min, 1h)", cfg->rotate_size,
+				  setting(rotate, cfg->rotate_text).text);
 	s->chunk_start_ns = tracer_monotonic_ns();
 	return 0;
 }

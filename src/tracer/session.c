@@ -1250,6 +1250,37 @@ static void describe_new_markers(void)
 	control_unlock();
 }
 
+/*
+ * Values the tracer accepts that do nothing, said once (this runs once
+ * per image) rather than taken in silence: a 0 that the docs give no
+ * meaning to but "off", and the snapshot limits without a trigger.
+ * Tracing goes on.
+ */
+static void env_notes(const char *rotate_s, const char *max_s, const char *snapshot_on,
+		      const char *max_snapshots_s, const char *interval_s, const struct tracer_trigger_config *trigger)
+{
+	uint64_t bytes, ms;
+	if (rotate_s && *rotate_s && mark_rotate_parse(rotate_s, &bytes, &ms) == 0 && !bytes && !ms) {
+		if (max_s && *max_s)
+			mark_warn("mark: MARK_ROTATE=%s sets no chunk size of its own: 0 means off, and the chunks "
+				  "are an eighth of MARK_MAX_SIZE, as without MARK_ROTATE (unset it, or give a size "
+				  "such as 64M or a duration such as 30s)\n", BRIEF(rotate_s));
+		else
+			mark_warn("mark: MARK_ROTATE=%s cuts no chunks: 0 means off (unset it, or give a size such "
+				  "as 64M or a duration such as 30s)\n", BRIEF(rotate_s));
+	}
+	const bool triggered = snapshot_on && *snapshot_on;
+	if (!triggered && max_snapshots_s && *max_snapshots_s)
+		mark_warn("mark: MARK_MAX_SNAPSHOTS=%s is ignored: it caps the snapshots MARK_SNAPSHOT_ON triggers, "
+			  "and MARK_SNAPSHOT_ON is not set\n", BRIEF(max_snapshots_s));
+	if (!triggered && interval_s && *interval_s)
+		mark_warn("mark: MARK_SNAPSHOT_INTERVAL=%s is ignored: it spaces the snapshots MARK_SNAPSHOT_ON "
+			  "triggers, and MARK_SNAPSHOT_ON is not set\n", BRIEF(interval_s));
+	else if (interval_s && *interval_s && trigger->interval_ms == 0)
+		mark_warn("mark: MARK_SNAPSHOT_INTERVAL=%s sets no least time between two snapshots: 0 means none, "
+			  "as unset (unset it, or give a duration such as 500ms or 30s)\n", BRIEF(interval_s));
+}
+
 static void __attribute__((constructor)) tracer_env_init(void)
 {
 	mark_core_on_object_registered(describe_new_markers);
@@ -1388,7 +1419,18 @@ static void __attribute__((constructor)) tracer_env_init(void)
 		.buffer_size = buffer,
 		.globs = (const char *const *)globs,
 	};
-	const struct tracer_chunk_limits limits = { max_size, rotate_size, rotate_ms };
+	/* Refusals of the chunk settings name these variables (they named
+	 * `mark record`'s --rotate and --max-size). */
+	const struct tracer_chunk_limits limits = {
+		.max_size = max_size,
+		.rotate_size = rotate_size,
+		.rotate_ms = rotate_ms,
+		.rotate_name = "MARK_ROTATE",
+		.rotate_text = rotate_s && *rotate_s ? rotate_s : NULL,
+		.max_size_name = "MARK_MAX_SIZE",
+		.max_size_text = max_s && *max_s ? max_s : NULL,
+	};
+	env_notes(rotate_s, max_s, snapshot_on, max_snapshots_s, interval_s, &trigger);
 	control_lock();
 	int rc = session_start_locked(&cfg, &limits, filter, &trigger);
 	if (rc == 0)

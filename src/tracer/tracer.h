@@ -31,6 +31,11 @@ struct tracer_chunk_limits {
 	uint64_t max_size;
 	uint64_t rotate_size;
 	uint64_t rotate_ms;
+	/* How a refusal names the settings: the variables and their text for
+	 * MARK_ROTATE/MARK_MAX_SIZE; NULL names `mark record`'s options
+	 * (--rotate, --max-size), which reach the agent's TRACE_START. */
+	const char *rotate_name, *rotate_text;
+	const char *max_size_name, *max_size_text;
 };
 
 /*

@@ -705,6 +705,54 @@ def s_badenv():
         check(len(lines) == 1 and lines[0].startswith("mark: ") and word in lines[0],
               "%s: expected one stderr line naming %s, got %r" % (env, word, r.stderr))
         check(not os.path.exists(d) or not os.listdir(d), "%s: a trace was written" % env)
+    # Refusals name the variable the user set, not `mark record`'s option
+    # (MARK_ROTATE's said --rotate and --max-size), and say what to write;
+    # MARK_AGENT takes the usual spellings, and refuses the rest (it took
+    # anything but 0 for "on", MARK_AGENT=off included).
+    cases = [
+        ({"MARK_TRACE": d, "MARK_ROTATE": "100"}, "MARK_ROTATE=100", "at least 4k"),
+        ({"MARK_TRACE": d, "MARK_MAX_SIZE": "1M", "MARK_ROTATE": "600k"}, "MARK_ROTATE=600k",
+         "more than half of MARK_MAX_SIZE=1M"),
+        ({"MARK_AGENT": "maybe"}, "MARK_AGENT=maybe", "1, on, yes, true, or 0, off, no, false"),
+        ({"MARK_TRACE": d, "MARK_AGENT": "disable"}, "MARK_AGENT=disable", "the agent is off"),
+    ]
+    for env, word, advice in cases:
+        r = run([PROG, "none"], env)
+        lines = r.stderr.splitlines()
+        check(r.returncode == 0 and r.stdout == "untraced run ok\n", "%s: program did not run: %s" % (env, r))
+        check(len(lines) == 1 and lines[0].startswith("mark: ") and word in lines[0] and advice in lines[0]
+              and "--rotate" not in lines[0] and "--max-size" not in lines[0],
+              "%s: expected one stderr line naming %s and saying %r (no option of mark record), got %r"
+              % (env, word, advice, r.stderr))
+        if "MARK_AGENT" not in env:
+            check(not os.path.exists(d) or not os.listdir(d), "%s: a trace was written" % env)
+    # Values that were taken in silence although they do nothing: said
+    # once, and tracing goes on.  MARK_AGENT's accepted spellings say nothing.
+    notes = [
+        ({"MARK_ROTATE": "0"}, r"MARK_ROTATE=0 .*no chunks"),
+        ({"MARK_SNAPSHOT_ON": "t_seq", "MARK_SNAPSHOT_INTERVAL": "0"},
+         r"MARK_SNAPSHOT_INTERVAL=0 .*no least time"),
+        ({"MARK_MAX_SNAPSHOTS": "5"}, r"MARK_MAX_SNAPSHOTS=5 is ignored.*MARK_SNAPSHOT_ON is not set"),
+        ({"MARK_SNAPSHOT_INTERVAL": "1s"}, r"MARK_SNAPSHOT_INTERVAL=1s is ignored.*MARK_SNAPSHOT_ON is not set"),
+        ({"MARK_AGENT": "off"}, None),
+        ({"MARK_AGENT": "False"}, None),
+        ({"MARK_AGENT": "yes"}, None),
+    ]
+    for extra, said in notes:
+        shutil.rmtree(d, ignore_errors=True)
+        env = {"MARK_TRACE": d}
+        env.update(extra)
+        r = run([PROG, "none"], env)
+        lines = r.stderr.splitlines()
+        check(r.returncode == 0 and r.stdout == "untraced run ok\n", "%s: program did not run: %s" % (extra, r))
+        if said:
+            check(len(lines) == 1 and lines[0].startswith("mark: ") and re.search(said, lines[0]),
+                  "%s: expected one stderr line matching %r, got %r" % (extra, said, r.stderr))
+        else:
+            check(not lines, "%s: expected nothing on stderr, got %r" % (extra, r.stderr))
+        check(os.path.isdir(d) and any(os.path.isfile(os.path.join(d, n, "metadata")) for n in os.listdir(d)),
+              "%s: tracing did not go on" % extra)
+    shutil.rmtree(d, ignore_errors=True)
     # A value chosen by whoever sets the environment is printed escaped:
     # ESC and BEL (window title), CSI as one byte, a bidi override, invalid
     # UTF-8 ("\udcXX" is the raw byte XX on the way to execve).
@@ -717,6 +765,7 @@ def s_badenv():
         ({"MARK_TRACE": d, "MARK_FILTER": "x == " + hostile}, "MARK_FILTER"),
         ({"MARK_TRACE": d, "MARK_ENABLE": "[" + hostile}, "MARK_ENABLE"),
         ({"MARK_TRACE": "/proc/self/nope/" + hostile}, "/proc/self/nope/"),
+        ({"MARK_AGENT": hostile}, "MARK_AGENT"),
     ]
     for env, word in cases:
         e = dict(os.environ)
