@@ -1127,6 +1127,29 @@ static DIR *dir_listing(int dfd)
 	return d;
 }
 
+/*
+ * What to do about a trace file that could not be opened (errno err), into
+ * todo: `holding` says what holds the descriptors, for EMFILE.
+ */
+static void open_remedy(int err, const char *holding, char *todo, size_t len)
+{
+	struct rlimit nofile;
+	if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
+		snprintf(todo, len, "%s and may have %llu; raise the limit (ulimit -n) and run it again", holding,
+			 (unsigned long long)nofile.rlim_cur);
+	else if (err == EMFILE)
+		snprintf(todo, len, "raise the limit of open files (ulimit -n) and run it again");
+	else if (err == ENFILE)
+		snprintf(todo, len, "the system's table of open files is full: close files, or raise fs.file-max, "
+				    "and run it again");
+	else if (err == ENOMEM)
+		snprintf(todo, len, "free some memory and run it again");
+	else if (err == EACCES || err == EPERM)
+		snprintf(todo, len, "run it as the user who recorded the trace (or root)");
+	else
+		snprintf(todo, len, "run it again once that is mended");
+}
+
 /* Open the stream files of t.  0, TRACE_NATIVE_NOT_MINE or -1 (printed). */
 static int open_streams(struct tn_reader *r, struct tn_trace *t)
 {
@@ -1147,11 +1170,27 @@ static int open_streams(struct tn_reader *r, struct tn_trace *t)
 			continue;
 		int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 		struct stat st;
-		if (fd < 0) {
-			if (errno == ELOOP)
-				rc = TRACE_NATIVE_NOT_MINE;   /* babeltrace2 follows links; let it */
-			continue;   /* a directory (pid-P/) or unreadable: as babeltrace2 */
+		if (fd < 0 && errno == ELOOP) {
+			rc = TRACE_NATIVE_NOT_MINE;   /* babeltrace2 follows links; let it */
+		} else if (fd < 0 && errno != ENOENT) {
+			/*
+			 * Gone since the listing (renamed into a chunk of a
+			 * recording in progress) is passed over; any other
+			 * failure leaves the file's events unread.  It was
+			 * passed over in silence too: with too few descriptors
+			 * (one per stream file) `mark view` showed part of the
+			 * trace, exit status 0, and blamed the missing events on
+			 * a full disk.  babeltrace2 fails on it as well.
+			 */
+			const int err = errno;
+			char todo[160];
+			open_remedy(err, "mark reads every stream file at once", todo, sizeof(todo));
+			fprintf(stderr, "mark: cannot open %s/%s: %s; the trace cannot be read whole: %s\n",
+				cli_text(t->path), cli_text(de->d_name), strerror(err), todo);
+			rc = -1;
 		}
+		if (fd < 0)
+			continue;   /* a directory (pid-P/) opens, and is passed over below */
 		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
 			close(fd);
 			continue;
@@ -1876,22 +1915,7 @@ static bool fl_open_gone(struct fl_state *f, const char *path, const char *name,
 	if (!known && !resources)
 		return true;
 	char todo[160];
-	struct rlimit nofile;
-	if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
-		snprintf(todo, sizeof(todo), "follow holds a descriptor for each stream file being written and "
-					     "may have %llu; raise the limit (ulimit -n) and run it again",
-			 (unsigned long long)nofile.rlim_cur);
-	else if (err == EMFILE)
-		snprintf(todo, sizeof(todo), "raise the limit of open files (ulimit -n) and run it again");
-	else if (err == ENFILE)
-		snprintf(todo, sizeof(todo), "the system's table of open files is full: close files, or raise "
-					     "fs.file-max, and run it again");
-	else if (err == ENOMEM)
-		snprintf(todo, sizeof(todo), "free some memory and run it again");
-	else if (err == EACCES || err == EPERM)
-		snprintf(todo, sizeof(todo), "run it as the user who recorded the trace (or root)");
-	else
-		snprintf(todo, sizeof(todo), "run it again once that is mended");
+	open_remedy(err, "follow holds a descriptor for each stream file being written", todo, sizeof(todo));
 	fprintf(stderr, "mark: view --follow: cannot open %s%s%s: %s; its events are not shown, and follow stops "
 			"here rather than go on without them (what it printed is whole and in order up to this "
 			"point): %s\n",

@@ -41,6 +41,8 @@ follow_nofile: eight processes traced through MARK_TRACE, each with an
   stream file being written and cannot open them all: it says which file
   it could not open, why (EMFILE) and what to do, and exits 1 instead of
   leaving that file's events out and ending "the recording ended" with 0.
+  Then `mark view` of the finished trace with 8 descriptors: the same,
+  exit 1 (it showed 3 of the 8 events, exit 0, and blamed a full disk).
 follow_exec: a process traced through MARK_TRACE executes itself while
   follow reads its trace: the new image sets the old image's DIR/pid-P/ aside
   (DIR/pid-P.1/) and starts a new DIR/pid-P/; follow shows the events of both
@@ -508,6 +510,20 @@ def main():
             if not re.search(r"cannot open %s/pid-\d+\S*: Too many open files" % re.escape(trace), said) or \
                "ulimit -n" not in said or "not shown" not in said:
                 fail("follow did not say which file it could not open, why and what to do: %r" % said)
+            # The finished trace, read whole with as few descriptors.
+            v = subprocess.run([mark, "view", trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env, timeout=60,
+                               preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (8, 8)))
+            shown = re.findall(r"multi_step: ", v.stdout)
+            print("mark view with 8 descriptors: exit %d, %d events; it said:\n  %s" % (v.returncode, len(shown),
+                                                                                       v.stderr))
+            if len(shown) == len(many):
+                fail("mark view with 8 descriptors showed all %d events: the limit did not bind" % len(many))
+            if v.returncode == 0 or \
+               not re.search(r"cannot open %s/pid-\d+/\S+: Too many open files" % re.escape(trace), v.stderr) or \
+               "ulimit -n" not in v.stderr:
+                fail("mark view with 8 descriptors showed %d of %d events, exit %d, without saying which file it "
+                     "could not open, why and what to do: %r" % (len(shown), len(many), v.returncode, v.stderr))
         elif case == "follow_exec":
             a = Target(prog, comm, xdg, {"MARK_TRACE": trace, "MARK_ENABLE": "multi_step"})
             targets.append(a)
