@@ -558,7 +558,8 @@ static void print_summary(const struct out_dir *o, const char *cmd, int wstatus,
 	size_t n = 0;
 	if (live_stats_read(dir, &s) != 0) {
 		fprintf(stderr,
-			"mark: no trace: %s never started the tracer (is it linked with libmark?)%s%s\n",
+			"mark: no trace: %s never started the tracer (is it linked with libmark? a tracer that "
+			"could not start says why above)%s%s\n",
 			cli_text(cmd), removed ? "; removed the empty directory " : "; see ", cli_text(dir));
 		return;
 	}

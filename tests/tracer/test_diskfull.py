@@ -24,7 +24,8 @@ full_at_start: the disk is full before the program starts: the tracer
   says so with what to do, and leaves nothing it made behind: before, an
   empty DIR/pid-P/.mark-stats stayed, and the readers said "not a CTF
   trace".  A trace directory that existed (as `mark record` makes it),
-  and a file of someone else in it, stay.
+  and a file of someone else in it, stay; `mark record` then removes the
+  DIR it made, and its summary points at the tracer's message.
 
 Found by a review (the trace said 38,915 events + 257,257 lost,
 .mark-stats 38,915 + 4,086,085 lost of 4,125,000 produced); the review's
@@ -115,6 +116,17 @@ def run_full_at_start(mark, prog, mnt):
                            universal_newlines=True)
         if ".mark-stats" in v.stderr:
             fail("mark view still finds a statistics file: %s" % v.stderr)
+    # `mark record` makes DIR itself: once the tracer removed what it made,
+    # the command removes DIR, and its summary points at the tracer's words.
+    trace = os.path.join(mnt, "rec")
+    r = subprocess.run([mark, "record", "-o", trace, "--", prog, "10", "stdin"], input="\n",
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
+    print("mark record: exit %d; it said:\n%s" % (r.returncode, r.stderr))
+    if os.path.exists(trace):
+        fail("mark record left %s holding %r after its program's tracer could not start" % (trace, tree(trace)))
+    if not re.search(r"never started the tracer .*a tracer that could not start says why above", r.stderr) or \
+       "No space left on device" not in r.stderr:
+        fail("mark record's summary does not point at why the tracer could not start: %r" % r.stderr)
     print("OK: the tracers that could not start said so and left only what was there")
 
 
