@@ -214,10 +214,11 @@ struct start_made {
  */
 static void undo_start(struct tracer_session *s, const struct start_made *made)
 {
-	tracer_stats_remove(s, tracer_dir_fd(s));
+	if (s->stats_made)
+		tracer_stats_remove(s, tracer_dir_fd(s));
 	struct stat st;
-	const int bfd = tracer_base_fd(s);
-	if (s->dir_made && bfd >= 0) {
+	const int bfd = s->dir_made ? tracer_base_fd(s) : -1;
+	if (bfd >= 0) {
 		char name[32];
 		snprintf(name, sizeof(name), "%s%d", MARK_TF_CHILD_PREFIX, (int)s->pid);
 		if (fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
