@@ -5,7 +5,9 @@
  * arms the sites of objects loaded later; dlclose of the handlers' object
  * deregisters its EVENTHANDLER_DEFINE handler.  Finally a child process
  * dlclose's an object that left a handler registered and must be stopped
- * by the debug check with a clear message (MARK_EVENTHANDLER_DEBUG=1).
+ * by the debug check with a clear message (MARK_EVENTHANDLER_DEBUG=1 or
+ * Yes), and is not with MARK_EVENTHANDLER_DEBUG=off; a value the variable
+ * cannot read is refused with the accepted ones.
  */
 #define _GNU_SOURCE
 #include "eventhandler/eh_dl_common.h"
@@ -83,7 +85,8 @@ static int leak_child(void)
 	return 4;
 }
 
-static void test_leak_detected(const char *self)
+/* The leak child run with MARK_EVENTHANDLER_DEBUG=value: its wait status, and its stderr in out. */
+static int run_leak_child(const char *self, const char *value, char *out, size_t cap)
 {
 	/* posix_spawn, not fork: no atfork handlers, and no copy of the call_rcu
 	 * thread's state (which ThreadSanitizer refuses to continue after). */
@@ -94,31 +97,65 @@ static void test_leak_detected(const char *self)
 	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
 	posix_spawn_file_actions_addclose(&fa, pipefd[0]);
 	char *child_argv[] = { (char *)self, (char *)"leak", NULL };
-	setenv("MARK_EVENTHANDLER_DEBUG", "1", 1);
+	setenv("MARK_EVENTHANDLER_DEBUG", value, 1);
 	pid_t pid;
 	int err = posix_spawn(&pid, self, &fa, NULL, child_argv, environ);
 	unsetenv("MARK_EVENTHANDLER_DEBUG");
 	posix_spawn_file_actions_destroy(&fa);
 	CHECK_EQ(err, 0);
+	out[0] = '\0';
 	if (err)
-		return;
+		return -1;
 	close(pipefd[1]);
-	char out[4096];
 	size_t len = 0;
 	ssize_t n;
-	while (len < sizeof(out) - 1 && (n = read(pipefd[0], out + len, sizeof(out) - 1 - len)) > 0)
+	while (len < cap - 1 && (n = read(pipefd[0], out + len, cap - 1 - len)) > 0)
 		len += (size_t)n;
 	out[len] = '\0';
 	close(pipefd[0]);
-	int status;
+	int status = -1;
 	CHECK_EQ(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+static void test_leak_detected(const char *self, const char *value)
+{
+	char out[4096];
+	int status = run_leak_child(self, value, out, sizeof(out));
 	if (!(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT)) {
-		fprintf(stderr, "leak child: expected SIGABRT, got status 0x%x; its stderr:\n%s\n", status, out);
+		fprintf(stderr, "leak child (MARK_EVENTHANDLER_DEBUG=%s): expected SIGABRT, got status 0x%x; its "
+				"stderr:\n%s\n", value, status, out);
 		testutil_failures++;
 	}
 	CHECK(strstr(out, "eventhandler list eh_dl") != NULL);
 	CHECK(strstr(out, "has been unloaded (dlclose) while the handler was still registered") != NULL);
 	CHECK(strstr(out, "eh_dl_leaky") != NULL);   /* names the library */
+}
+
+/*
+ * MARK_EVENTHANDLER_DEBUG=off turns the check off: the child is not
+ * stopped by it (it then calls into the unloaded object: whatever happens
+ * there, it is not the check's abort).  The variable took anything but
+ * "0" for on.  A value it cannot read is said, naming the accepted ones.
+ */
+static void test_debug_spellings(const char *self)
+{
+	char out[4096];
+	int status = run_leak_child(self, "off", out, sizeof(out));
+	/* Only the check's message tells: a sanitizer may turn the jump's
+	 * SIGSEGV into an abort of its own. */
+	if (strstr(out, "has been unloaded (dlclose)")) {
+		fprintf(stderr, "leak child (MARK_EVENTHANDLER_DEBUG=off): the debug check ran (status 0x%x); its "
+				"stderr:\n%s\n", status, out);
+		testutil_failures++;
+	}
+	run_leak_child(self, "perhaps", out, sizeof(out));
+	if (!strstr(out, "mark: MARK_EVENTHANDLER_DEBUG=perhaps is not valid (use 1, on, yes, true, or 0, off, no, "
+			 "false)")) {
+		fprintf(stderr, "leak child (MARK_EVENTHANDLER_DEBUG=perhaps): no line refusing the value; its "
+				"stderr:\n%s\n", out);
+		testutil_failures++;
+	}
 }
 
 int main(int argc, char **argv)
@@ -191,6 +228,8 @@ int main(int argc, char **argv)
 	CHECK_EQ(EVENTHANDLER_DEREGISTER(eh_dl, exe), 0);
 	CHECK_EQ(dlclose(inv), 0);
 
-	test_leak_detected("/proc/self/exe");
+	test_leak_detected("/proc/self/exe", "1");
+	test_leak_detected("/proc/self/exe", "Yes");
+	test_debug_spellings("/proc/self/exe");
 	TEST_DONE();
 }
