@@ -1339,6 +1339,13 @@ static void __attribute__((constructor)) tracer_env_init(void)
 			"tracing is off\n", BRIEF(mode_s));
 		return;
 	}
+	/* Named here by the variables: the start's refusal speaks of modes only. */
+	if (snapshot_on && *snapshot_on && mode != MARK_TRACE_OVERWRITE) {
+		mark_warn("mark: MARK_SNAPSHOT_ON needs overwrite mode, the flight recorder (MARK_MODE=overwrite, "
+			  "which it implies when MARK_MODE is unset); MARK_MODE=%s writes every event anyway: unset "
+			  "MARK_MODE, or MARK_SNAPSHOT_ON; tracing is off\n", BRIEF(mode_s));
+		return;
+	}
 	if (buffer_s && *buffer_s) {
 		if (mark_size_parse(buffer_s, &buffer) < 0 || buffer < TRACER_MIN_BUFFER ||
 		    buffer > TRACER_MAX_BUFFER) {

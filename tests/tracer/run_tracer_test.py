@@ -713,6 +713,8 @@ def s_badenv():
         ({"MARK_TRACE": d, "MARK_ROTATE": "100"}, "MARK_ROTATE=100", "at least 4k"),
         ({"MARK_TRACE": d, "MARK_MAX_SIZE": "1M", "MARK_ROTATE": "600k"}, "MARK_ROTATE=600k",
          "more than half of MARK_MAX_SIZE=1M"),
+        ({"MARK_TRACE": d, "MARK_SNAPSHOT_ON": "t_seq", "MARK_MODE": "block"}, "MARK_SNAPSHOT_ON",
+         "MARK_MODE=block"),
         ({"MARK_AGENT": "maybe"}, "MARK_AGENT=maybe", "1, on, yes, true, or 0, off, no, false"),
         ({"MARK_TRACE": d, "MARK_AGENT": "disable"}, "MARK_AGENT=disable", "the agent is off"),
     ]
