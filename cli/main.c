@@ -100,9 +100,12 @@ int cli_trigger_option(const char *cmd, const char *option, const char *value, s
 		return 0;
 	}
 	uint64_t bytes = 0;
-	if (mark_rotate_parse(value, &bytes, &t->interval_ms) < 0 || bytes) {
-		cli_error("%s: bad --snapshot-interval \"%s\": give a duration such as 500ms, 30s, 10min, 1h", cmd,
-			  value);
+	if (mark_rotate_parse(value, &bytes, &t->interval_ms) < 0 || bytes || !t->interval_ms) {
+		/* "0" parses as 0 bytes: it was taken for "no interval" in silence. */
+		cli_error("%s: bad --snapshot-interval \"%s\": give a duration such as 500ms, 30s, 10min, 1h%s", cmd,
+			  value, !bytes && !t->interval_ms && mark_rotate_parse(value, &bytes, &t->interval_ms) == 0
+					 ? " (for no least time between snapshots, leave --snapshot-interval out)"
+					 : "");
 		return 2;
 	}
 	t->interval_text = value;

@@ -286,6 +286,8 @@ def case_refuse(mark, target, workdir):
             (("--snapshot-on", TRIGGER, "--mode", "discard"), "needs --mode overwrite"),
             (("--snapshot-on", TRIGGER, "--max-snapshots", "0"), "bad --max-snapshots"),
             (("--snapshot-on", TRIGGER, "--snapshot-interval", "10"), "bad --snapshot-interval"),
+            # 0 was taken for none in silence (and handed on as MARK_SNAPSHOT_INTERVAL=0).
+            (("--snapshot-on", TRIGGER, "--snapshot-interval", "0"), "leave --snapshot-interval out"),
             (("--max-snapshots", "3",), "goes with --snapshot-on")):
         trace = t.fresh(workdir, "refused")
         r = run([mark, "record", "-o", trace] + list(extra) + ["--", "/bin/sh", "-c", "touch " + ran])
