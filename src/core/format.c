@@ -188,12 +188,14 @@ int mark_format_parse(const char *fmt, enum mark_arg_type *types, unsigned *size
 }
 
 /*
- * The part of an argument expression that names it: casts, unary & * !
- * ~ - and enclosing parentheses are dropped, and so is every index
+ * The part of an argument expression that names it: casts, unary & * +
+ * and enclosing parentheses are dropped, and so is every index
  * ("(void *)r" and "&r" give r, "*ip" gives ip, "a[i]" gives a,
  * "req[0].path" gives req.path, so req_path).  A call names nothing
- * ("strlen(s)" is not "strlen"; the caller falls back to argN).
- * s[0..len) has no spaces.  Returns the new length.
+ * ("strlen(s)" is not "strlen"; the caller falls back to argN), and
+ * neither does a unary - ! or ~, which changes the value: "-fd" named fd
+ * showed fd=-7 for an fd of 7.  s[0..len) has no spaces.  Returns the new
+ * length (0: nothing names it).
  */
 static size_t strip_expression(char *s, size_t len)
 {
@@ -221,7 +223,9 @@ static size_t strip_expression(char *s, size_t len)
 				len -= 2;
 			}
 		}
-		while (len && strchr("&*!~-+", s[0])) {
+		if (len && strchr("!~-", s[0]))
+			return 0;
+		while (len && strchr("&*+", s[0])) {
 			memmove(s, s + 1, len - 1);
 			len--;
 		}

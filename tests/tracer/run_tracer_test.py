@@ -1383,6 +1383,8 @@ def s_values():
         "t_eq_names": ["fd", "len"],              # "fd=%d len: %u"
         # (void *)rp, *ip, rp->len, (int)(r.flags), &r, fd + 1
         "t_expr_names": ["rp", "ip", "rp_len", "r_flags", "r", "arg5"],
+        # -fd, !fd, ~len, +fd, -(int)len: only the unary + keeps the value
+        "t_op_names": ["arg0", "arg1", "arg2", "fd", "arg4"],
     }
     for ev, want in names.items():
         evs = tr.named(ev)

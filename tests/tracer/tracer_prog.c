@@ -692,6 +692,8 @@ static void fire_values(long n)
 	MARK(t_fmt_names, "pid %d comm %s", proc, cmd);   /* the format's words win */
 	MARK(t_eq_names, "fd=%d len: %u", 1 + fd, len * 2);
 	MARK(t_expr_names, "%p %d %d %d %p %d", (void *)rp, *ip, rp->len, (int)(r.flags), &r, fd + 1);
+	/* Operators that change the value name nothing: -fd is not fd. */
+	MARK(t_op_names, "%d %d %u %d %d", -fd, !fd, ~len, +fd, -(int)len);
 }
 
 /*
