@@ -80,7 +80,10 @@ test-tsan: deps-test
 # shapes: libmark (sites, patching, the tracer, the agent, event handlers) and
 # the programs and tools built on it.  It leaves out the tests of the CLI's
 # readers, exporters and text alone (plain C that gcc's run and ASan+UBSan's
-# already check, about 4 minutes): CLANG_TEST_EXCLUDE.
+# already check, about 4 minutes): CLANG_TEST_EXCLUDE.  As in the ASan, TSan
+# and aarch64 builds, the tests whose result does not depend on the build
+# (test_compile, *_fuzz_short) are listed as skipped, saying why
+# (MARK_TEST_BUILD_INDEPENDENT in tests/CMakeLists.txt).
 CLANG_TEST_EXCLUDE = ^(cli_|reader_|pairs_|export_|perfetto_|e2e_)|^dtrace_corpus$$
 test-clang: deps-test
 	CC=clang CXX=clang++ cmake -S . -B build-clang -G Ninja

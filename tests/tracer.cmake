@@ -97,19 +97,26 @@ endif()
 
 # 15 s of afl++ on crash recovery and the .mark-stats
 # reader, seeded with real traces (`make fuzz` runs it for 300 s).  The target
-# is built by run_recover.sh with its own sanitizers (first run: ~15 s more);
-# a sanitizer build of the suite skips it.
-add_test(NAME recover_fuzz_short
-  COMMAND /bin/bash -c "if [ -n \"$MARK_TEST_SANITIZER\" ]; then echo 'SKIP: the fuzz run is part of the default build; this is a sanitizer build'; exit 77; fi; exec /bin/bash \"$0\" 15 \"$1\""
-          ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_recover.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-recover)
+# is built by run_recover.sh with its own compiler and sanitizers (first run:
+# ~15 s more): only the default build runs it (MARK_TEST_BUILD_INDEPENDENT).
+if(MARK_TEST_BUILD_INDEPENDENT)
+  add_test(NAME recover_fuzz_short COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_recover.sh 15 ${CMAKE_CURRENT_BINARY_DIR}/fuzz-recover)
+else()
+  mark_skipped_test(recover_fuzz_short
+    "the fuzz target is built by the script with its own compiler and sanitizers, ${MARK_TEST_ELSEWHERE}")
+endif()
 set_tests_properties(recover_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
 
 # 15 s of afl++ on the native trace reader (cli/trace_native.c), seeded with
 # real traces (`make fuzz` runs it for 300 s); built by run_reader.sh with its
-# own sanitizers (first run: ~20 s more); a sanitizer build skips it.
-add_test(NAME reader_fuzz_short
-  COMMAND /bin/bash -c "if [ -n \"$MARK_TEST_SANITIZER\" ]; then echo 'SKIP: the fuzz run is part of the default build; this is a sanitizer build'; exit 77; fi; exec /bin/bash \"$0\" 15 \"$1\""
-          ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_reader.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-reader)
+# own compiler and sanitizers (first run: ~20 s more): only the default build
+# runs it (MARK_TEST_BUILD_INDEPENDENT).
+if(MARK_TEST_BUILD_INDEPENDENT)
+  add_test(NAME reader_fuzz_short COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_reader.sh 15 ${CMAKE_CURRENT_BINARY_DIR}/fuzz-reader)
+else()
+  mark_skipped_test(reader_fuzz_short
+    "the fuzz target is built by the script with its own compiler and sanitizers, ${MARK_TEST_ELSEWHERE}")
+endif()
 set_tests_properties(reader_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
 
 # Bounded disk (issue 13 §2): chunks, MARK_MAX_SIZE deletes the oldest,
