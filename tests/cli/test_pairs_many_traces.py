@@ -28,7 +28,7 @@ sys.path.insert(0, HERE)
 import test_cli  # noqa: E402
 from test_cli import check, fresh, need_babeltrace2, run, stats_table  # noqa: E402
 
-SEQ_PROCS = 300       # tracer_prog seq: one marker, a 2 ms sleep after each event
+SEQ_PROCS = 300       # tracer_prog paced: one marker, a 2 ms sleep after each event
 if os.environ.get("MARK_TEST_EMULATOR") or os.environ.get("MARK_TEST_SANITIZER"):
     # under qemu-user or a sanitizer each of the processes, all alive at
     # once, costs tens of times the CPU and memory: fewer traces there
@@ -87,9 +87,13 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     need_babeltrace2()
     trace = fresh(workdir, "many")
-    # Every process is started at once and the seq ones sleep between events,
-    # so the events of the traces interleave in time (as in a forking server).
-    script = ("for i in $(seq %d); do \"$0\" seq %d 2000000 1 & done; "
+    # Every process is started at once and the paced ones sleep between
+    # events, so the events of the traces interleave in time (as in a forking
+    # server): 320 traces, 90,000 changes of trace in 122,200 events, 240
+    # traces writing at once.  (tracer_prog seq with a pause, used before,
+    # pins each process to the first CPU and starves its consumer: 300
+    # processes on that CPU made the recording take 30-40 s instead of 5.)
+    script = ("for i in $(seq %d); do \"$0\" paced %d 2000000 & done; "
               "for i in $(seq %d); do \"$0\" pairs %d 2 & done; wait"
               % (SEQ_PROCS, SEQ_EVENTS, PAIR_PROCS, PAIR_ROUNDS))
     r = run([mark, "record", "-q", "--mode", "block", "-o", trace, "--", "/bin/sh", "-c", script, tracer],

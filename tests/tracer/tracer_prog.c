@@ -457,6 +457,23 @@ static void fire_seq(long n)
 }
 
 /*
+ * `paced N PAUSE_NS`: N t_seq events (argument i), a sleep of PAUSE_NS
+ * after each, with the consumer left alone: many of these started at once
+ * write events that interleave in time (test_pairs_many_traces.py).  Not
+ * `seq` with a pause, which pins the process to one CPU and starves its
+ * consumer for the discard scenario: 320 of them waited for their
+ * consumers on that one CPU for about 30 s.
+ */
+static void fire_paced(long n, long pause)
+{
+	struct timespec ts = { pause / 1000000000L, pause % 1000000000L };
+	for (long i = 0; i < n; i++) {
+		MARK(t_seq, "%ld", i);
+		nanosleep(&ts, NULL);
+	}
+}
+
+/*
  * Records of very different sizes in one sequence: most are 24 bytes, some
  * carry a string of up to 1500 bytes (the tracer keeps 253, or 252 and
  * "..."), so a record
@@ -767,6 +784,8 @@ int main(int argc, char **argv)
 			return 3;
 		fire_seq(n);
 	}
+	else if (strcmp(what, "paced") == 0)
+		fire_paced(n, argc > 3 ? atol(argv[3]) : 0);
 	else if (strcmp(what, "mixed") == 0)
 		fire_mixed(n);
 	else if (strcmp(what, "threads") == 0)
