@@ -311,22 +311,24 @@ void strbuf_add_message(struct strbuf *sb, const char *text)
 static __thread struct strbuf cli_text_ring[8];
 static __thread unsigned cli_text_next;
 
-const char *cli_text(const char *text)
+/* `text` escaped in `style` into the next buffer of the ring. */
+static const char *ring_text(const char *text, enum text_style style)
 {
 	struct strbuf *sb = &cli_text_ring[cli_text_next++ % 8];
 	strbuf_reset(sb);
 	strbuf_add(sb, "", 0);
-	strbuf_add_terminal(sb, text ? text : "");
+	add_escaped(sb, text ? text : "", style);
 	return sb->failed || !sb->data ? "?" : sb->data;
+}
+
+const char *cli_text(const char *text)
+{
+	return ring_text(text, STYLE_TERMINAL);
 }
 
 const char *cli_message_text(const char *text)
 {
-	struct strbuf *sb = &cli_text_ring[cli_text_next++ % 8];
-	strbuf_reset(sb);
-	strbuf_add(sb, "", 0);
-	strbuf_add_message(sb, text ? text : "");
-	return sb->failed || !sb->data ? "?" : sb->data;
+	return ring_text(text, STYLE_MESSAGE);
 }
 
 void cli_text_thread_done(void)

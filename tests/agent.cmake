@@ -112,13 +112,7 @@ endif()
 # The fuzz target is built by run.sh with its own compiler (clang) and
 # sanitizers: running it again in the ASan, TSan, clang or cross builds of
 # `make test` would repeat the same work (MARK_TEST_BUILD_INDEPENDENT).
-if(MARK_TEST_BUILD_INDEPENDENT)
-  add_test(NAME agent_fuzz_short COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run.sh 15 ${CMAKE_CURRENT_BINARY_DIR}/fuzz)
-else()
-  mark_skipped_test(agent_fuzz_short
-    "the fuzz target is built by the script with its own compiler and sanitizers, ${MARK_TEST_ELSEWHERE}")
-endif()
-set_tests_properties(agent_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+mark_fuzz_short_test(agent_fuzz_short ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz)
 
 # The agent's log line never blocks the program's fork(): stderr a full
 # pipe, every descriptor taken (tests/agent/test_stderr_full.py).

@@ -27,13 +27,7 @@ set_tests_properties(test_filter_live PROPERTIES WORKING_DIRECTORY ${CMAKE_CURRE
 # 15 s of afl++ on the filter parser/evaluator (`make fuzz`: 300 s); built by
 # run_filter.sh with its own compiler and sanitizers, so only the default
 # build runs it (MARK_TEST_BUILD_INDEPENDENT).
-if(MARK_TEST_BUILD_INDEPENDENT)
-  add_test(NAME filter_fuzz_short COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_filter.sh 15 ${CMAKE_CURRENT_BINARY_DIR}/fuzz-filter)
-else()
-  mark_skipped_test(filter_fuzz_short
-    "the fuzz target is built by the script with its own compiler and sanitizers, ${MARK_TEST_ELSEWHERE}")
-endif()
-set_tests_properties(filter_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+mark_fuzz_short_test(filter_fuzz_short ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_filter.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-filter)
 # --filter through the control agent (record --pid, enable --filter).
 if(TARGET mark_cli)
   add_test(NAME agent_cli_filter

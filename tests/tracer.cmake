@@ -99,25 +99,13 @@ endif()
 # reader, seeded with real traces (`make fuzz` runs it for 300 s).  The target
 # is built by run_recover.sh with its own compiler and sanitizers (first run:
 # ~15 s more): only the default build runs it (MARK_TEST_BUILD_INDEPENDENT).
-if(MARK_TEST_BUILD_INDEPENDENT)
-  add_test(NAME recover_fuzz_short COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_recover.sh 15 ${CMAKE_CURRENT_BINARY_DIR}/fuzz-recover)
-else()
-  mark_skipped_test(recover_fuzz_short
-    "the fuzz target is built by the script with its own compiler and sanitizers, ${MARK_TEST_ELSEWHERE}")
-endif()
-set_tests_properties(recover_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+mark_fuzz_short_test(recover_fuzz_short ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_recover.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-recover)
 
 # 15 s of afl++ on the native trace reader (cli/trace_native.c), seeded with
 # real traces (`make fuzz` runs it for 300 s); built by run_reader.sh with its
 # own compiler and sanitizers (first run: ~20 s more): only the default build
 # runs it (MARK_TEST_BUILD_INDEPENDENT).
-if(MARK_TEST_BUILD_INDEPENDENT)
-  add_test(NAME reader_fuzz_short COMMAND /bin/bash ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_reader.sh 15 ${CMAKE_CURRENT_BINARY_DIR}/fuzz-reader)
-else()
-  mark_skipped_test(reader_fuzz_short
-    "the fuzz target is built by the script with its own compiler and sanitizers, ${MARK_TEST_ELSEWHERE}")
-endif()
-set_tests_properties(reader_fuzz_short PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+mark_fuzz_short_test(reader_fuzz_short ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/run_reader.sh ${CMAKE_CURRENT_BINARY_DIR}/fuzz-reader)
 
 # Bounded disk (issue 13 §2): chunks, MARK_MAX_SIZE deletes the oldest,
 # MARK_ROTATE only cuts; the directory size is checked while the program
