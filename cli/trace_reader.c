@@ -892,6 +892,13 @@ bool trace_event_field_key(struct strbuf *sb, const struct trace_event *ev, cons
 static bool bt_filter_value(const bt_field *f, struct mark_filter_value *out)
 {
 	bt_field_class_type t = bt_field_get_class_type(f);
+	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT) && trace_value_mark_string_tag(f) == 'n') {
+		/* a NULL %s as the probe's filter and the native reader judge it */
+		out->type = MARK_FILTER_STRING;
+		out->str.s = "(null)";
+		out->str.len = 6;
+		return true;
+	}
 	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT))
 		return bt_filter_value(bt_field_variant_borrow_selected_option_field_const(f), out);
 	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_SIGNED_INTEGER)) {

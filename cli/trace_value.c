@@ -595,13 +595,8 @@ static void add_char(struct strbuf *sb, unsigned char c, enum trace_value_style 
 	}
 }
 
-/*
- * For a variant of mark's tagged %s (src/tracer/metadata.c: options
- * "empty", "text", "null", "truncated", every one a string): 'n' when it
- * holds a NULL, 'c' when a cut string, else 0 (and 0 for every other
- * variant, an older mark's two-option one included).
- */
-static char mark_string_tag(const bt_field *variant)
+/* trace_value.h */
+char trace_value_mark_string_tag(const bt_field *variant)
 {
 	const bt_field_class *fc = bt_field_borrow_class_const(variant);
 	if (bt_field_class_variant_get_option_count(fc) != 4)
@@ -622,7 +617,7 @@ static char mark_string_tag(const bt_field *variant)
 static void append_variant(struct strbuf *sb, const bt_field *variant, enum trace_value_style style)
 {
 	const bt_field *inner = bt_field_variant_borrow_selected_option_field_const(variant);
-	const char tag = mark_string_tag(variant);
+	const char tag = trace_value_mark_string_tag(variant);
 	if (tag == 'n')
 		trace_value_append_null(sb, style);
 	else if (tag == 'c')
@@ -876,7 +871,7 @@ void trace_payload_append(struct strbuf *sb, const bt_field *payload, enum trace
 static void field_arg(const bt_field *f, struct trace_arg *a, struct strbuf *scratch)
 {
 	bt_field_class_type t = bt_field_get_class_type(f);
-	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT) && mark_string_tag(f) == 'n') {
+	if (bt_field_class_type_is(t, BT_FIELD_CLASS_TYPE_VARIANT) && trace_value_mark_string_tag(f) == 'n') {
 		a->type = TRACE_ARG_TEXT;   /* a NULL %s: JSON null */
 		a->s = "null";
 		return;

@@ -68,6 +68,13 @@ void trace_value_append_string(struct strbuf *sb, const char *text, enum trace_v
  * string ending in "..." of its own is not taken for a cut one).
  */
 void trace_value_append_null(struct strbuf *sb, enum trace_value_style style);
+/*
+ * For a variant of mark's tagged %s (src/tracer/metadata.c: options
+ * "empty", "text", "null", "truncated", every one a string): 'n' when it
+ * holds a NULL, 'c' when a cut string, else 0 (and 0 for every other
+ * variant, an older mark's two-option one included).
+ */
+char trace_value_mark_string_tag(const bt_field *variant);
 void trace_value_append_cut_string(struct strbuf *sb, const char *text, enum trace_value_style style);
 
 #endif

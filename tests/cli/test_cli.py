@@ -555,10 +555,12 @@ def case_string_tags(mark, target, workdir):
     check(args == [{"none": None, "nulltext": "(null)", "whole": whole, "over": cut + "...", "empty": ""}],
           "mark export: %r" % args)
     # the filter judges a NULL as the text "(null)" and a cut string by the text kept
-    for expr, n in (('none == "(null)"', 1), ('over == "*o..."', 1), ('whole == "*w..."', 1)):
-        r = run([mark, "view", "--filter", expr, trace])
-        check(r.returncode == 0 and len(r.stdout.splitlines()) == n, "mark view --filter '%s': exit %d, %d lines" %
-              (expr, r.returncode, len(r.stdout.splitlines())))
+    for reader in ("native", "bt2"):
+        for expr, n in (('none == "(null)"', 1), ('none == ""', 0), ('over == "*o..."', 1), ('whole == "*w..."', 1)):
+            r = run([mark, "view", "--filter", expr, trace], env=dict(os.environ, MARK_READER=reader))
+            check(r.returncode == 0 and len(r.stdout.splitlines()) == n,
+                  "mark view --filter '%s' (%s reader): exit %d, %d lines" %
+                  (expr, reader, r.returncode, len(r.stdout.splitlines())))
     # the metadata of an older mark: "empty" and "text" only
     old = fresh(workdir, "strings-old")
     shutil.copytree(trace, old)
