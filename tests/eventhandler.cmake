@@ -66,3 +66,6 @@ mark_kind_test(test_eventhandler_signal SOURCES eventhandler/test_eventhandler_s
 # exit() while another thread is blocked in a handler of an
 # EVENTHANDLER_DEFINE (found by a review): its destructor does not wait.
 mark_test(test_eventhandler_exit SOURCES eventhandler/test_eventhandler_exit.c ENV MARK_AGENT=0)
+# A C++ handler that throws out of EVENTHANDLER_INVOKE (found by a review):
+# the invocation's read-side section ends as the exception leaves it.
+mark_test(test_eventhandler_throw SOURCES eventhandler/test_eventhandler_throw.cc ENV MARK_AGENT=0)

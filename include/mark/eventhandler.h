@@ -168,12 +168,34 @@ void mark__eh_exit(void);
 	}                                                                                       \
 	struct mark__eh_semicolon
 
+/*
+ * The end of an invocation's read-side section.  In C++ a handler may throw:
+ * the exception unwinds through the invoking code, and a call to
+ * mark__eh_exit() after the loop would be skipped, leaving the thread
+ * inside the section for ever (every EVENTHANDLER_DEREGISTER then waited
+ * for it for ever).  So C++ ends the section in a destructor, which runs
+ * on the normal path and on unwinding alike.  C has no unwinding; a
+ * handler must not longjmp out of an invocation (docs/eventhandler.md).
+ */
+#ifdef __cplusplus
+struct mark__eh_section {
+	~mark__eh_section() { mark__eh_exit(); }
+};
+/* Constructed right after mark__eh_enter(), which cannot throw. */
+#define MARK__EH_SECTION_BEGIN ::mark__eh_section mark__eh_section_guard; (void)mark__eh_section_guard;
+#define MARK__EH_SECTION_END
+#else
+#define MARK__EH_SECTION_BEGIN
+#define MARK__EH_SECTION_END mark__eh_exit();
+#endif
+
 /* The out-of-line part of an invocation: call every live handler. */
 #define MARK__EH_CALL_ALL(site, name, ...)                                                    \
 	do {                                                                                  \
 		static struct mark__eh_list *mark__eh_cache;                                  \
 		const struct mark__eh_array *mark__eh_a =                                     \
 			mark__eh_enter(&mark__eh_cache, #name, site);                         \
+		MARK__EH_SECTION_BEGIN                                                        \
 		if (mark__eh_a) {                                                             \
 			for (unsigned mark__eh_i = 0; mark__eh_i < mark__eh_a->count; mark__eh_i++) { \
 				struct mark__eh_entry *mark__eh_e = mark__eh_a->entries[mark__eh_i]; \
@@ -184,7 +206,7 @@ void mark__eh_exit(void);
 										##__VA_ARGS__); \
 			}                                                                     \
 		}                                                                             \
-		mark__eh_exit();                                                              \
+		MARK__EH_SECTION_END                                                          \
 	} while (0)
 
 /*
