@@ -69,3 +69,7 @@ mark_test(test_eventhandler_exit SOURCES eventhandler/test_eventhandler_exit.c E
 # A C++ handler that throws out of EVENTHANDLER_INVOKE (found by a review):
 # the invocation's read-side section ends as the exception leaves it.
 mark_test(test_eventhandler_throw SOURCES eventhandler/test_eventhandler_throw.cc ENV MARK_AGENT=0)
+# EVENTHANDLER_DEFINE under a W^X policy (found by a review): a registration
+# that fails in the constructor is said on stderr, naming the list, the
+# handler and the reason.
+mark_kind_test(test_eventhandler_define_wx SOURCES eventhandler/test_eventhandler_define_wx.c KINDS jump immediate)

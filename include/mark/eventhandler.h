@@ -76,6 +76,9 @@ unsigned mark_eventhandler_count(const char *name);
  * not at exit, where nothing is unmapped). */
 #define MARK__EH_AT_UNLOAD 2
 eventhandler_tag mark__eh_register(const char *name, void (*func)(void), void *arg, int priority);
+/* An EVENTHANDLER_DEFINE constructor whose registration failed: says so on
+ * stderr with mark_last_error() (nobody else can be told). */
+void mark__eh_define_failed(const char *name, const char *func);
 int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait);
 /*
  * Begin an invocation: enters an RCU read-side critical section (always,
@@ -150,6 +153,8 @@ void mark__eh_exit(void);
 /*
  * EVENTHANDLER_DEFINE(name, func, arg, priority): register func when this
  * object is loaded, deregister it when it is unloaded (exit or dlclose).
+ * A registration that fails (out of memory, a W^X policy refusing to arm
+ * the invoke sites) is said on stderr: the handler is then never called.
  * At dlclose the destructor waits until no invocation runs func (its code
  * is unmapped next); at exit it does not wait (see docs/eventhandler.md).
  * func must be an identifier.
@@ -159,6 +164,8 @@ void mark__eh_exit(void);
 	static void __attribute__((constructor, used)) mark__eh_init_##name##_##func(void)      \
 	{                                                                                       \
 		mark__eh_tag_##name##_##func = EVENTHANDLER_REGISTER(name, func, arg, priority); \
+		if (!mark__eh_tag_##name##_##func)                                              \
+			mark__eh_define_failed(#name, #func);                                   \
 	}                                                                                       \
 	static void __attribute__((destructor, used)) mark__eh_fini_##name##_##func(void)       \
 	{                                                                                       \

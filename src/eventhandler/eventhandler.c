@@ -453,6 +453,20 @@ eventhandler_tag mark__eh_register(const char *name, void (*func)(void), void *a
 	return &h->pub;
 }
 
+void mark__eh_define_failed(const char *name, const char *func)
+{
+	/* The names come from the program's source (#name, #func), but are
+	 * escaped all the same: the line goes to a terminal or a log. */
+	char list[128], handler[128];
+	mark_printable_brief(list, sizeof(list), name ? name : "?");
+	mark_printable_brief(handler, sizeof(handler), func ? func : "?");
+	const char *why = mark_last_error();
+	if (strncmp(why, "mark: ", 6) == 0)
+		why += 6;   /* one "mark: " at the start of the line is enough */
+	mark_warn("mark: EVENTHANDLER_DEFINE(%s, %s): the handler is not registered and will not be called: "
+		  "%s\n", list, handler, why);
+}
+
 int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
 {
 	if (!name || !*name)
