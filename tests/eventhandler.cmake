@@ -73,3 +73,6 @@ mark_test(test_eventhandler_throw SOURCES eventhandler/test_eventhandler_throw.c
 # that fails in the constructor is said on stderr, naming the list, the
 # handler and the reason.
 mark_kind_test(test_eventhandler_define_wx SOURCES eventhandler/test_eventhandler_define_wx.c KINDS jump immediate)
+# A tag deregistered twice (found by a review): -ENOENT, never another
+# handler registered since at the same address.
+mark_test(test_eventhandler_stale_tag SOURCES eventhandler/test_eventhandler_stale_tag.c ENV MARK_AGENT=0)

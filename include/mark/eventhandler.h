@@ -55,6 +55,11 @@ struct mark__eh_entry {
 	void *arg;            /* its first argument                           */
 	int dead;             /* set (atomic) when deregistered: never called again */
 };
+/*
+ * Names one registration, and no other ever (not even one made after this
+ * one was deregistered and freed).  Opaque: it does not point to a
+ * struct mark__eh_entry; only NULL (failure) is meaningful to compare.
+ */
 typedef struct mark__eh_entry *eventhandler_tag;
 
 /* A list's handlers, sorted; replaced as a whole under RCU, never modified. */

@@ -98,7 +98,12 @@ struct eh_retired {
 };
 
 struct eh_handler {
-	struct mark__eh_entry pub;   /* first: the tag points here               */
+	struct mark__eh_entry pub;   /* first: the arrays point here              */
+	/* The tag returned for this registration: a number, not an address.
+	 * An address is reused by a later registration once this record is
+	 * freed, and a second DEREGISTER of the old tag then removed that
+	 * handler; numbers are never handed out twice (next_tag_id). */
+	uintptr_t tag_id;
 	int priority;
 	struct mark__eh_list *list;
 	/* Where the handler's code lives, from dladdr() at registration; the
@@ -135,6 +140,15 @@ struct mark__eh_list {
  */
 #define LIST_HASH_SIZE 256
 static struct mark__eh_list *list_hash[LIST_HASH_SIZE];
+
+/*
+ * The last tag handed out (registry lock).  Tags are 1, 2, 3, ... cast to
+ * eventhandler_tag: never NULL, never dereferenced, unique in the process
+ * (a 64-bit count does not wrap; a 32-bit one would after 2^32
+ * registrations).  A forked child goes on counting from its parent's value,
+ * so its tags stay distinct from those the parent gave it too.
+ */
+static uintptr_t next_tag_id;
 
 /*
  * Debug mode: before each invocation, check that every handler's code is
@@ -427,6 +441,9 @@ eventhandler_tag mark__eh_register(const char *name, void (*func)(void), void *a
 		return NULL;
 	}
 	h->list = l;
+	if (++next_tag_id == 0)
+		++next_tag_id;   /* never NULL */
+	h->tag_id = next_tag_id;
 	/* After every handler of lower or equal priority: equal priorities run
 	 * in registration order. */
 	unsigned pos = 0;
@@ -448,9 +465,18 @@ eventhandler_tag mark__eh_register(const char *name, void (*func)(void), void *a
 		return NULL;
 	}
 	publish_locked(l, next);
+	/* Read under the lock: once it is dropped, a deregistration on another
+	 * thread may free h. */
+	const uintptr_t tag_id = h->tag_id;
 	mark_registry_unlock();
 	reclaim(false);
-	return &h->pub;
+	return (eventhandler_tag)tag_id;
+}
+
+/* Whether `tag` is the tag of handler `e` (see tag_id). */
+static bool tag_names(const struct mark__eh_entry *e, eventhandler_tag tag)
+{
+	return ((const struct eh_handler *)e)->tag_id == (uintptr_t)tag;
 }
 
 void mark__eh_define_failed(const char *name, const char *func)
@@ -491,7 +517,7 @@ int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
 	unsigned n = array_count(old);
 	unsigned removed = 0;
 	for (unsigned i = 0; i < n; i++)
-		removed += !tag || old->slots[i] == tag;
+		removed += !tag || tag_names(old->slots[i], tag);
 	if (removed == 0) {
 		mark_registry_unlock();
 		if (!tag)
@@ -512,7 +538,7 @@ int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
 	unsigned k = 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct mark__eh_entry *e = old->slots[i];
-		if (!tag || e == tag) {
+		if (!tag || tag_names(e, tag)) {
 			/* Before it leaves the array: see "dead" in the header comment. */
 			__atomic_store_n(&e->dead, 1, __ATOMIC_RELAXED);
 			/* Unpublished by the store below, under the same lock hold,
