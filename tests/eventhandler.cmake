@@ -76,3 +76,10 @@ mark_kind_test(test_eventhandler_define_wx SOURCES eventhandler/test_eventhandle
 # A tag deregistered twice (found by a review): -ENOENT, never another
 # handler registered since at the same address.
 mark_test(test_eventhandler_stale_tag SOURCES eventhandler/test_eventhandler_stale_tag.c ENV MARK_AGENT=0)
+# Deregistration with memory short (found by a review): the handler is
+# removed in place; a dlclose'd object's DEFINE handler is never called.
+add_library(eh_oom_plugin MODULE eventhandler/eh_oom_plugin.c)
+target_link_libraries(eh_oom_plugin PRIVATE mark)
+mark_test(test_eventhandler_oom SOURCES eventhandler/test_eventhandler_oom.c
+  DEFS EH_OOM_PLUGIN="$<TARGET_FILE:eh_oom_plugin>" ENV MARK_AGENT=0)
+add_dependencies(test_eventhandler_oom eh_oom_plugin)

@@ -143,7 +143,8 @@ void mark__eh_exit(void);
  * call it has finished (an RCU grace period), so the handler's code and
  * argument may be freed then.  Must not be called from inside a handler
  * (that would wait for itself); use EVENTHANDLER_DEREGISTER_NOWAIT there.
- * Evaluates to 0, or -ENOENT if tag is not registered on list `name`.
+ * Evaluates to 0, or -ENOENT if tag is not registered on list `name`; it
+ * does not fail for want of memory (the handler is then removed in place).
  */
 #define EVENTHANDLER_DEREGISTER(name, tag) mark__eh_deregister(#name, (tag), 1)
 

@@ -24,7 +24,9 @@
  *   runs (list_find: the list table is insert-only, see list_hash): the
  *   urcu-bp read lock, an acquire load of the array, the calls.
  * - A handler's `dead` flag is set (relaxed atomic) before it leaves the
- *   array.  Readers test it before each call, so an invocation already
+ *   array (or instead, when no smaller array can be allocated: it is then
+ *   removed in place, and dropped by the list's next change; see
+ *   removed_in_place_locked).  Readers test it before each call, so an invocation already
  *   iterating an old array on the deregistering thread itself - a handler
  *   that deregisters a later handler with NOWAIT - does not call it.  Other
  *   threads are covered by the grace period (DEREGISTER) or not at all
@@ -304,6 +306,29 @@ static unsigned array_count(const struct eh_array *a)
 }
 
 /*
+ * A handler deregistered in place (registry lock held).  Normally a
+ * handler's `dead` flag is set under the lock together with the store that
+ * publishes an array without it, so a published array holds no dead
+ * handler - except one deregistered when no smaller array could be
+ * allocated: that handler stays in the array, dead, until the list's next
+ * change drops it (see mark__eh_deregister).  Under the lock, "dead and
+ * still in the current array" therefore means exactly that.
+ */
+static bool removed_in_place_locked(const struct mark__eh_entry *e)
+{
+	return __atomic_load_n(&e->dead, __ATOMIC_RELAXED) != 0;
+}
+
+/* The handlers of `a` that are registered (registry lock held). */
+static unsigned live_count_locked(const struct eh_array *a)
+{
+	unsigned live = 0;
+	for (unsigned i = 0; i < array_count(a); i++)
+		live += !removed_in_place_locked(a->slots[i]);
+	return live;
+}
+
+/*
  * Put an object no new reader can reach on the retired list (registry
  * lock held, after the store that unpublished it: both happen under the
  * lock, so whoever takes the list later sees it unpublished).
@@ -325,6 +350,19 @@ static void publish_locked(struct mark__eh_list *l, struct eh_array *next)
 	__atomic_store_n(&l->handlers, next, __ATOMIC_RELEASE);
 	if (old)
 		retire_locked(&old->retired, false, sizeof(*old) + old->pub.count * sizeof(old->slots[0]));
+}
+
+/*
+ * Retire the handlers of `old` that are dead (registry lock held), once an
+ * array without them has been published: those deregistered in place, and
+ * those just deregistered.  No new reader can reach them.
+ */
+static void retire_removed_locked(const struct eh_array *old)
+{
+	for (unsigned i = 0; i < array_count(old); i++)
+		if (removed_in_place_locked(old->slots[i]))
+			retire_locked(&((struct eh_handler *)old->slots[i])->retired, true,
+				      sizeof(struct eh_handler));
 }
 
 /*
@@ -432,8 +470,8 @@ eventhandler_tag mark__eh_register(const char *name, void (*func)(void), void *a
 	mark_registry_lock();
 	struct mark__eh_list *l = list_get_locked(name);
 	struct eh_array *old = l ? l->handlers : NULL;
-	unsigned n = array_count(old);
-	struct eh_array *next = l ? array_alloc(n + 1) : NULL;
+	unsigned n = array_count(old), live = live_count_locked(old);
+	struct eh_array *next = l ? array_alloc(live + 1) : NULL;
 	if (!next) {
 		mark_registry_unlock();
 		free_handler(h);
@@ -445,19 +483,25 @@ eventhandler_tag mark__eh_register(const char *name, void (*func)(void), void *a
 		++next_tag_id;   /* never NULL */
 	h->tag_id = next_tag_id;
 	/* After every handler of lower or equal priority: equal priorities run
-	 * in registration order. */
-	unsigned pos = 0;
-	while (pos < n && ((struct eh_handler *)old->slots[pos])->priority <= priority)
-		pos++;
-	for (unsigned i = 0; i < pos; i++)
-		next->slots[i] = old->slots[i];
-	next->slots[pos] = &h->pub;
-	for (unsigned i = pos; i < n; i++)
-		next->slots[i + 1] = old->slots[i];
+	 * in registration order.  Handlers removed in place are dropped. */
+	unsigned k = 0;
+	bool placed = false;
+	for (unsigned i = 0; i < n; i++) {
+		struct mark__eh_entry *e = old->slots[i];
+		if (removed_in_place_locked(e))
+			continue;
+		if (!placed && ((struct eh_handler *)e)->priority > priority) {
+			next->slots[k++] = &h->pub;
+			placed = true;
+		}
+		next->slots[k++] = e;
+	}
+	if (!placed)
+		next->slots[k++] = &h->pub;
 
 	/* Arm before publishing: an invocation that runs in between finds the
 	 * old array, which is what it would have found a moment earlier. */
-	int r = update_arming_locked(l, n + 1);
+	int r = update_arming_locked(l, live + 1);
 	if (r < 0) {
 		mark_registry_unlock();
 		free(next);
@@ -465,6 +509,7 @@ eventhandler_tag mark__eh_register(const char *name, void (*func)(void), void *a
 		return NULL;
 	}
 	publish_locked(l, next);
+	retire_removed_locked(old);
 	/* Read under the lock: once it is dropped, a deregistration on another
 	 * thread may free h. */
 	const uintptr_t tag_id = h->tag_id;
@@ -514,10 +559,10 @@ int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
 	mark_registry_lock();
 	struct mark__eh_list *l = list_find(name);
 	struct eh_array *old = l ? l->handlers : NULL;
-	unsigned n = array_count(old);
+	unsigned n = array_count(old), live = live_count_locked(old);
 	unsigned removed = 0;
 	for (unsigned i = 0; i < n; i++)
-		removed += !tag || tag_names(old->slots[i], tag);
+		removed += !removed_in_place_locked(old->slots[i]) && (!tag || tag_names(old->slots[i], tag));
 	if (removed == 0) {
 		mark_registry_unlock();
 		if (!tag)
@@ -526,30 +571,45 @@ int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
 					  "on list %s (already deregistered, or registered on another list)",
 				  name, name);
 	}
+	/*
+	 * Without memory for the smaller array the handler is removed in
+	 * place: marked dead and left in the array, which every invocation
+	 * then skips it in, until the list's next change drops it.  A
+	 * deregistration must not fail: an EVENTHANDLER_DEFINE destructor at
+	 * dlclose cannot report a failure, and its code is unmapped next (out
+	 * of memory there left the handler registered and the next invocation
+	 * jumped into the unmapped object).
+	 */
 	struct eh_array *next = NULL;
-	if (n > removed) {
-		next = array_alloc(n - removed);
-		if (!next) {
-			mark_registry_unlock();
-			return mark_error(ENOMEM, "mark: EVENTHANDLER_DEREGISTER(%s): out of memory; the "
-						  "handler is still registered", name);
-		}
+	bool in_place = false;
+	if (live > removed) {
+		next = array_alloc(live - removed);
+		in_place = !next;
 	}
 	unsigned k = 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct mark__eh_entry *e = old->slots[i];
+		if (removed_in_place_locked(e))
+			continue;   /* removed in place before: retired below */
 		if (!tag || tag_names(e, tag)) {
-			/* Before it leaves the array: see "dead" in the header comment. */
+			/* Before it leaves the array (or, in place, instead): see
+			 * "dead" in the header comment.  Relaxed: an invocation on
+			 * another thread that still loads the array holding it began
+			 * before the grace period that DEREGISTER waits for, or
+			 * begins after it and sees the store (a grace period orders
+			 * every store before it with every read-side section after it). */
 			__atomic_store_n(&e->dead, 1, __ATOMIC_RELAXED);
-			/* Unpublished by the store below, under the same lock hold,
-			 * before anyone can take the retired list. */
-			retire_locked(&((struct eh_handler *)e)->retired, true, sizeof(struct eh_handler));
-		} else {
+		} else if (next) {
 			next->slots[k++] = e;
 		}
 	}
-	publish_locked(l, next);
-	update_arming_locked(l, n - removed);
+	if (!in_place) {
+		publish_locked(l, next);
+		/* Unpublished by that store, under the same lock hold, before
+		 * anyone can take the retired list. */
+		retire_removed_locked(old);
+	}
+	update_arming_locked(l, live - removed);
 	mark_registry_unlock();
 
 	/* wait: every invocation that could still see the handler began before
@@ -641,7 +701,7 @@ unsigned mark_eventhandler_count(const char *name)
 	/* The lock keeps the array from being freed while we read its count. */
 	mark_registry_lock();
 	const struct mark__eh_list *l = list_find(name);
-	unsigned n = l ? array_count(l->handlers) : 0;
+	unsigned n = l ? live_count_locked(l->handlers) : 0;
 	mark_registry_unlock();
 	return n;
 }
