@@ -83,3 +83,8 @@ target_link_libraries(eh_oom_plugin PRIVATE mark)
 mark_test(test_eventhandler_oom SOURCES eventhandler/test_eventhandler_oom.c
   DEFS EH_OOM_PLUGIN="$<TARGET_FILE:eh_oom_plugin>" ENV MARK_AGENT=0)
 add_dependencies(test_eventhandler_oom eh_oom_plugin)
+# dlclose from inside an event handler (found by a review): the warning
+# names the object and the list, says what can crash and what to do.
+mark_test(test_eventhandler_unload_in_handler SOURCES eventhandler/test_eventhandler_unload_in_handler.c
+  DEFS EH_OOM_PLUGIN="$<TARGET_FILE:eh_oom_plugin>" ENV MARK_AGENT=0)
+add_dependencies(test_eventhandler_unload_in_handler eh_oom_plugin)

@@ -524,6 +524,24 @@ static bool tag_names(const struct mark__eh_entry *e, eventhandler_tag tag)
 	return ((const struct eh_handler *)e)->tag_id == (uintptr_t)tag;
 }
 
+/*
+ * The function of the handler registered as `tag` on list `name`, or NULL;
+ * only for a message (registry lock taken here: the record may be freed
+ * as soon as it is dropped, the address of the code is what we keep).
+ */
+static void (*tag_func_unlocked(const char *name, eventhandler_tag tag))(void)
+{
+	void (*func)(void) = NULL;
+	mark_registry_lock();
+	const struct mark__eh_list *l = list_find(name);
+	const struct eh_array *a = l ? l->handlers : NULL;
+	for (unsigned i = 0; i < array_count(a); i++)
+		if (tag_names(a->slots[i], tag))
+			func = a->slots[i]->func;
+	mark_registry_unlock();
+	return func;
+}
+
 void mark__eh_define_failed(const char *name, const char *func)
 {
 	/* The names come from the program's source (#name, #func), but are
@@ -551,9 +569,27 @@ int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
 	if (wait && mark_read_ongoing()) {
 		/* Waiting for the grace period from inside an invocation would wait
 		 * for ourselves forever.  Do what the caller can safely get. */
-		mark_warn("mark: EVENTHANDLER_DEREGISTER(%s) called from inside an event handler "
-				"would wait for itself; deregistering without waiting. Use "
-				"EVENTHANDLER_DEREGISTER_NOWAIT inside handlers.\n", name);
+		if (wait == MARK__EH_AT_UNLOAD) {
+			/* dlclose from inside a handler: the object is unmapped when
+			 * this destructor returns, and invocations on other threads
+			 * may be running its handler (they crash there).  Nothing
+			 * here can wait for them without waiting for this thread's
+			 * own invocation too; say what happens and what to do. */
+			Dl_info info;
+			const char *object = "a shared object";
+			if (tag && dladdr((const void *)tag_func_unlocked(name, tag), &info) && info.dli_fname)
+				object = info.dli_fname;
+			char printable[256];
+			mark_printable_brief(printable, sizeof(printable), object);
+			mark_warn("mark: %s is unloaded (dlclose) from inside an event handler while its handler "
+				  "on list %s is registered: libmark cannot wait for other threads to leave that "
+				  "handler, and a thread still running it will crash.  Call dlclose outside event "
+				  "handlers (e.g. hand the unload to another thread).\n", printable, name);
+		} else {
+			mark_warn("mark: EVENTHANDLER_DEREGISTER(%s) called from inside an event handler "
+				  "would wait for itself; deregistering without waiting. Use "
+				  "EVENTHANDLER_DEREGISTER_NOWAIT inside handlers.\n", name);
+		}
 		wait = 0;
 	}
 	mark_registry_lock();
