@@ -88,3 +88,8 @@ add_dependencies(test_eventhandler_oom eh_oom_plugin)
 mark_test(test_eventhandler_unload_in_handler SOURCES eventhandler/test_eventhandler_unload_in_handler.c
   DEFS EH_OOM_PLUGIN="$<TARGET_FILE:eh_oom_plugin>" ENV MARK_AGENT=0)
 add_dependencies(test_eventhandler_unload_in_handler eh_oom_plugin)
+# The debug check against dlclose on another thread (found by a review): no
+# dladdr inside a read-side section, which a dlclose's grace period waits for.
+mark_test(test_eventhandler_debug_dlclose SOURCES eventhandler/test_eventhandler_debug_dlclose.c
+  DEFS EH_OOM_PLUGIN="$<TARGET_FILE:eh_oom_plugin>" ENV MARK_AGENT=0 MARK_EVENTHANDLER_DEBUG=1)
+add_dependencies(test_eventhandler_debug_dlclose eh_oom_plugin)

@@ -108,9 +108,11 @@ struct eh_handler {
 	uintptr_t tag_id;
 	int priority;
 	struct mark__eh_list *list;
-	/* Where the handler's code lives, from dladdr() at registration; the
-	 * debug check compares it with what dladdr() says at invocation. */
+	/* Where the handler's code lives, from dladdr1() at registration; the
+	 * debug check compares base and link map (as addresses only) with what
+	 * dladdr1() says at invocation.  The path is for its message. */
 	const void *object_base;
+	const void *object_map;
 	char *object_path;
 	struct eh_retired retired;
 };
@@ -462,8 +464,10 @@ eventhandler_tag mark__eh_register(const char *name, void (*func)(void), void *a
 	    !__atomic_exchange_n(&exit_hook_late, 1, __ATOMIC_RELAXED) && atexit(eh_at_exit) != 0)
 		__atomic_store_n(&exit_hook_late, 0, __ATOMIC_RELAXED);   /* try again next time */
 	Dl_info info;
-	if (dladdr((const void *)func, &info) && info.dli_fbase) {
+	void *map = NULL;
+	if (dladdr1((const void *)func, &info, &map, RTLD_DL_LINKMAP) && info.dli_fbase) {
 		h->object_base = info.dli_fbase;
+		h->object_map = map;
 		h->object_path = info.dli_fname ? strdup(info.dli_fname) : NULL;
 	}
 
@@ -662,25 +666,84 @@ int mark__eh_deregister(const char *name, eventhandler_tag tag, int wait)
  * (its object was dlclose'd while it was still registered) would be called
  * into unmapped memory or into whatever was mapped there since.  Say which
  * handler and which library, and stop before calling it.
+ *
+ * dladdr() takes the dynamic loader's lock, so it must not run inside a
+ * read-side section: a dlclose holds that lock while the unloaded object's
+ * EVENTHANDLER_DEFINE destructor (or any DEREGISTER in a destructor) waits
+ * for a grace period, which waits for that section - each thread waited
+ * for the other for ever.  So each handler is copied out under a short
+ * section of its own (what it needs: the function, the argument, where it
+ * was registered from), and checked after the section ends.  An
+ * invocation nested in a handler is inside its caller's section already:
+ * it is not checked (the outermost invocation checks).  A handler whose
+ * object looks unloaded is looked up again by its tag (never reused): a
+ * DEFINE destructor on another thread may have deregistered it, and the
+ * object been unmapped, since it was copied; only a handler still
+ * registered after its object went away is the error.
  */
-static __attribute__((noinline, cold)) void check_handlers_loaded(const struct mark__eh_list *l,
-								 const struct eh_array *a)
+/* Whether the handler with tag number tag_id is registered on l now (no
+ * registry lock: this runs in invocations). */
+static bool still_registered(const struct mark__eh_list *l, uintptr_t tag_id)
 {
-	for (unsigned i = 0; i < a->pub.count; i++) {
-		const struct eh_handler *h = (const struct eh_handler *)a->slots[i];
-		if (!h->object_base || __atomic_load_n(&h->pub.dead, __ATOMIC_RELAXED))
+	bool found = false;
+	mark_read_lock();
+	const struct eh_array *a = __atomic_load_n(&l->handlers, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; a && i < a->pub.count; i++)
+		if (((const struct eh_handler *)a->slots[i])->tag_id == tag_id &&
+		    !__atomic_load_n(&a->slots[i]->dead, __ATOMIC_RELAXED))
+			found = true;
+	mark__eh_exit();
+	return found;
+}
+
+static __attribute__((noinline, cold)) void check_handlers_loaded(const struct mark__eh_list *l)
+{
+	if (mark_read_ongoing())
+		return;
+	for (unsigned i = 0;; i++) {
+		void (*func)(void) = NULL;
+		void *arg = NULL;
+		const void *base = NULL, *object_map = NULL;
+		uintptr_t tag_id = 0;
+		char path[4096] = "";
+		bool have_path = false, end = false;
+		mark_read_lock();
+		const struct eh_array *a = __atomic_load_n(&l->handlers, __ATOMIC_ACQUIRE);
+		if (!a || i >= a->pub.count) {
+			end = true;
+		} else {
+			const struct eh_handler *h = (const struct eh_handler *)a->slots[i];
+			if (!__atomic_load_n(&h->pub.dead, __ATOMIC_RELAXED)) {
+				func = h->pub.func;
+				arg = h->pub.arg;
+				base = h->object_base;
+				object_map = h->object_map;
+				tag_id = h->tag_id;
+				if (h->object_path) {
+					snprintf(path, sizeof(path), "%s", h->object_path);
+					have_path = true;
+				}
+			}
+		}
+		mark__eh_exit();
+		if (end)
+			return;
+		if (!base)
 			continue;
+		/* Only addresses are compared: what dladdr1() points to (the
+		 * object's name, its link map) belongs to the loader, and a
+		 * dlclose on another thread may free it as soon as we have it. */
 		Dl_info info;
-		bool loaded = dladdr((const void *)h->pub.func, &info) && info.dli_fbase == h->object_base &&
-			      (!h->object_path || (info.dli_fname && strcmp(info.dli_fname, h->object_path) == 0));
-		if (!loaded) {
+		void *map = NULL;
+		bool loaded = dladdr1((const void *)func, &info, &map, RTLD_DL_LINKMAP) &&
+			      info.dli_fbase == base && map == object_map;
+		if (!loaded && still_registered(l, tag_id)) {
 			mark_warn(
 				"mark: eventhandler list %s: handler %p (arg %p) was registered from %s, which "
 				"has been unloaded (dlclose) while the handler was still registered; calling it "
 				"would jump into unmapped memory.  Deregister handlers before dlclose (e.g. in a "
 				"destructor, or use EVENTHANDLER_DEFINE).  Aborting (MARK_EVENTHANDLER_DEBUG).\n",
-				l->name, (void *)(uintptr_t)h->pub.func, h->pub.arg,
-				h->object_path ? h->object_path : "?");
+				l->name, (void *)(uintptr_t)func, arg, have_path ? path : "?");
 			abort();
 		}
 	}
@@ -712,6 +775,9 @@ const struct mark__eh_array *mark__eh_enter(struct mark__eh_list **cache, const 
 	struct mark__eh_list *l = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(l == NULL, 0))
 		l = lookup_and_cache(cache, name);
+	/* Before this invocation's section: see check_handlers_loaded. */
+	if (__builtin_expect(__atomic_load_n(&debug_mode, __ATOMIC_RELAXED), 0) && l)
+		check_handlers_loaded(l);
 	mark_read_lock();
 	if (!l)
 		return NULL;   /* no such list yet: no handler */
@@ -719,8 +785,6 @@ const struct mark__eh_array *mark__eh_enter(struct mark__eh_list **cache, const 
 	struct eh_array *a = __atomic_load_n(&l->handlers, __ATOMIC_ACQUIRE);
 	if (!a)
 		return NULL;
-	if (__builtin_expect(__atomic_load_n(&debug_mode, __ATOMIC_RELAXED), 0))
-		check_handlers_loaded(l, a);
 	return &a->pub;
 }
 
