@@ -129,6 +129,28 @@ void mark__eh_exit(void);
  * it will be called as func(arg, ...).  Returns the tag for
  * EVENTHANDLER_DEREGISTER, or NULL on failure (mark_last_error() says why).
  */
+#ifdef __cplusplus
+/*
+ * C++: a plain call, usable where C++ allows an initialiser but not a
+ * statement expression - a namespace-scope variable, a default member
+ * initialiser.  The handler is converted to the declared type on the way
+ * in (the parameter of mark__eh_erase, in a non-deduced context), so a
+ * handler of another type is ill-formed, an overloaded name picks the
+ * overload of the declared type, and a captureless lambda converts.
+ */
+extern "C++" {   /* also when the header is included inside extern "C" { } */
+template <class T> struct mark__eh_identity {
+	typedef T type;
+};
+template <class T> inline void (*mark__eh_erase(typename mark__eh_identity<T>::type func))(void)
+{
+	return reinterpret_cast<void (*)(void)>(func);
+}
+}
+#define EVENTHANDLER_REGISTER(name, func, arg, priority)                                      \
+	mark__eh_register(#name, ::mark__eh_erase<mark__eh_type_##name>(func), (void *)(arg),  \
+			  (int)(priority))
+#else
 #define EVENTHANDLER_REGISTER(name, func, arg, priority)                                      \
 	__extension__({                                                                       \
 		MARK__EH_TYPECHECK(name, func);                                               \
@@ -136,6 +158,7 @@ void mark__eh_exit(void);
 		mark__eh_register(#name, (void (*)(void))mark__eh_typed, (void *)(arg),       \
 				  (int)(priority));                                           \
 	})
+#endif
 
 /*
  * EVENTHANDLER_DEREGISTER(name, tag): remove a handler (tag NULL: every
