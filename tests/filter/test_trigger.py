@@ -103,12 +103,19 @@ def check_snapshot(snap, cli=False, period=100000):
     check(all(e[0] <= ts for e in evs), "%s: an event is later than the trigger" % snap)
     mine = [e[2]["id"] for e in evs if e[1] == "trig_req" and e[2]["thread"] == thread]
     check(len(mine) >= 1000, "%s: only %d events of the trigger's thread before it" % (snap, len(mine)))
-    gaps, prev, discarded = 0, None, 0
+    # Between two requests that follow each other the only event that may be
+    # missing is the trig_note that a request whose id is a multiple of 16 is
+    # followed by (tests/filter/trigger_target.c): one event reported
+    # discarded there is that note, dropped while the ring was held (seen
+    # under qemu: request 35888, its note missing, 1 discarded, 35889).
+    gaps, prev, discarded, note_seen = 0, None, 0, False
     for e in every:
         if e[3] != stream:
             continue
         if e[1] == DISCARDED:
             discarded += e[2]["count"]
+        elif e[1] == "trig_note":
+            note_seen = note_seen or (prev is not None and e[2]["id"] == prev)
         elif e[1] == "trig_req" and e[2]["thread"] == thread:
             if prev is not None and e[2]["id"] != prev + 1:
                 missing = e[2]["id"] - prev - 1
@@ -118,9 +125,11 @@ def check_snapshot(snap, cli=False, period=100000):
                       % (snap, prev, e[2]["id"], discarded, mine[0], tid, len(mine)))
                 gaps += 1
             elif prev is not None:
-                check(discarded == 0, "%s: %d event(s) reported discarded between requests %d and %d, "
-                      "which follow each other" % (snap, discarded, prev, e[2]["id"]))
-            prev, discarded = e[2]["id"], 0
+                note_lost = 1 if prev % 16 == 0 and not note_seen else 0
+                check(discarded == note_lost, "%s: %d event(s) reported discarded between requests %d and %d, "
+                      "which follow each other, and %d trig_note missing there"
+                      % (snap, discarded, prev, e[2]["id"], note_lost))
+            prev, discarded, note_seen = e[2]["id"], 0, False
     return gaps
 
 
