@@ -4,6 +4,7 @@
 #define MARK_TESTUTIL_WAIT_H
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -39,6 +40,25 @@ static inline bool testutil_wait_bounded(pid_t pid, int seconds, int *status, do
 	if (elapsed)
 		*elapsed = (double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) / 1e9;
 	return exited;
+}
+
+/*
+ * Run scenario() in a forked child (its return value the exit status) and
+ * wait for it as testutil_wait_bounded() does.  Output is flushed first,
+ * so the child does not write the parent's buffered lines again.
+ */
+static inline bool testutil_run_bounded(int (*scenario)(void), int seconds, int *status, double *elapsed)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(scenario());
+	*status = 0;
+	if (elapsed)
+		*elapsed = 0;
+	if (pid < 0)
+		return false;
+	return testutil_wait_bounded(pid, seconds, status, elapsed);
 }
 
 #endif

@@ -70,13 +70,9 @@ static int scenario(void)
 
 int main(void)
 {
-	fflush(stdout);
-	pid_t p = fork();
-	if (p == 0)
-		_exit(scenario());
 	int st = 0;
 	double secs = 0;
-	if (!testutil_wait_bounded(p, 10, &st, &secs)) {
+	if (!testutil_run_bounded(scenario, 10, &st, &secs)) {
 		fprintf(stderr, "%d dlopen/dlclose rounds against 2 invoking threads with the debug check did "
 				"not end within 10 s (dlclose waiting for a grace period, an invocation waiting "
 				"in dladdr for the loader's lock)\n", ROUNDS);

@@ -133,13 +133,9 @@ int main(void)
 #ifdef EH_SANITIZED
 	TEST_SKIP("a sanitizer's allocator ignores mallopt and needs far more than RLIMIT_AS leaves");
 #endif
-	fflush(stdout);
-	pid_t p = fork();
-	if (p == 0)
-		_exit(scenario());
 	int st = 0;
 	double secs = 0;
-	if (!testutil_wait_bounded(p, 15, &st, &secs)) {
+	if (!testutil_run_bounded(scenario, 15, &st, &secs)) {
 		fprintf(stderr, "the scenario did not end within 15 s\n");
 		return 1;
 	}

@@ -63,13 +63,9 @@ static int scenario()
 
 int main()
 {
-	fflush(stdout);
-	pid_t p = fork();
-	if (p == 0)
-		_exit(scenario());
 	int st = 0;
 	double secs = 0;
-	if (!testutil_wait_bounded(p, 10, &st, &secs)) {
+	if (!testutil_run_bounded(scenario, 10, &st, &secs)) {
 		fprintf(stderr, "EVENTHANDLER_DEREGISTER on another thread did not return within 10 s after a "
 				"handler threw out of EVENTHANDLER_INVOKE (the invocation's read-side section "
 				"was never left)\n");
