@@ -832,10 +832,8 @@ void tracer_stats_remove(struct tracer_session *s, int dirfd)
 {
 	/* By identity: a file that took the name since (the directory is
 	 * private to this euid, so only its own processes could) stays. */
-	struct stat st;
-	if (s->stats_made && dirfd >= 0 && fstatat(dirfd, MARK_TF_STATS, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    (uint64_t)st.st_dev == s->stats_dev && (uint64_t)st.st_ino == s->stats_ino)
-		unlinkat(dirfd, MARK_TF_STATS, 0);
+	if (s->stats_made)
+		mark_remove_same_at(dirfd, MARK_TF_STATS, s->stats_dev, s->stats_ino, false);
 	s->stats_made = false;
 }
 

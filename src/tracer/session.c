@@ -216,20 +216,14 @@ static void undo_start(struct tracer_session *s, const struct start_made *made)
 {
 	if (s->stats_made)
 		tracer_stats_remove(s, tracer_dir_fd(s));
-	struct stat st;
-	const int bfd = s->dir_made ? tracer_base_fd(s) : -1;
-	if (bfd >= 0) {
+	if (s->dir_made) {
 		char name[32];
 		snprintf(name, sizeof(name), "%s%d", MARK_TF_CHILD_PREFIX, (int)s->pid);
-		if (fstatat(bfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
-		    (uint64_t)st.st_dev == s->dir_dev && (uint64_t)st.st_ino == s->dir_ino)
-			unlinkat(bfd, name, AT_REMOVEDIR);
+		mark_remove_same_at(tracer_base_fd(s), name, s->dir_dev, s->dir_ino, true);
 	}
 	s->dir_made = false;
-	if (made && made->base && made->parent_fd >= 0 &&
-	    fstatat(made->parent_fd, made->leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
-	    (uint64_t)st.st_dev == s->base_dev && (uint64_t)st.st_ino == s->base_ino)
-		unlinkat(made->parent_fd, made->leaf, AT_REMOVEDIR);
+	if (made && made->base)
+		mark_remove_same_at(made->parent_fd, made->leaf, s->base_dev, s->base_ino, true);
 }
 
 /* What to do about a trace directory the tracer could not write (errno err). */

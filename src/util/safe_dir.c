@@ -204,3 +204,12 @@ int mark_file_create_at(int dirfd, const char *name, int flags)
 	int fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	return fd < 0 ? -errno : fd;
 }
+
+void mark_remove_same_at(int dirfd, const char *name, uint64_t dev, uint64_t ino, bool dir)
+{
+	struct stat st;
+	if (dirfd >= 0 && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (dir ? S_ISDIR(st.st_mode) : !S_ISDIR(st.st_mode)) && (uint64_t)st.st_dev == dev &&
+	    (uint64_t)st.st_ino == ino)
+		unlinkat(dirfd, name, dir ? AT_REMOVEDIR : 0);   /* a directory: fails, as it should, if not empty */
+}

@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define MARK_HIDDEN_UTIL __attribute__((visibility("hidden")))
@@ -67,5 +68,12 @@ MARK_HIDDEN_UTIL int mark_dir_nonempty(int fd);
 
 /* Create a new file `name` in `dirfd` (O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600). */
 MARK_HIDDEN_UTIL int mark_file_create_at(int dirfd, const char *name, int flags);
+
+/*
+ * Remove `name` in `dirfd` only if it is still the entry this process
+ * made (device and inode dev:ino; a link is not followed): a file, or with
+ * `dir` an empty directory.  What took the name since stays.
+ */
+MARK_HIDDEN_UTIL void mark_remove_same_at(int dirfd, const char *name, uint64_t dev, uint64_t ino, bool dir);
 
 #endif
